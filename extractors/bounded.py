@@ -1,0 +1,237 @@
+"""Every open() of a source and every size limit: bounded, complete-or-reject readers.
+
+Readers here stream; nothing is materialised past a limit. Limits are named constants below, overridable in
+settings (`[limits]` in the TOML file, `TRANSCRIPTS_LIMIT_<NAME>`), and injected smaller in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds checked before data is materialised. Defaults are chosen so that a real heavy corpus passes.
+
+    - max_source_bytes: real Claude sessions reach hundreds of MB (FORMATS.md 1.11), Codex rollouts 100 MB and
+      more; 2 GiB passes all of those and stops a runaway file (a 98 GB rollout) before it is opened.
+    - max_line_bytes: one JSONL record. Real lines reach tens of MB (base64 screenshots, Read results); FORMATS.md
+      says never cap below ~64 MB. 128 MiB passes those; a 500 MB Codex image line is rejected, visibly, and
+      the limit can be raised. Checked with a bounded readline: a longer line is never read into memory.
+    - max_records: records (lines, messages, parts) in one session. The longest real sessions have tens of
+      thousands; one million is far past that and still bounds memory.
+    - max_document_bytes: a whole-JSON document read at once (Gemini session, summary.json, one OpenCode file).
+    - max_conversation_bytes: one element of a streamed JSON array (a ChatGPT conversation) or one session's
+      payload in a database: the unit that has to be held in memory.
+    - max_field_bytes: not a rejection. Text stored per field (a tool output, a pasted blob) is clipped to this
+      many bytes with a marker saying how much was cut; turns are never clipped below it.
+    - max_archive_member_bytes / max_compression_ratio: declared sizes of a zip member, checked before reading
+      (zip bombs).
+    - settle_seconds: a source whose last line has no newline and which changed less than this long ago is
+      being written: deferred, not rejected. Older partial tails are rejected as `truncated_tail`.
+    """
+
+    max_source_bytes: int = 2 * GiB
+    max_line_bytes: int = 128 * MiB
+    max_records: int = 1_000_000
+    max_document_bytes: int = 256 * MiB
+    max_conversation_bytes: int = 256 * MiB
+    max_field_bytes: int = 1 * MiB
+    max_archive_member_bytes: int = 8 * GiB
+    max_compression_ratio: int = 200
+    settle_seconds: float = 600.0
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(cls.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One JSONL record: its 0-based line index, byte offset, and the parsed object."""
+
+    index: int
+    offset: int
+    record: dict[str, Any]
+
+
+def _fingerprint(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_size, st.st_mtime_ns)
+
+
+def check_source_size(path: str | Path, limits: Limits) -> os.stat_result:
+    """Stat a regular file and reject it when it passes `max_source_bytes`. Raises RejectError."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot stat: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, "not a regular file")
+    if st.st_size > limits.max_source_bytes:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"source is {st.st_size} bytes, over max_source_bytes={limits.max_source_bytes}",
+        )
+    return st
+
+
+def parse_json(raw: bytes, *, line: int | None = None, offset: int | None = None) -> Any:
+    """Parse one JSON value. Raises RejectError(invalid_utf8 | invalid_json).
+
+    orjson first (fast); on failure the stdlib, which accepts the lone UTF-16 surrogates that Claude Code writes
+    when it cuts a string mid-emoji (`"\\ud83d…"`, anthropics/claude-code#56064); those are replaced by U+FFFD.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RejectError(
+            RejectCode.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start} of the record", line=line, offset=offset
+        ) from exc
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise RejectError(RejectCode.INVALID_JSON, f"not JSON: {exc}", line=line, offset=offset) from exc
+    return scrub_surrogates(value)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(value: Any) -> Any:
+    """Replace lone surrogates in every string of a parsed JSON value, so that it encodes as UTF-8."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [scrub_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub_surrogates(k): scrub_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def iter_jsonl(path: str | Path, limits: Limits) -> Iterator[Line]:
+    """Stream the objects of a JSONL file, complete or not at all.
+
+    Yields every non-blank line as a `Line` (blank lines keep their index but yield nothing). Raises:
+    - RejectError(limit_exceeded) for a source, line or record count over the limits, before reading it;
+    - RejectError(invalid_json | invalid_utf8 | bad_shape) for a bad line before the last one;
+    - RejectError(truncated_tail) for a bad last line without newline older than `settle_seconds`;
+    - DeferError(write_in_progress) for a last line without newline in a file changed within `settle_seconds`;
+    - DeferError(changed_during_read) when the file's size or mtime moved while it was read.
+    """
+    before = check_source_size(path, limits)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed in the finally below; a generator owns it
+    except OSError as exc:
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot open: {exc.strerror}") from exc
+    try:
+        if _fingerprint(os.fstat(handle.fileno())) != _fingerprint(before):
+            raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed between discovery and open")
+        index = 0
+        offset = 0
+        records = 0
+        while True:
+            raw = handle.readline(limits.max_line_bytes + 1)
+            if not raw:
+                break
+            if len(raw) > limits.max_line_bytes:
+                raise RejectError(
+                    RejectCode.LIMIT_EXCEEDED,
+                    f"line longer than max_line_bytes={limits.max_line_bytes}",
+                    line=index,
+                    offset=offset,
+                )
+            complete = raw.endswith(b"\n")
+            if raw.strip():
+                records += 1
+                if records > limits.max_records:
+                    raise RejectError(
+                        RejectCode.LIMIT_EXCEEDED,
+                        f"more than max_records={limits.max_records} records",
+                        line=index,
+                        offset=offset,
+                    )
+                if complete:
+                    value = parse_json(raw, line=index, offset=offset)
+                else:
+                    value = _parse_tail(raw, before, limits, index, offset)
+                if not isinstance(value, dict):
+                    raise RejectError(
+                        RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset
+                    )
+                yield Line(index, offset, value)
+            offset += len(raw)
+            index += 1
+        if _fingerprint(os.fstat(handle.fileno())) != _fingerprint(before) or offset != before.st_size:
+            raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")
+    finally:
+        handle.close()
+
+
+def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, offset: int) -> Any:
+    """The last line has no newline: a session being written now, a crash's partial line, or just no newline."""
+    recent = time.time() - before.st_mtime < limits.settle_seconds
+    if recent:
+        raise DeferError(DeferCode.WRITE_IN_PROGRESS, "last line has no newline and the file changed recently")
+    try:
+        return parse_json(raw, line=index, offset=offset)
+    except RejectError as exc:
+        raise RejectError(
+            RejectCode.TRUNCATED_TAIL,
+            f"partial last line older than settle_seconds={limits.settle_seconds:g}: {exc.detail}",
+            line=index,
+            offset=offset,
+        ) from exc
+
+
+def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | None = None) -> Any:
+    """Read and parse one whole JSON document of at most `max_document_bytes` (or `max_bytes`).
+
+    Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8) and
+    DeferError(changed_during_read).
+    """
+    cap = limits.max_document_bytes if max_bytes is None else max_bytes
+    before = check_source_size(path, limits)
+    if before.st_size > cap:
+        raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document is {before.st_size} bytes, over the limit {cap}")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(cap + 1)
+            after = os.fstat(handle.fileno())
+    except OSError as exc:
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot read: {exc.strerror}") from exc
+    if len(raw) > cap:
+        raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document grew past the limit {cap}")
+    if _fingerprint(after) != _fingerprint(before) or len(raw) != before.st_size:
+        raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")
+    return parse_json(raw)
+
+
+def clip(text: str, limits: Limits) -> str:
+    """Clip a stored text field to `max_field_bytes` (UTF-8), with a marker saying how much was cut."""
+    if len(text) * 4 <= limits.max_field_bytes:
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limits.max_field_bytes:
+        return text
+    kept = raw[: limits.max_field_bytes].decode("utf-8", "ignore")
+    return f"{kept}\n[… clipped: {len(raw)} bytes in the source, {limits.max_field_bytes} kept]"

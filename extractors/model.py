@@ -1,0 +1,165 @@
+"""The records every extractor produces: a `Source` on disk, a complete `Session`, and the three outcomes.
+
+Nothing here knows a source format; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from extractors.errors import DeferCode, RejectCode
+
+
+class Agent(StrEnum):
+    """A source product. The value is also the extractor module's name and the Parquet partition value."""
+
+    CLAUDE = "claude"
+    CODEX = "codex"
+    GROK = "grok"
+    GEMINI = "gemini"
+    OPENCODE = "opencode"
+    CHATGPT = "chatgpt"
+
+
+class Role(StrEnum):
+    USER = "user"  # a person's turn
+    ASSISTANT = "assistant"  # a model's visible text
+
+
+class Disposition(StrEnum):
+    """What became of one source record; the census (`record_kinds`) counts records by kind and disposition."""
+
+    TURN = "turn"  # became (part of) a user or assistant turn
+    TOOL = "tool"  # a tool call or a tool result
+    HARNESS = "harness"  # text the harness injected: system prompts, reminders, summaries, wrappers, reasoning
+    SKIPPED = "skipped"  # well-formed bookkeeping that is not conversation (snapshots, progress, unknown kinds)
+    METADATA = "metadata"  # read for session metadata (ids, cwd, model, times, titles)
+
+
+class LinkKind(StrEnum):
+    """How a session relates to another one (`session_links`)."""
+
+    SUBAGENT = "subagent"  # spawned by the other session (Task tool, sidechain, child session)
+    COMPACTION = "compaction"  # a compaction helper run or a continuation after a compaction
+    FORK = "fork"  # forked from the other session, which holds the shared history
+    RESUME = "resume"  # resumed from the other session (copied its records)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One unit on disk (file, export, database, or a directory of legacy JSON), as discovery saw it.
+
+    `size` and `mtime_ns` are the fingerprint of the unit: for a unit made of several files (Grok's
+    `chat_history.jsonl` + `summary.json`, OpenCode's legacy JSON tree) they are the total size and the newest
+    mtime of its files, so that a change to any of them makes the unit changed.
+    """
+
+    agent: Agent
+    path: str  # absolute path of the unit (the key of the `sources` manifest)
+    size: int
+    mtime_ns: int
+    root: str = ""  # the discovery root it was found under
+    kind: str = "file"  # file | directory | database | export
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    index: int  # the record's position in the source (its line for JSONL), counted before any filtering
+    role: Role
+    text: str
+    timestamp: datetime | None = None  # None: the session start is used
+    model: str | None = None
+    attachments: tuple[str, ...] = ()  # references to non-text parts (images, files): pointers or digests
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call_id: str  # native id, unique within the session
+    turn_index: int  # index of the model response that made the call
+    name: str
+    input: str | None  # JSON text (or the raw text for freeform tools)
+    output: str | None = None
+    is_error: bool | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one model response, counted once."""
+
+    turn_index: int
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    timestamp: datetime | None = None
+    response_id: str | None = None  # the native id of the response (Claude `message.id`, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLink:
+    """This session relates to `other_session_id` by `kind` (e.g. this is a subagent of other)."""
+
+    other_session_id: str
+    kind: LinkKind
+    tool_call_id: str | None = None  # the native call that spawned it, where known
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A complete session: what the two parties said, plus tool calls, usage, and the record census."""
+
+    agent: Agent
+    session_id: str  # built with `extractors.ids`
+    native_id: str
+    started_at: datetime  # required: a session without a usable time is rejected, never stamped with "now"
+    ended_at: datetime | None = None
+    parent_session_id: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+    models: tuple[str, ...] = ()
+    cli_versions: tuple[str, ...] = ()
+    archived: bool = False
+    turns: tuple[Turn, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: tuple[Usage, ...] = ()
+    links: tuple[SessionLink, ...] = ()
+    # (record kind, writer version or "", disposition) -> count. Every record read is counted exactly once.
+    census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter, compare=False)
+
+    def count(self, disposition: Disposition) -> int:
+        return sum(n for (_, _, d), n in self.census.items() if d is disposition)
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    source: Source
+    session: Session
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    source: Source
+    code: RejectCode
+    detail: str
+    line: int | None = None  # 0-based record index where it was found, when it has one
+    offset: int | None = None  # byte offset in the source
+    session_hint: str | None = None  # the session id, when one was known (multi-session sources)
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    source: Source
+    code: DeferCode
+    detail: str
+
+
+Outcome = Loaded | Rejected | Deferred

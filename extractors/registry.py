@@ -1,0 +1,106 @@
+"""The one registry of extractors, keyed by `Agent`, and the boundary where raised errors become outcomes."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Protocol, cast
+
+from extractors.bounded import Limits
+from extractors.errors import DeferError, RejectError
+from extractors.model import Agent, Deferred, Outcome, Rejected, Source
+
+
+class Extractor(Protocol):
+    """What every extractor module provides (module-level names)."""
+
+    AGENT: Agent
+    PARSER_VERSION: str  # bump when the parse changes: sources read by an older version are read again
+    NIGHTLY: bool  # discovered by `transcripts run` (False: only given explicitly, e.g. a ChatGPT export)
+
+    def default_roots(self, home: Path, env: Mapping[str, str]) -> list[Path]:
+        """The roots to discover under, from the home directory and the environment (no I/O)."""
+        ...
+
+    def discover(self, root: Path) -> Iterator[Source]:
+        """List the source units under `root` with size and mtime; never parse content."""
+        ...
+
+    def read(self, source: Source, limits: Limits) -> Iterator[Outcome]:
+        """Read one source within `limits`: one outcome per session. May raise RejectError / DeferError."""
+        ...
+
+
+def extractor(agent: Agent) -> Extractor:
+    """The module for `agent` (module name == agent value)."""
+    module: ModuleType = importlib.import_module(f"extractors.{agent.value}")
+    return cast(Extractor, module)
+
+
+def registered() -> dict[Agent, Extractor]:
+    """Every agent whose extractor module exists."""
+    found: dict[Agent, Extractor] = {}
+    for agent in Agent:
+        try:
+            found[agent] = extractor(agent)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"extractors.{agent.value}":
+                raise
+    return found
+
+
+def parse_agent(name: str) -> Agent:
+    """`Agent` for a user-given name; a ValueError that says "did you mean" for an unknown one."""
+    aliases = {"claude-code": Agent.CLAUDE, "claude_code": Agent.CLAUDE, "gemini-cli": Agent.GEMINI}
+    key = name.strip().lower()
+    if key in aliases:
+        return aliases[key]
+    try:
+        return Agent(key)
+    except ValueError:
+        choices = [a.value for a in Agent]
+        close = difflib.get_close_matches(key, choices, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise ValueError(f"unknown format '{name}'. Known: {', '.join(choices)}.{hint}") from None
+
+
+def detect_format(path: Path, explicit: str | None = None) -> Agent:
+    """Which extractor reads an explicitly given path (DESIGN.md "Sources").
+
+    An explicit format always wins; else the path speaks; an ambiguous path raises ValueError naming --format.
+    """
+    if explicit:
+        return parse_agent(explicit)
+    text = path.as_posix()
+    name = path.name.lower()
+    parts = set(path.parts)
+    if name.startswith("rollout-") or ".codex" in parts:
+        return Agent.CODEX
+    if ".claude" in parts:
+        return Agent.CLAUDE
+    if ".grok" in parts:
+        return Agent.GROK
+    if name == "conversations.json" or name.endswith(".zip") or (name.endswith(".json") and ".gemini" not in text):
+        return Agent.CHATGPT
+    raise ValueError(
+        f"cannot tell the format of {path} from its path; name it with --format (one of: "
+        f"{', '.join(a.value for a in Agent)})"
+    )
+
+
+def read_source(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """Read a source through its extractor; a raised RejectError / DeferError becomes one outcome value.
+
+    Sessions yielded before a source-level error stay valid (multi-session sources reject per session).
+    Any other exception is a bug and propagates.
+    """
+    module = extractor(source.agent)
+    try:
+        yield from module.read(source, limits)
+    except RejectError as exc:
+        yield Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint)
+    except DeferError as exc:
+        yield Deferred(source, exc.code, exc.detail)

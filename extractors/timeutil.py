@@ -1,0 +1,66 @@
+"""Parsing source times into aware UTC datetimes. Never reads the clock."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+# Years outside this range are corrupt values (a ms epoch read as seconds, 0, ...), not usable times.
+_MIN = datetime(1990, 1, 1, tzinfo=UTC)
+_MAX = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def _in_range(value: datetime) -> datetime | None:
+    return value if _MIN <= value < _MAX else None
+
+
+def parse_iso(value: Any) -> datetime | None:
+    """An ISO-8601 / RFC 3339 string (`2026-02-10T21:11:56.846Z`, `+00:00`, 6-9 fractional digits) -> UTC.
+
+    A string without a zone is taken as UTC. Returns None for anything unusable.
+    """
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    # Python < 3.12 accepts at most 6 fractional digits: cut nanoseconds.
+    if "." in text:
+        head, _, tail = text.partition(".")
+        digits = len(tail) - len(tail.lstrip("0123456789"))
+        if digits > 6:
+            text = f"{head}.{tail[:6]}{tail[digits:]}"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return _in_range(parsed.astimezone(UTC))
+
+
+def from_epoch_seconds(value: Any) -> datetime | None:
+    """Float or int seconds since the epoch (ChatGPT `create_time`) -> UTC; None when null or absurd."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    try:
+        return _in_range(datetime.fromtimestamp(value, tz=UTC))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def from_epoch_ms(value: Any) -> datetime | None:
+    """Integer milliseconds since the epoch (OpenCode `time_created`) -> UTC; None when null or absurd."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return from_epoch_seconds(value / 1000.0)
+
+
+def parse_any(value: Any) -> datetime | None:
+    """A time in whichever form a source wrote it: ISO string, epoch seconds or epoch milliseconds."""
+    if isinstance(value, str):
+        return parse_iso(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return from_epoch_ms(value) if abs(value) > 1e11 else from_epoch_seconds(value)
+    return None

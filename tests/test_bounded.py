@@ -1,0 +1,122 @@
+"""The bounded JSONL reader: complete or reject, defer a live tail, limits before materialising."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from extractors.bounded import Limits, clip, iter_jsonl, parse_json, read_json_document
+from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
+from tests.support import write_jsonl
+
+
+def _age(path: Path, seconds: float) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old))
+
+
+def test_ok_reads_every_record_with_index_and_offset(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', "", '{"b":2}'])
+    lines = list(iter_jsonl(path, Limits()))
+    assert [(x.index, x.offset, x.record) for x in lines] == [(0, 0, {"a": 1}), (2, 9, {"b": 2})]
+
+
+def test_reject_invalid_json_before_last_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"pr-link","prNu{"parentUuid":1}', '{"b":2}'])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert (err.value.code, err.value.line, err.value.offset) == (RejectCode.INVALID_JSON, 1, 8)
+
+
+def test_reject_invalid_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"a":"\xff"}\n')
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert err.value.code is RejectCode.INVALID_UTF8
+
+
+def test_ok_lone_surrogate_is_replaced_not_rejected() -> None:
+    assert parse_json(b'{"a":"\\ud83d x"}') == {"a": "\ufffd x"}
+
+
+def test_reject_non_object_record(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ["[1,2]"])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert err.value.code is RejectCode.BAD_SHAPE
+
+
+def test_defer_partial_last_line_of_a_fresh_file(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"b":'], newline_at_end=False)
+    with pytest.raises(DeferError) as err:
+        list(iter_jsonl(path, Limits(settle_seconds=3600)))
+    assert err.value.code is DeferCode.WRITE_IN_PROGRESS
+
+
+def test_reject_truncated_tail_of_a_settled_file(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"b":'], newline_at_end=False)
+    _age(path, 7200)
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits(settle_seconds=3600)))
+    assert (err.value.code, err.value.line) == (RejectCode.TRUNCATED_TAIL, 1)
+
+
+def test_ok_complete_last_line_without_newline_once_settled(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"b":2}'], newline_at_end=False)
+    _age(path, 7200)
+    assert [x.record for x in iter_jsonl(path, Limits(settle_seconds=3600))] == [{"a": 1}, {"b": 2}]
+
+
+def test_reject_line_over_limit_without_reading_it_whole(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"big":"' + "x" * 5000 + '"}'])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits(max_line_bytes=100)))
+    assert (err.value.code, err.value.line) == (RejectCode.LIMIT_EXCEEDED, 1)
+
+
+def test_reject_source_over_limit_before_opening(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}'] * 10)
+    os.chmod(path, 0)  # proves it is never opened: the size check comes first
+    try:
+        with pytest.raises(RejectError) as err:
+            list(iter_jsonl(path, Limits(max_source_bytes=20)))
+        assert err.value.code is RejectCode.LIMIT_EXCEEDED
+    finally:
+        os.chmod(path, 0o600)
+
+
+def test_reject_too_many_records(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}'] * 5)
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits(max_records=3)))
+    assert (err.value.code, err.value.line) == (RejectCode.LIMIT_EXCEEDED, 3)
+
+
+def test_defer_when_the_file_grows_while_read(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"b":2}'])
+    reader = iter_jsonl(path, Limits())
+    next(reader)
+    with path.open("a") as handle:
+        handle.write('{"c":3}\n')
+    with pytest.raises(DeferError) as err:
+        list(reader)
+    assert err.value.code is DeferCode.CHANGED_DURING_READ
+
+
+def test_reject_document_over_limit(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text('{"a":"' + "x" * 100 + '"}')
+    with pytest.raises(RejectError) as err:
+        read_json_document(path, Limits(max_document_bytes=50))
+    assert err.value.code is RejectCode.LIMIT_EXCEEDED
+
+
+def test_clip_keeps_short_text_and_marks_cut_text() -> None:
+    limits = Limits(max_field_bytes=10)
+    assert clip("short", limits) == "short"
+    clipped = clip("é" * 20, limits)
+    assert clipped.startswith("ééééé\n[… clipped: 40 bytes")
