@@ -24,10 +24,13 @@ class RejectCode(StrEnum):
     SOURCE_UNREADABLE = "source_unreadable"  # cannot be opened, wrong SQLite schema, not the expected container
     NO_CONVERSATION = "no_conversation"  # well-formed, but holds no session (e.g. only `summary` lines)
     UNSUPPORTED_FORMAT = "unsupported_format"  # a recognised product/format this version does not read
+    # The same session is loaded from another, preferred source (OpenCode JSON storage migrated into opencode.db;
+    # a Codex rollout present in both sessions/ and archived_sessions/). Not an error: nothing is lost.
+    DUPLICATE = "duplicate"
 
 
 # Codes that describe a source with nothing to load rather than a problem; `status --check` does not alarm on them.
-BENIGN_REJECT_CODES = frozenset({RejectCode.NO_CONVERSATION})
+BENIGN_REJECT_CODES = frozenset({RejectCode.NO_CONVERSATION, RejectCode.DUPLICATE})
 
 
 class DeferCode(StrEnum):

@@ -40,12 +40,12 @@ class Disposition(StrEnum):
 
 
 class LinkKind(StrEnum):
-    """How a session relates to another one (`session_links`)."""
+    """How THIS session relates to the OTHER one in a `SessionLink` (`session_links`)."""
 
-    SUBAGENT = "subagent"  # spawned by the other session (Task tool, sidechain, child session)
-    COMPACTION = "compaction"  # a compaction helper run or a continuation after a compaction
-    FORK = "fork"  # forked from the other session, which holds the shared history
-    RESUME = "resume"  # resumed from the other session (copied its records)
+    SUBAGENT = "subagent"  # this was spawned by the other session (Task tool, sidechain, child session)
+    COMPACTION = "compaction"  # this is a compaction helper run of, or a continuation after compacting, the other
+    FORK = "fork"  # this was forked from the other session, which holds the shared history
+    RESUME = "resume"  # this resumed the other session (and copied its records, which are not loaded again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,7 @@ class ToolCall:
     is_error: bool | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    spawned_session_id: str | None = None  # the session this call started (a subagent), where the source says
 
 
 @dataclass(frozen=True, slots=True)
