@@ -6,6 +6,7 @@ settings (`[limits]` in the TOML file, `TRANSCRIPTS_LIMIT_<NAME>`), and injected
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -235,3 +236,9 @@ def clip(text: str, limits: Limits) -> str:
         return text
     kept = raw[: limits.max_field_bytes].decode("utf-8", "ignore")
     return f"{kept}\n[… clipped: {len(raw)} bytes in the source, {limits.max_field_bytes} kept]"
+
+
+def content_sha256(path: str | Path) -> str:
+    """SHA-256 of a source file's bytes, streamed (the manifest's content hash). Raises OSError."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -1,0 +1,263 @@
+"""The `transcripts` command: a thin layer that turns results and errors into messages and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.settings import PROJECT_DIR, Settings, SettingsError, load_settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Agent transcripts -> Parquet + DuckDB.")
+console = Console(stderr=False)
+err = Console(stderr=True)
+
+SAMPLE_HOME = PROJECT_DIR / "data" / "sample" / "home"
+
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")]
+Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+
+
+def _quiet_prefect() -> None:
+    """Prefect settings for a quiet, robust run without a server (each can be overridden in the environment)."""
+    for key, value in {
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    }.items():
+        os.environ.setdefault(key, value)
+
+
+def _settings(**kwargs: Any) -> Settings:
+    try:
+        return load_settings(**kwargs)
+    except SettingsError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+@app.command()
+def run(
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only these agents (repeatable).")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Resolve default locations under this home.")] = None,
+    root: Annotated[list[str] | None, typer.Option("--root", help="AGENT=PATH: read AGENT from PATH.")] = None,
+    data_dir: DataDir = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-read every source, changed or not.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a run would do; write nothing.")] = False,
+    sample: Annotated[bool, typer.Option("--sample", help="Load the sample corpus shipped in data/sample.")] = False,
+    wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    config: Config = None,
+) -> None:
+    """Discover new and changed sessions and load them into the corpus."""
+    if sample:
+        home = SAMPLE_HOME
+    options: dict[str, Any] = {
+        "data_dir": data_dir,
+        "home": home,
+        "sources": source or [],
+        "roots": root or [],
+        "config": config,
+        "lock_wait": wait,
+    }
+    settings = _settings(**options)
+    from flows import pipeline
+
+    found = pipeline.discover(settings)
+    if not found.scanned:
+        looked = [p for paths in found.missing_roots.values() for p in paths]
+        console.print("No agent data found. Looked in:")
+        for path in looked:
+            console.print(f"  {path} (not there)")
+        console.print("Nothing to load. Point at data with --home DIR or --root AGENT=PATH, or try --sample.")
+        return
+    if dry_run:
+        _dry_run(settings, full)
+        return
+    _quiet_prefect()
+    from flows import etl
+    from sinks.lock import LockBusy
+
+    total_bytes = 0
+    progress = None
+    if sys.stdout.isatty():
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+        progress = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        bar = progress.add_task("loading", total=None)
+
+        def hook(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        etl.progress_hook = hook
+        progress.start()
+    try:
+        options["data_dir"] = settings.data_dir
+        report = etl.etl_flow(options, full=full)
+    except LockBusy as exc:
+        err.print(f"[red]busy:[/red] {exc}")
+        raise typer.Exit(3) from None
+    except OSError as exc:
+        err.print(
+            f"[red]run failed:[/red] {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''}); "
+            "the previous corpus is intact."
+        )
+        raise typer.Exit(1) from None
+    finally:
+        if progress is not None:
+            progress.stop()
+    _print_report(report, total_bytes)
+
+
+def _dry_run(settings: Settings, full: bool) -> None:
+    from flows import pipeline
+    from sinks.store import Store
+
+    _, plan = pipeline.plan_run(settings, Store(settings.data_dir), full=full)
+    table = Table(title="Dry run: what a run would do (nothing written)")
+    for col in ("agent", "new", "changed", "unchanged", "deleted", "to read"):
+        table.add_column(col, justify="right" if col != "agent" else "left")
+    for agent, c in pipeline.plan_counts(plan).items():
+        table.add_row(
+            agent, str(c["new"]), str(c["changed"]), str(c["unchanged"]), str(c["deleted"]), _human_bytes(c["bytes"])
+        )
+    console.print(table)
+
+
+def _print_report(report: Any, _total: int) -> None:
+    c = report.committed
+    rows = report.plan_counts
+    found = sum(v["new"] + v["changed"] + v["unchanged"] for v in rows.values())
+    unchanged = sum(v["unchanged"] for v in rows.values())
+    console.print(
+        f"sources found {found} · loaded {c.sessions_loaded} sessions · unchanged {unchanged} · "
+        f"rejected {c.sessions_rejected} · deferred {c.sources_deferred} · turns {c.turns_loaded} · "
+        f"{_human_bytes(c.bytes_read)} read · {report.seconds:.1f}s"
+    )
+    for agent, counts in c.counts_by_agent.items():
+        parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+        console.print(f"  {agent}: {parts}")
+    if c.new_rejections:
+        console.print(f"[yellow]{c.new_rejections} new rejection(s): see `transcripts status`[/yellow]")
+
+
+@app.command()
+def status(
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 if the last run failed or found rejections.")] = False,
+    config: Config = None,
+) -> None:
+    """Last runs, rows per table and agent, and every current rejection."""
+    from flows.status import is_benign, read_status
+
+    settings = _settings(data_dir=data_dir, config=config)
+    st = read_status(settings.data_dir)
+    problems = st.problems()
+    if as_json:
+        console.print_json(
+            json.dumps(
+                {
+                    "data_dir": st.data_dir,
+                    "runs": st.runs,
+                    "counts": st.counts,
+                    "rejects": st.rejects,
+                    "problems": problems,
+                },
+                default=str,
+            )
+        )
+    elif not st.exists:
+        console.print(f"No corpus yet in {st.data_dir}. Run `transcripts run` first.")
+    else:
+        runs = Table(title="Last runs")
+        for col in (
+            "started",
+            "mode",
+            "outcome",
+            "seen",
+            "new",
+            "changed",
+            "deleted",
+            "loaded",
+            "rejected",
+            "deferred",
+            "turns",
+        ):
+            runs.add_column(col)
+        for r in st.runs:
+            runs.add_row(
+                str(r["started_at"])[:19],
+                r["mode"],
+                r["outcome"],
+                str(r["sources_seen"]),
+                str(r["sources_new"]),
+                str(r["sources_changed"]),
+                str(r["sources_deleted"]),
+                str(r["sessions_loaded"]),
+                str(r["sessions_rejected"]),
+                str(r["sources_deferred"]),
+                str(r["turns_loaded"]),
+            )
+        console.print(runs)
+        counts = Table(title="Rows per table and agent")
+        agents = sorted({a for per in st.counts.values() for a in per if a})
+        counts.add_column("table")
+        for a in agents:
+            counts.add_column(a, justify="right")
+        for name, per in st.counts.items():
+            if "" in per:
+                counts.add_row(name, *[str(per[""]) if i == 0 else "" for i in range(len(agents))])
+            else:
+                counts.add_row(name, *[str(per.get(a, 0)) for a in agents])
+        console.print(counts)
+        if st.rejects:
+            rej = Table(title="Current rejections and deferrals")
+            for col in ("agent", "outcome", "code", "source", "session", "line", "detail"):
+                rej.add_column(col, overflow="fold")
+            for r in st.rejects:
+                code = r["reason_code"] + (" (benign)" if is_benign(r["reason_code"]) else "")
+                src = r["source_path"] + ("" if r["source_present"] else " [gone]")
+                rej.add_row(
+                    r["agent"],
+                    r["outcome"],
+                    code,
+                    src,
+                    r["session_id"] or "",
+                    "" if r["line"] is None else str(r["line"]),
+                    r["detail"],
+                )
+            console.print(rej)
+        else:
+            console.print("No current rejections.")
+        for p in problems:
+            console.print(f"[red]check:[/red] {p}")
+    if check and problems:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()

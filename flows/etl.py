@@ -1,0 +1,115 @@
+"""The nightly ETL as a Prefect 3 flow: tasks over batches of sources, not one task per file."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
+
+from extractors.bounded import Limits
+from extractors.model import Agent, Source
+from flows import pipeline
+from flows.settings import Settings, load_settings
+from sinks import warehouse
+from sinks.commit import Committed
+from sinks.files import private_dir, private_umask
+from sinks.lock import writer_lock
+from sinks.manifest import Plan
+from sinks.staging import BatchResult, Previous, stage_batch
+from sinks.store import Store
+
+# Set by the CLI to draw a progress bar: called with (bytes done, bytes total) after each batch.
+progress_hook: Callable[[int, int], None] | None = None
+
+
+@task(name="extract-batch", cache_policy=NO_CACHE)
+def extract_batch(
+    data_dir: Path,
+    run_id: str,
+    batch_no: int,
+    sources: list[Source],
+    limits: Limits,
+    versions: dict[Agent, str],
+    previous: dict[str, Previous],
+) -> BatchResult:
+    """Read a batch of sources and stage their rows."""
+    return stage_batch(Store(data_dir), run_id, batch_no, sources, limits, versions, previous)
+
+
+@task(name="commit", cache_policy=NO_CACHE)
+def commit(data_dir: Path, run_id: str, plan: Plan, results: list[BatchResult], row: dict[str, Any]) -> Committed:
+    """Merge the staged rows into the next Parquet version and swap it in."""
+    return pipeline.commit(Store(data_dir), run_id, plan, results, row)
+
+
+@task(name="load-warehouse", cache_policy=NO_CACHE)
+def load_warehouse(data_dir: Path, run_id: str, previous_version: int, replaced: dict[str, set[str]] | None) -> None:
+    """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
+    warehouse.refresh(data_dir, Store(data_dir), run_id, previous_version=previous_version, replaced=replaced)
+
+
+def run_etl(
+    settings: Settings, *, full: bool = False, flow_run_id: str | None = None, as_tasks: bool = True
+) -> pipeline.RunReport:
+    """The body of the flow: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
+
+    `as_tasks=False` calls the steps as plain functions (no Prefect API needed): for tests and the benchmark's
+    pipeline-only timings; the flow itself always runs them as tasks.
+    """
+    extract_step = extract_batch if as_tasks else extract_batch.fn
+    commit_step = commit if as_tasks else commit.fn
+    load_step = load_warehouse if as_tasks else load_warehouse.fn
+    start = time.monotonic()
+    run_id = pipeline.new_run_id()
+    private_dir(settings.data_dir)
+    with private_umask(), writer_lock(settings.data_dir, settings.lock_wait_seconds):
+        store = pipeline.prepare(settings)
+        warehouse.cleanup(settings.data_dir)
+        row = pipeline.run_row(
+            run_id, settings, flow="etl", mode="full" if full else "incremental", started=datetime.now(UTC)
+        )
+        row["flow_run_id"] = flow_run_id
+        previous_version = store.current_number()
+        try:
+            _, plan = pipeline.plan_run(settings, store, full=full)
+            total = sum(s.size for s in plan.to_read)
+            done = 0
+            versions = pipeline.parser_versions()
+            results: list[BatchResult] = []
+            for number, batch in enumerate(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files)):
+                previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
+                results.append(
+                    extract_step(settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
+                )
+                done += sum(s.size for s in batch)
+                if progress_hook is not None:
+                    progress_hook(done, total)
+            committed = commit_step(settings.data_dir, run_id, plan, results, row)
+            replaced = committed.replaced if previous_version else None
+            load_step(settings.data_dir, run_id, previous_version, replaced)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                pipeline.record_failure(store, run_id, row, exc)
+            raise
+        finally:
+            store.cleanup()
+    return pipeline.RunReport(
+        run_id=run_id,
+        plan_counts=pipeline.plan_counts(plan),
+        committed=committed,
+        seconds=pipeline.elapsed_since(start),
+        flow_run_id=flow_run_id,
+    )
+
+
+@flow(name="transcripts-etl", log_prints=False, validate_parameters=False)
+def etl_flow(options: dict[str, Any], full: bool = False) -> pipeline.RunReport:
+    """Nightly ETL of every configured agent into Parquet and DuckDB. `options` are `load_settings` arguments."""
+    settings = load_settings(**options)
+    return run_etl(settings, full=full, flow_run_id=str(flow_run.id) if flow_run.id else None)

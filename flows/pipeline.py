@@ -1,0 +1,168 @@
+"""The nightly ETL as plain steps (discover, plan, extract batches, commit, warehouse), used by the Prefect flow.
+
+Kept free of Prefect so that every step can be called and tested on its own; `flows.etl` wraps them as tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from extractors.model import Agent, Source
+from extractors.registry import extractor, registered
+from flows.settings import Settings
+from sinks.commit import Committed, commit_run, record_failed_run
+from sinks.files import private_dir
+from sinks.manifest import Plan, make_plan
+from sinks.staging import BatchResult
+from sinks.store import Store
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes total)
+
+
+@dataclass(slots=True)
+class Discovery:
+    sources: list[Source] = field(default_factory=list)
+    scanned: dict[Agent, list[str]] = field(default_factory=dict)
+    missing_roots: dict[Agent, list[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RunReport:
+    """What a run did; the CLI prints it, the ledger stores it."""
+
+    run_id: str
+    plan_counts: dict[str, dict[str, int]]
+    committed: Committed | None = None
+    seconds: float = 0.0
+    dry_run: bool = False
+    bytes_to_read: int = 0
+    found_any_root: bool = True
+    flow_run_id: str | None = None
+
+
+def parser_versions() -> dict[Agent, str]:
+    return {agent: module.PARSER_VERSION for agent, module in registered().items()}
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A run is an event: its id is its start time (UTC) and process id."""
+    moment = now or datetime.now(UTC)
+    return f"{moment:%Y%m%dT%H%M%S}{moment.microsecond:06d}Z-{os.getpid()}"
+
+
+def discover(settings: Settings) -> Discovery:
+    """List every source of the selected agents under their roots (nothing is opened)."""
+    found = Discovery()
+    seen: set[str] = set()
+    for agent in settings.agents:
+        module = extractor(agent)
+        for root in settings.roots(agent, module):
+            if not root.exists():
+                found.missing_roots.setdefault(agent, []).append(str(root))
+                continue
+            found.scanned.setdefault(agent, []).append(str(root))
+            for source in module.discover(root):
+                if source.path not in seen:  # overlapping roots list a file once
+                    seen.add(source.path)
+                    found.sources.append(source)
+    return found
+
+
+def plan_counts(plan: Plan) -> dict[str, dict[str, int]]:
+    """Per agent: new / changed / unchanged / deleted sources and bytes to read."""
+    counts: dict[str, dict[str, int]] = {}
+
+    def bump(agent: str, key: str, n: int = 1) -> None:
+        counts.setdefault(agent, {"new": 0, "changed": 0, "unchanged": 0, "deleted": 0, "bytes": 0})[key] += n
+
+    for s in plan.new:
+        bump(s.agent.value, "new")
+        bump(s.agent.value, "bytes", s.size)
+    for s in plan.changed:
+        bump(s.agent.value, "changed")
+        bump(s.agent.value, "bytes", s.size)
+    for s in plan.unchanged:
+        bump(s.agent.value, "unchanged")
+    for row in plan.deleted:
+        bump(row["agent"], "deleted")
+    return dict(sorted(counts.items()))
+
+
+def batches(sources: Sequence[Source], max_bytes: int, max_files: int) -> Iterator[list[Source]]:
+    """Group sources into extraction batches of about `max_bytes` or `max_files` (a big file is a batch alone)."""
+    batch: list[Source] = []
+    size = 0
+    for source in sources:
+        if batch and (size + source.size > max_bytes or len(batch) >= max_files):
+            yield batch
+            batch, size = [], 0
+        batch.append(source)
+        size += source.size
+    if batch:
+        yield batch
+
+
+def run_row(run_id: str, settings: Settings, *, flow: str, mode: str, started: datetime) -> dict[str, Any]:
+    """The ledger row of a run, before its counts are known."""
+    return {
+        "run_id": run_id,
+        "flow": flow,
+        "mode": mode,
+        "started_at": started,
+        "ended_at": started,
+        "outcome": "ok",
+        "error": None,
+        "flow_run_id": None,
+        "sources_seen": 0,
+        "sources_new": 0,
+        "sources_changed": 0,
+        "sources_unchanged": 0,
+        "sources_deleted": 0,
+        "sessions_loaded": 0,
+        "sessions_rejected": 0,
+        "sources_deferred": 0,
+        "new_rejections": 0,
+        "turns_loaded": 0,
+        "bytes_read": 0,
+        "counts_by_agent": "{}",
+        "limits": json.dumps(asdict(settings.limits), sort_keys=True),
+        "parser_versions": json.dumps({a.value: v for a, v in parser_versions().items()}, sort_keys=True),
+    }
+
+
+def prepare(settings: Settings) -> Store:
+    """Create the private data directory and clear what a killed run left behind (call under the lock)."""
+    private_dir(settings.data_dir)
+    store = Store(settings.data_dir)
+    store.cleanup()
+    return store
+
+
+def commit(store: Store, run_id: str, plan: Plan, results: Sequence[BatchResult], row: dict[str, Any]) -> Committed:
+    row["ended_at"] = datetime.now(UTC)
+    return commit_run(store, run_id, plan, results, parser_versions(), row)
+
+
+def record_failure(store: Store, run_id: str, row: dict[str, Any], error: BaseException) -> None:
+    row.update(outcome="failed", error=f"{type(error).__name__}: {error}", ended_at=datetime.now(UTC))
+    record_failed_run(store, run_id, row)
+
+
+def plan_run(settings: Settings, store: Store, *, full: bool) -> tuple[Discovery, Plan]:
+    found = discover(settings)
+    return found, make_plan(store, found.sources, found.scanned, parser_versions(), full=full)
+
+
+def elapsed_since(start: float) -> float:
+    return round(time.monotonic() - start, 3)
+
+
+def data_dir_exists(path: Path) -> bool:
+    return (path / "parquet").is_symlink()

@@ -1,0 +1,265 @@
+"""The commit of a run: merge staged rows into the next Parquet version, update manifest, rejects and ledger.
+
+Order matters for a run killed mid-way: everything is written into a new version folder that only becomes the
+dataset with the final atomic swap, so a killed run changes nothing and the next run redoes its work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from extractors import ids
+from extractors.errors import BENIGN_REJECT_CODES
+from extractors.model import Agent, Deferred, Rejected
+from sinks.manifest import Plan
+from sinks.staging import BatchResult, SourceResult, duplicate_problem
+from sinks.store import BUCKETS, FileKey, NextVersion, Store
+from transforms.normalize import reject_table, source_row, source_table, to_table
+from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
+
+
+@dataclass(slots=True)
+class Committed:
+    """What the commit changed (the warehouse applies the same change)."""
+
+    version_number: int
+    replaced: dict[str, set[str]] = field(default_factory=dict)  # agent -> session ids whose rows were replaced
+    corpus_changed: bool = False
+    counts_by_agent: dict[str, dict[str, int]] = field(default_factory=dict)
+    sessions_loaded: int = 0
+    sessions_rejected: int = 0
+    sources_deferred: int = 0
+    new_rejections: int = 0
+    turns_loaded: int = 0
+    bytes_read: int = 0
+
+
+def _rank(result: SourceResult, session_id: str) -> tuple[int, str]:
+    turns = next(n for sid, n in result.loaded if sid == session_id)
+    return (-turns, result.source.path)
+
+
+def resolve_duplicates(batches: Sequence[BatchResult]) -> dict[str, int]:
+    """When two sources of this run hold the same session, keep the fuller one (then the first path).
+
+    Returns session id -> batch number of the kept copy; the other copies get a `duplicate` outcome.
+    """
+    holders: dict[str, list[tuple[BatchResult, SourceResult]]] = defaultdict(list)
+    for batch in batches:
+        for result in batch.sources:
+            for sid, _ in result.loaded:
+                holders[sid].append((batch, result))
+    winners: dict[str, int] = {}
+    for sid, copies in holders.items():
+        copies.sort(key=lambda pair: _rank(pair[1], sid))
+        kept_batch, kept = copies[0]
+        winners[sid] = kept_batch.batch_no
+        for _, other in copies[1:]:
+            other.loaded = [(s, n) for s, n in other.loaded if s != sid]
+            other.problems.append(duplicate_problem(other.source, sid, kept.source.path))
+    return winners
+
+
+def _sorted(table: Table, data: pa.Table) -> pa.Table:
+    return data.sort_by([(name, "ascending") for name in table.sort_by]).combine_chunks()
+
+
+def _merge_session_tables(
+    store: Store, version: NextVersion, batches: Sequence[BatchResult], winners: Mapping[str, int]
+) -> dict[str, set[str]]:
+    replaced: dict[str, set[str]] = defaultdict(set)
+    by_bucket: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for batch in batches:
+        for result in batch.sources:
+            agent = result.source.agent.value
+            for sid, _ in result.loaded:
+                replaced[agent].add(sid)
+                by_bucket[(agent, ids.bucket_of(sid, BUCKETS))].add(sid)
+    staged: dict[FileKey, list[tuple[int, str]]] = defaultdict(list)
+    for batch in batches:
+        for key, path in batch.staged.items():
+            staged[key].append((batch.batch_no, str(path)))
+    for table in SESSION_TABLES:
+        for (agent, bucket), sids in sorted(by_bucket.items()):
+            key = FileKey(table.name, agent, bucket)
+            parts: list[pa.Table] = []
+            old = store.read(key)
+            if old is not None:
+                parts.append(old.filter(pc.invert(pc.is_in(old.column("session_id"), pa.array(sorted(sids))))))
+            for batch_no, delta_path in sorted(staged.get(key, [])):
+                delta = pq.read_table(delta_path, schema=table.arrow_schema)
+                mine = [s for s in pc.unique(delta.column("session_id")).to_pylist() if winners.get(s) == batch_no]
+                parts.append(delta.filter(pc.is_in(delta.column("session_id"), pa.array(mine, type=pa.string()))))
+            if not parts:
+                continue  # no old file and nothing new for this table in this bucket
+            merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
+            version.put(key, _sorted(table, merged))
+    return dict(replaced)
+
+
+def _by_agent(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        grouped[row["agent"]].append(row)
+    return grouped
+
+
+def _merge_sources_and_rejects(
+    store: Store,
+    version: NextVersion,
+    plan: Plan,
+    results: Sequence[SourceResult],
+    parser_versions: Mapping[Agent, str],
+) -> None:
+    updates: dict[str, dict[str, Any]] = {}
+    reread: set[str] = set()
+    problems: list[Rejected | Deferred] = []
+    for result in results:
+        src = result.source
+        if result.touched_only:
+            row = dict(plan.manifest[src.path])
+            row.update(
+                source_row(
+                    src,
+                    content_sha256=result.content_sha256,
+                    parser_version=row["parser_version"],
+                    loaded=row["sessions_loaded"],
+                    rejected=row["sessions_rejected"],
+                    deferred=False,
+                )
+            )
+            row["outcome"] = plan.manifest[src.path]["outcome"]
+            updates[src.path] = row
+            continue
+        reread.add(src.path)
+        problems.extend(result.problems)
+        updates[src.path] = source_row(
+            src,
+            content_sha256=result.content_sha256,
+            parser_version=parser_versions[src.agent],
+            loaded=len(result.loaded),
+            rejected=result.rejected,
+            deferred=result.deferred,
+        )
+    for row in plan.deleted:
+        updates[row["source_path"]] = {**row, "present": False}
+    touched_agents = {row["agent"] for row in updates.values()}
+    for agent in sorted(touched_agents):
+        key = FileKey(SOURCES.name, agent, 0)
+        rows = {r["source_path"]: r for r in plan.manifest.values() if r["agent"] == agent}
+        rows.update({p: r for p, r in updates.items() if r["agent"] == agent})
+        version.put(key, _sorted(SOURCES, source_table(list(rows.values()))))
+        rkey = FileKey(REJECTS.name, agent, 0)
+        old = store.read(rkey)
+        parts = (
+            []
+            if old is None
+            else [
+                old.filter(pc.invert(pc.is_in(old.column("source_path"), pa.array(sorted(reread), type=pa.string()))))
+            ]
+        )
+        parts.append(reject_table([p for p in problems if p.source.agent.value == agent], parser_versions))
+        merged = pa.concat_tables([p.cast(REJECTS.arrow_schema) for p in parts])
+        version.put(rkey, _sorted(REJECTS, merged))
+
+
+def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -> None:
+    """Add the run's row to the ledger of the new version."""
+    key = FileKey(RUNS.name, None, 0)
+    old = store.read(key)
+    new = to_table(RUNS, {name: [run_row[name]] for name in RUNS.column_names})
+    merged = new if old is None else pa.concat_tables([old.cast(RUNS.arrow_schema), new])
+    version.put(key, _sorted(RUNS, merged))
+
+
+def summarize(batches: Sequence[BatchResult], plan: Plan) -> Committed:
+    out = Committed(version_number=0)
+    per_agent: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for batch in batches:
+        out.turns_loaded += batch.turns
+        for result in batch.sources:
+            agent = result.source.agent.value
+            counts = per_agent[agent]
+            out.bytes_read += result.bytes_read
+            counts["sessions_loaded"] += len(result.loaded)
+            counts["sessions_rejected"] += result.rejected
+            counts["sources_deferred"] += int(result.deferred)
+            counts["sources_read"] += int(not result.touched_only)
+            out.new_rejections += sum(
+                1 for p in result.problems if isinstance(p, Rejected) and p.code not in BENIGN_REJECT_CODES
+            )
+    for source in plan.new:
+        per_agent[source.agent.value]["sources_new"] += 1
+    for source in plan.changed:
+        per_agent[source.agent.value]["sources_changed"] += 1
+    for source in plan.unchanged:
+        per_agent[source.agent.value]["sources_unchanged"] += 1
+    for row in plan.deleted:
+        per_agent[row["agent"]]["sources_deleted"] += 1
+    out.counts_by_agent = {a: dict(sorted(c.items())) for a, c in sorted(per_agent.items())}
+    out.sessions_loaded = sum(c.get("sessions_loaded", 0) for c in out.counts_by_agent.values())
+    out.sessions_rejected = sum(c.get("sessions_rejected", 0) for c in out.counts_by_agent.values())
+    out.sources_deferred = sum(c.get("sources_deferred", 0) for c in out.counts_by_agent.values())
+    return out
+
+
+def commit_run(
+    store: Store,
+    run_id: str,
+    plan: Plan,
+    batches: Sequence[BatchResult],
+    parser_versions: Mapping[Agent, str],
+    run_row: dict[str, Any],
+) -> Committed:
+    """Write the next version (changed files only) and swap it in. `run_row` is completed with the counts."""
+    winners = resolve_duplicates(batches)
+    version = NextVersion(store, run_id)
+    try:
+        replaced = _merge_session_tables(store, version, batches, winners)
+        results = [r for b in batches for r in b.sources]
+        if results or plan.deleted:
+            _merge_sources_and_rejects(store, version, plan, results, parser_versions)
+        summary = summarize(batches, plan)
+        run_row.update(
+            sources_seen=plan.seen,
+            sources_new=len(plan.new),
+            sources_changed=len(plan.changed),
+            sources_unchanged=len(plan.unchanged),
+            sources_deleted=len(plan.deleted),
+            sessions_loaded=summary.sessions_loaded,
+            sessions_rejected=summary.sessions_rejected,
+            sources_deferred=summary.sources_deferred,
+            new_rejections=summary.new_rejections,
+            turns_loaded=summary.turns_loaded,
+            bytes_read=summary.bytes_read,
+            counts_by_agent=json.dumps(summary.counts_by_agent, sort_keys=True),
+        )
+        append_run(store, version, run_row)
+        version.publish()
+    except BaseException:
+        version.abandon()
+        raise
+    summary.version_number = version.number
+    summary.replaced = replaced
+    summary.corpus_changed = bool(replaced) or bool(results) or bool(plan.deleted)
+    return summary
+
+
+def record_failed_run(store: Store, run_id: str, run_row: dict[str, Any]) -> int:
+    """A failed run still leaves its row in the ledger (and nothing else)."""
+    version = NextVersion(store, run_id)
+    try:
+        append_run(store, version, run_row)
+        version.publish()
+    except BaseException:
+        version.abandon()
+        raise
+    return version.number

@@ -1,0 +1,79 @@
+"""Private, atomic file operations: the corpus holds pasted keys and private code, so it is 0700/0600."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` and its missing parents as 0700, whatever the umask; fix the mode of an existing `path`."""
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(folder, DIR_MODE)
+    os.chmod(path, DIR_MODE)
+    return path
+
+
+@contextlib.contextmanager
+def private_umask() -> Iterator[None]:
+    """Files created inside (by us, pyarrow or DuckDB) get no group/other bits."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    """Write one Parquet file (zstd, deterministic for the same rows), private and fsynced."""
+    private_dir(path.parent)
+    pq.write_table(table, path, compression="zstd", write_statistics=True)
+    os.chmod(path, FILE_MODE)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_atomic(src: Path, dst: Path) -> None:
+    """Rename `src` onto `dst` in one step and make the rename durable."""
+    os.replace(src, dst)
+    fsync_dir(dst.parent)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a file or folder tree if it exists (our own staging and old versions only)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+        return
+    if not path.exists():
+        return
+    for child in sorted(path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if child.is_dir() and not child.is_symlink():
+            child.rmdir()
+        else:
+            child.unlink(missing_ok=True)
+    path.rmdir()

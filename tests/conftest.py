@@ -1,0 +1,40 @@
+"""Test-wide settings: Prefect in a temporary home, quiet; no test reads the real home's agent data."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="transcripts-prefect-")
+for key, value in {
+    "PREFECT_HOME": _PREFECT_HOME,
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    "PREFECT_LOGGING_TO_API_ENABLED": "false",
+}.items():
+    os.environ[key] = value
+# Agents' own overrides must never leak a developer's real data into a test.
+for key in (
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GROK_HOME",
+    "XDG_DATA_HOME",
+    "TRANSCRIPTS_CONFIG",
+    "TRANSCRIPTS_DATA_DIR",
+):
+    os.environ.pop(key, None)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="transcripts-xdg-")
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """A temporary Prefect API for tests that run the real flow (started once: it costs seconds)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
