@@ -16,7 +16,7 @@ from extractors.bounded import Limits
 from extractors.model import Agent, Source
 from flows import pipeline
 from flows.settings import Settings, load_settings
-from sinks import warehouse
+from sinks import failpoints, warehouse
 from sinks.commit import Committed
 from sinks.files import private_dir, private_umask
 from sinks.lock import writer_lock
@@ -87,6 +87,7 @@ def run_etl(
                 results.append(
                     extract_step(settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
                 )
+                failpoints.reach("extract")
                 done += sum(s.size for s in batch)
                 if progress_hook is not None:
                     progress_hook(done, total)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sinks import failpoints
 from sinks.files import fsync_dir, private_dir, remove_tree, replace_atomic, write_parquet
 from transforms.schema import Table
 
@@ -124,6 +125,7 @@ class NextVersion:
         self.written.add(rel)
         if table.num_rows:
             write_parquet(table, self.tmp / rel)
+            failpoints.reach("parquet")
 
     def publish(self) -> Path:
         """Hard-link the unchanged files, rename the folder into place and point `data/parquet` at it."""
@@ -145,6 +147,7 @@ class NextVersion:
         remove_tree(final)
         os.rename(self.tmp, final)
         fsync_dir(self.store.versions)
+        failpoints.reach("publish")
         swap = self.store.data_dir / "parquet.swap"
         swap.unlink(missing_ok=True)
         os.symlink(Path("versions") / final.name, swap)

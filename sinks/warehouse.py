@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from extractors.ids import bucket_of
+from sinks import failpoints
 from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import BUCKETS, FileKey, Store
 from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duckdb_ddl
@@ -173,6 +174,7 @@ def refresh(
     con.execute("CHECKPOINT")
     con.close()
     os.chmod(tmp, FILE_MODE)
+    failpoints.reach("warehouse")
     replace_atomic(tmp, target)
 
 
