@@ -125,16 +125,22 @@ def tool_result_output(block: dict[str, Any], limits: Limits) -> str | None:
     if isinstance(content, str):
         return clip(content, limits)
     if isinstance(content, list):
-        parts: list[str] = []
-        for item in content:
-            if not isinstance(item, dict):
-                continue
-            if item.get("type") == "text" and isinstance(item.get("text"), str):
-                parts.append(item["text"])
-            elif is_blob(item):
-                parts.append(f"[{blob_reference(item)}]")
-        return clip("\n\n".join(parts), limits)
+        return clip("\n\n".join(_item_text(item) for item in content), limits)
     return clip(json_text(content), limits)
+
+
+def _item_text(item: Any) -> str:
+    """One item of a tool result list: text as is, a blob as a reference, a search hit as `title <url>`."""
+    if not isinstance(item, dict):
+        return json_text(item)
+    if item.get("type") == "text" and isinstance(item.get("text"), str):
+        return str(item["text"])
+    if is_blob(item):
+        return f"[{blob_reference(item)}]"
+    if isinstance(item.get("url"), str):
+        # web_search_result: `encrypted_content` is an opaque blob, never stored.
+        return f"{item.get('title') or ''} <{item['url']}>".strip()
+    return json_text({k: v for k, v in item.items() if "encrypted" not in k})
 
 
 def json_text(value: Any) -> str:
