@@ -108,7 +108,10 @@ class Parser:
             if use_id is None:
                 continue  # nothing to join it to; the record is still counted in the census
             output = tool_result_output(block, self.limits)
-            results.append(Result(use_id, output, block.get("is_error") is True or failed))
+            # A server tool reports failure in its content: {"type": "web_search_tool_result_error", ...}.
+            inner = block.get("content")
+            server_error = isinstance(inner, dict) and str(inner.get("type", "")).endswith("_error")
+            results.append(Result(use_id, output, block.get("is_error") is True or failed or server_error))
         return tuple(results)
 
     def _assistant(self, entry: Entry, record: dict[str, Any], content: str | Blocks, line: Line) -> None:
@@ -171,6 +174,7 @@ class Parser:
             return
         dtype = text_value(data.get("type"))
         entry.kind = f"progress/{dtype}" if dtype else "progress"
+        entry.disposition = tables.NON_TURN_TYPES["progress"][0]
         agent_id, use_id = text_value(data.get("agentId")), text_value(record.get("parentToolUseID"))
         if agent_id and use_id:
             entry.spawn = (use_id, agent_id)
