@@ -1,0 +1,84 @@
+"""Claude Code transcripts: `~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl` and their subagent files.
+
+The turn rules are the tables in `extractors.claude.tables` (FORMATS.md section 1); the parse is
+`extractors.claude.parse` (per line) and `extractors.claude.assembly` (per file). One file is one session:
+- `<encoded-cwd>/<sessionId>.jsonl`: a main session, id `claude-<sessionId>`;
+- `<encoded-cwd>/<sessionId>/subagents/agent-<agentId>.jsonl` (v2.1) and the older flat
+  `<encoded-cwd>/agent-<agentId>.jsonl` (v2.0): a subagent session `claude-<parent sessionId>-agent-<agentId>`,
+  linked to its parent (`agent-acompact-*`: a compaction helper run, linked as COMPACTION).
+Not sources: `agent-<id>.meta.json` companions, `history.jsonl` (typed-prompt history), anything else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from extractors.bounded import Limits, iter_jsonl
+from extractors.claude import tables
+from extractors.claude.parse import Parser
+from extractors.claude.records import layout_of
+from extractors.discovery import walk_files
+from extractors.model import Agent, Loaded, Outcome, Source
+
+AGENT = Agent.CLAUDE
+PARSER_VERSION = "1"
+NIGHTLY = True
+
+# Folder depth below a root (a root holds `<encoded-cwd>` folders): main and flat subagent files sit at depth 1
+# (`<encoded-cwd>/x.jsonl`); depth 0 and 2 are accepted too, for a root given one level off (the shared fixtures
+# group captures as `<repo>/<encoded-cwd>/`). Below that only `…/<sessionId>/subagents/` is entered.
+MAX_SESSION_DEPTH = 2
+MAX_WALK_DEPTH = MAX_SESSION_DEPTH + 2  # `<sessionId>/subagents/` below the deepest session folder
+
+
+def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """`$CLAUDE_CONFIG_DIR/projects` for each entry of that comma list, else `~/.claude/projects` and
+    `~/.config/claude/projects`. No I/O: the roots need not exist."""
+    configured = [entry.strip() for entry in env.get("CLAUDE_CONFIG_DIR", "").split(",") if entry.strip()]
+    if configured:
+        return [_expand(entry, home) / "projects" for entry in configured]
+    return [home / ".claude" / "projects", home / ".config" / "claude" / "projects"]
+
+
+def _expand(entry: str, home: Path) -> Path:
+    if entry == "~":
+        return home
+    if entry.startswith("~/"):
+        return home / entry[2:]
+    return Path(entry)
+
+
+def is_session_file(path: Path, root: Path) -> bool:
+    """True for a main session or subagent file at its place under `root` (decided from the path alone)."""
+    name = path.name
+    if not name.endswith(".jsonl") or name in tables.NOT_SESSIONS:
+        return False
+    depth = len(path.relative_to(root).parts) - 1
+    in_subagents = path.parent.name == tables.SUBAGENT_DIR
+    if in_subagents:
+        return name.startswith(tables.AGENT_FILE_PREFIX) and depth <= MAX_WALK_DEPTH
+    return depth <= MAX_SESSION_DEPTH
+
+
+def discover(root: Path) -> Iterator[Source]:
+    """Every session file under `root` with its size and mtime, sorted by path; never opens a file."""
+
+    def skip_dir(folder: Path) -> bool:
+        depth = len(folder.relative_to(root).parts)
+        # `<sessionId>/` folders sit beside the deepest session files; below them only `subagents/`.
+        return depth > MAX_SESSION_DEPTH + 1 and folder.name != tables.SUBAGENT_DIR
+
+    for path, st in walk_files(root, lambda p: is_session_file(p, root), max_depth=MAX_WALK_DEPTH, skip_dir=skip_dir):
+        yield Source(AGENT, os.fspath(path), st.st_size, st.st_mtime_ns, os.fspath(root))
+
+
+def read(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """One outcome for the one session in the file. Raises RejectError (invalid_json, invalid_utf8, bad_shape,
+    limit_exceeded, truncated_tail, no_conversation, missing_session_id, inconsistent_source, missing_timestamp,
+    source_unreadable) and DeferError (write_in_progress, changed_during_read)."""
+    parser = Parser(layout_of(Path(source.path)), limits)
+    for line in iter_jsonl(source.path, limits):
+        parser.feed(line)
+    yield Loaded(source, parser.finish())

@@ -1,0 +1,256 @@
+"""Assembling one Claude Code `Session` from the entries of its file, once the whole file has been read.
+
+Here the session's own id is decided, records copied from other sessions and sidechain records are set aside
+(counted, never turns), the lines of one API response become one turn with its usage counted once, and tool calls
+meet their results.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from extractors import ids
+from extractors.claude import tables
+from extractors.claude.records import Entry, Layout, Part, Result, int_value
+from extractors.errors import RejectCode, RejectError
+from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+
+AGENT = Agent.CLAUDE
+
+
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    session_id: str
+    native_id: str
+    own_sid: str | None  # records with another sessionId are copies (main files only)
+    parent_session_id: str | None
+    link: SessionLink | None
+
+
+def _distinct(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _identity(entries: list[Entry], layout: Layout, record_agent_id: str | None) -> _Identity:
+    """Raises RejectError(missing_session_id | inconsistent_source)."""
+    sids = _distinct([e.sid for e in entries if e.sid is not None])
+    if layout.is_subagent:
+        # Nested layout: the `<sessionId>` folder is the parent (the real SPOTTER subagent lines carry the same
+        # id; a hand-written AS fixture carries "agent-<id>" instead, so the folder is the authority).
+        parent = layout.parent_native
+        if parent is None:
+            if not sids:
+                raise RejectError(RejectCode.MISSING_SESSION_ID, "no sessionId names the parent session")
+            if len(sids) > 1:
+                raise RejectError(
+                    RejectCode.INCONSISTENT_SOURCE, f"subagent file names {len(sids)} parent sessions: {sids[:3]}"
+                )
+            parent = sids[0]
+        agent_id = record_agent_id or layout.agent_id or ""
+        parent_id = ids.session_id(AGENT, parent)
+        compaction = agent_id.startswith(tables.COMPACTION_AGENT_PREFIX)
+        kind = LinkKind.COMPACTION if compaction else LinkKind.SUBAGENT
+        return _Identity(
+            ids.subagent_session_id(parent_id, agent_id), agent_id, None, parent_id, SessionLink(parent_id, kind)
+        )
+    if layout.stem in sids:
+        own = layout.stem
+    elif len(sids) == 1:
+        own = sids[0]
+    elif not sids:
+        raise RejectError(RejectCode.MISSING_SESSION_ID, "no record carries a sessionId")
+    else:
+        second = next(e for e in entries if e.sid == sids[1])
+        raise RejectError(
+            RejectCode.INCONSISTENT_SOURCE,
+            f"{len(sids)} session ids and none is the file name: {sids[:3]}",
+            line=second.index,
+        )
+    return _Identity(ids.session_id(AGENT, own), own, own, None, None)
+
+
+@dataclass(slots=True)
+class _Response:
+    index: int
+    timestamp: datetime | None
+    message_id: str | None
+    model: str | None = None
+    texts: list[str] = field(default_factory=list)
+    usage: dict[str, object] | None = None
+
+
+@dataclass(slots=True)
+class _Call:
+    call_id: str
+    turn_index: int
+    name: str
+    input: str | None
+    started_at: datetime | None
+    result: Result | None = None
+    ended_at: datetime | None = None
+    spawned: str | None = None
+
+
+def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None) -> Session:
+    """The Session of one file's entries. Raises RejectError(missing_session_id | inconsistent_source |
+    missing_timestamp)."""
+    who = _identity(entries, layout, record_agent_id)
+    census: Counter[tuple[str, str, Disposition]] = Counter()
+    foreign: list[str] = []
+    own: list[Entry] = []
+    for entry in entries:
+        if who.own_sid is not None and entry.sid is not None and entry.sid != who.own_sid:
+            # A resumed / forked session starts with copies of the other session's records: not this one's turns.
+            census[(f"copied/{entry.rtype}", entry.version, Disposition.SKIPPED)] += 1
+            foreign.append(entry.sid)
+        elif who.own_sid is not None and entry.sidechain:
+            # A sidechain line in a main file is a subagent's (older layout), never this session's turn.
+            census[(f"sidechain/{entry.rtype}", entry.version, Disposition.SKIPPED)] += 1
+            own.append(_metadata_only(entry))
+        else:
+            own.append(entry)
+
+    responses: dict[tuple[str, str], _Response] = {}
+    calls: dict[str, _Call] = {}
+    for entry in own:
+        if entry.part is not None:
+            _add_part(entry, entry.part, responses, calls)
+
+    turns: list[Turn] = []
+    spawns: dict[str, str] = {}
+    for entry in own:
+        if entry.kind == "<metadata-only>":
+            continue
+        matched = _add_results(entry, calls)
+        kind = entry.kind
+        if entry.results and not matched and entry.rtype == "user":
+            kind = "user/tool_result_orphan"  # a result whose tool_use is not in this file: counted, not joined
+        census[(kind, entry.version, entry.disposition)] += 1
+        if entry.prompt is not None:
+            turns.append(Turn(entry.index, Role.USER, entry.prompt, entry.timestamp, None, entry.attachments))
+        if entry.spawn is not None:
+            spawns.setdefault(entry.spawn[0], entry.spawn[1])
+
+    usage: list[Usage] = []
+    for response in responses.values():
+        if response.texts:
+            turns.append(
+                Turn(response.index, Role.ASSISTANT, "\n\n".join(response.texts), response.timestamp, response.model)
+            )
+        if response.usage is not None:
+            usage.append(_usage(response, response.usage))
+    for call_id, agent_id in spawns.items():
+        if call_id in calls:
+            calls[call_id].spawned = ids.subagent_session_id(who.session_id, agent_id)
+
+    times = [e.timestamp for e in own if e.timestamp is not None]
+    if not times:
+        raise RejectError(RejectCode.MISSING_TIMESTAMP, "no record has a usable timestamp")
+    links = [SessionLink(ids.session_id(AGENT, sid), LinkKind.RESUME) for sid in _distinct(foreign)]
+    if who.link is not None:
+        links.insert(0, who.link)
+    return Session(
+        agent=AGENT,
+        session_id=who.session_id,
+        native_id=who.native_id,
+        started_at=min(times),
+        ended_at=max(times),
+        parent_session_id=who.parent_session_id,
+        cwd=next((e.cwd for e in own if e.cwd), None),
+        git_branch=next((e.branch for e in own if e.branch), None),
+        title=_title(entries),
+        models=tuple(_distinct([r.model for r in responses.values() if r.model])),
+        cli_versions=tuple(_distinct([e.version for e in own if e.version])),
+        turns=tuple(sorted(turns, key=lambda t: t.index)),
+        tool_calls=tuple(_tool_call(c) for c in calls.values()),
+        usage=tuple(sorted(usage, key=lambda u: u.turn_index)),
+        links=tuple(links),
+        census=census,
+    )
+
+
+def _metadata_only(entry: Entry) -> Entry:
+    """A sidechain entry still tells the session's times, cwd and CLI version, but nothing else."""
+    return Entry(
+        entry.index,
+        entry.rtype,
+        "<metadata-only>",
+        entry.version,
+        entry.disposition,
+        entry.sid,
+        True,
+        entry.timestamp,
+        entry.cwd,
+        entry.branch,
+        entry.uuid,
+    )
+
+
+def _add_part(entry: Entry, part: Part, responses: dict[tuple[str, str], _Response], calls: dict[str, _Call]) -> None:
+    response = responses.get(part.key)
+    if response is None:
+        response = responses[part.key] = _Response(entry.index, entry.timestamp, part.message_id)
+    response.model = response.model or part.model
+    response.texts.extend(part.texts)
+    if part.usage is not None:
+        # Every line of a response repeats a usage snapshot; the last one is the response's (ccusage#797).
+        response.usage = part.usage
+    for use in part.uses:
+        if use.call_id not in calls:
+            calls[use.call_id] = _Call(use.call_id, response.index, use.name, use.input, entry.timestamp)
+
+
+def _add_results(entry: Entry, calls: dict[str, _Call]) -> bool:
+    """Join the entry's tool results to their calls; True when at least one found its call."""
+    matched = False
+    for result in entry.results:
+        call = calls.get(result.tool_use_id)
+        if call is None:
+            continue
+        call.result, call.ended_at = result, entry.timestamp
+        matched = True
+    return matched
+
+
+def _usage(response: _Response, raw: dict[str, object]) -> Usage:
+    return Usage(
+        turn_index=response.index,
+        model=response.model,
+        input_tokens=int_value(raw.get("input_tokens")),
+        output_tokens=int_value(raw.get("output_tokens")),
+        cache_read_tokens=int_value(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=int_value(raw.get("cache_creation_input_tokens")),
+        timestamp=response.timestamp,
+        response_id=response.message_id,
+    )
+
+
+def _tool_call(call: _Call) -> ToolCall:
+    result = call.result
+    return ToolCall(
+        call_id=call.call_id,
+        turn_index=call.turn_index,
+        name=call.name,
+        input=call.input,
+        output=result.output if result else None,
+        is_error=result.is_error if result else None,
+        started_at=call.started_at,
+        ended_at=call.ended_at,
+        spawned_session_id=call.spawned,
+    )
+
+
+def _title(entries: list[Entry]) -> str | None:
+    """A `custom-title` > an `ai-title` > a `summary` whose leafUuid is a uuid of this file (the last of each)."""
+    uuids = {e.uuid for e in entries if e.uuid}
+    best: dict[str, str] = {}
+    for entry in entries:
+        if entry.title is None:
+            continue
+        kind, text, leaf = entry.title
+        if kind == "summary" and leaf not in uuids:
+            continue  # in real files summaries point into other sessions (FORMATS.md 1.3)
+        best[kind] = text
+    return best.get("custom-title") or best.get("ai-title") or best.get("summary")

@@ -1,0 +1,92 @@
+"""What a Claude Code file's path says about it, and the small per-line entries the parse keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from extractors.claude import tables
+from extractors.model import Disposition
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What a file's place on disk says about it (read from the path alone)."""
+
+    stem: str
+    agent_id: str | None = None  # set for a subagent file: the part of the stem after `agent-`
+    parent_native: str | None = None  # the `<sessionId>` folder of `<sessionId>/subagents/agent-<id>.jsonl`
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.agent_id is not None
+
+
+def layout_of(path: Path) -> Layout:
+    """The layout of a session file: main `<sessionId>.jsonl`, nested or flat `agent-<agentId>.jsonl`."""
+    stem = path.name.removesuffix(".jsonl")
+    if not stem.startswith(tables.AGENT_FILE_PREFIX):
+        return Layout(stem)
+    agent_id = stem.removeprefix(tables.AGENT_FILE_PREFIX)
+    if path.parent.name == tables.SUBAGENT_DIR:
+        return Layout(stem, agent_id, path.parent.parent.name)
+    return Layout(stem, agent_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    call_id: str
+    name: str
+    input: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    tool_use_id: str
+    output: str | None
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One assistant line: a part of one API response."""
+
+    key: tuple[str, str]
+    message_id: str | None
+    model: str | None
+    texts: tuple[str, ...]
+    usage: dict[str, Any] | None
+    uses: tuple[Use, ...]
+
+
+@dataclass(slots=True)
+class Entry:
+    """What one line contributes, kept until the session's own id is known."""
+
+    index: int
+    rtype: str
+    kind: str
+    version: str
+    disposition: Disposition
+    sid: str | None
+    sidechain: bool
+    timestamp: datetime | None
+    cwd: str | None = None
+    branch: str | None = None
+    uuid: str | None = None
+    prompt: str | None = None  # a person's turn (prompt or slash command)
+    attachments: tuple[str, ...] = ()
+    part: Part | None = None
+    results: tuple[Result, ...] = ()
+    spawn: tuple[str, str] | None = None  # (tool_use_id, agentId) of a subagent spawn
+    title: tuple[str, str, str | None] | None = None  # (source kind, title, leafUuid)
+
+
+def text_value(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def int_value(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
