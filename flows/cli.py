@@ -92,6 +92,7 @@ def run(
         return
     _quiet_prefect()
     from flows import etl
+    from flows.server import ServerError, prefect_api
     from sinks.lock import LockBusy
 
     total_bytes = 0
@@ -116,7 +117,11 @@ def run(
         progress.start()
     try:
         options["data_dir"] = settings.data_dir
-        report = etl.etl_flow(options, full=full)
+        with prefect_api():
+            report = etl.etl_flow(options, full=full)
+    except ServerError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
     except LockBusy as exc:
         err.print(f"[red]busy:[/red] {exc}")
         raise typer.Exit(3) from None
@@ -260,4 +265,7 @@ def status(
 
 
 def main() -> None:
+    from flows.server import exit_on_sigterm
+
+    exit_on_sigterm()
     app()
