@@ -21,6 +21,7 @@ from extractors.chatgpt.records import (
     Message,
     classify,
     message_of,
+    same_tool,
     text_and_attachments,
     tool_error,
     tool_text,
@@ -89,6 +90,9 @@ def _parse(conv: dict[str, Any], native: str, session_id: str, limits: Limits) -
         census[census_kind, "", DISPOSITION[kind]] += 1
         _add_model(models, msg.metadata.get("model_slug"))
         if kind is Kind.TOOL_OUTPUT:
+            if open_call is not None and not same_tool(open_call.name, msg.name):
+                calls.append(open_call.done(limits))
+                open_call = None
             if open_call is None:  # output without a call on the thread (e.g. GPT-5 Pro's streamed reasoning)
                 open_call = _Call(index, msg.node_id, msg.name or "tool", None, msg.create_time)
             open_call.outputs.append(msg)

@@ -117,8 +117,12 @@ def message_of(node_id: str, raw: dict[str, Any]) -> Message:
         raise _bad(f"node {node_id}: message.recipient is not a string")
     name = author.get("name")
     content_type = content["content_type"]
-    if content_type in TEXT_CONTENT and not isinstance(content.get("parts"), list):
-        raise _bad(f"node {node_id}: {content_type} content without a parts list")
+    if content_type in TEXT_CONTENT:
+        parts = content.get("parts")
+        if not isinstance(parts, list):
+            raise _bad(f"node {node_id}: {content_type} content without a parts list")
+        if not all(isinstance(part, str | dict) for part in parts):
+            raise _bad(f"node {node_id}: a part that is neither text nor an object")
     if content_type in ("code", "execution_output") and not isinstance(content.get("text"), str):
         raise _bad(f"node {node_id}: {content_type} content without a text string")
     return Message(
@@ -178,10 +182,7 @@ def _attachment(part: dict[str, Any]) -> str:
 
 
 def text_and_attachments(msg: Message) -> tuple[str, tuple[str, ...]]:
-    """A text message's words (string parts and voice transcriptions, joined) and its attachment references.
-
-    Raises RejectError(bad_shape) for a part that is neither a string nor an object.
-    """
+    """A text message's words (string parts and voice transcriptions, joined) and its attachment references."""
     texts: list[str] = []
     attachments: list[str] = []
     for part in msg.content["parts"]:
@@ -192,8 +193,6 @@ def text_and_attachments(msg: Message) -> tuple[str, tuple[str, ...]]:
                 texts.append(part["text"])
             else:
                 attachments.append(_attachment(part))
-        else:
-            raise _bad(f"node {msg.node_id}: a part that is neither text nor an object")
     for item in msg.metadata.get("attachments") or ():
         if isinstance(item, dict):
             mime = item.get("mime_type")
@@ -217,6 +216,12 @@ def tool_text(msg: Message) -> str:
         if isinstance(value, str):
             return clean_text(value)
     return ""
+
+
+def same_tool(recipient: str, name: str | None) -> bool:
+    """Is a tool message from the tool a call was sent to? Names agree up to the first dot (`python` / `python`,
+    `web.run` / `web.run`, `file_search.msearch` / `file_search`); an unnamed tool message belongs to the call."""
+    return name is None or name.split(".")[0] == recipient.split(".")[0]
 
 
 def tool_error(msg: Message) -> bool | None:
