@@ -274,7 +274,10 @@ def test_multimodal_parts_images_audio_and_uploads(tmp_path: Path) -> None:
 
 
 def test_citation_markers_are_removed(tmp_path: Path) -> None:
-    answer = "Paris is the capital\ue200cite\ue202turn0search0\ue201. \ue203Quoted\ue204 fact\ue200filecite\ue202turn0file0\ue201"
+    answer = (
+        "Paris is the capital\ue200cite\ue202turn0search0\ue201. "
+        "\ue203Quoted\ue204 fact\ue200filecite\ue202turn0file0\ue201"
+    )
     s = session(tmp_path, conversation([text("user", "Q"), text("assistant", answer)]))
     assert s.turns[1].text == "Paris is the capital. Quoted fact"
 

@@ -69,6 +69,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     if looks_like_zip(source.path):
         with open_member(source.path, EXPORT_MEMBER, limits) as member:
             yield from _outcomes(source, iter_json_elements(member, limits), limits)
+    elif source.path.lower().endswith(".zip"):
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, "named .zip but not a zip archive")
     else:
         yield from _outcomes(source, iter_json_file(source.path, limits), limits)
 
