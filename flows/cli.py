@@ -264,6 +264,76 @@ def status(
         raise typer.Exit(1)
 
 
+@app.command()
+def backfill(
+    target: Annotated[list[str], typer.Argument(help="[FORMAT] PATH...: e.g. `chatgpt ~/Downloads/export.zip`.")],
+    write: Annotated[bool, typer.Option("--write", help="Load it. Without --write: a dry run.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", help="The format, whatever the path says.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Read it again even if unchanged.")] = False,
+    data_dir: DataDir = None,
+    wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    config: Config = None,
+) -> None:
+    """Load an explicitly given source, such as a ChatGPT export (.zip or conversations.json)."""
+    from extractors.registry import detect_format, parse_agent
+    from flows import pipeline
+
+    paths = list(target)
+    named = None
+    if len(paths) > 1:
+        try:
+            named = parse_agent(paths[0])
+            paths = paths[1:]
+        except ValueError:
+            named = None
+    try:
+        agents = {detect_format(Path(p), fmt or (named.value if named else None)) for p in paths}
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if len(agents) != 1:
+        err.print("[red]error:[/red] these paths are of different formats; give one format at a time (--format).")
+        raise typer.Exit(2)
+    agent = agents.pop()
+    settings = _settings(data_dir=data_dir, config=config, lock_wait=wait)
+    try:
+        found = pipeline.explicit_sources(agent, [Path(p) for p in paths])
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if not found.sources:
+        err.print(f"[red]error:[/red] nothing to load at {', '.join(paths)} (looked for {agent} sources).")
+        raise typer.Exit(2)
+    if not write:
+        pv = pipeline.preview(found, settings)
+        span = f"{pv.first:%Y-%m-%d} to {pv.last:%Y-%m-%d}" if pv.first and pv.last else "no dates"
+        console.print(f"Dry run ({agent}, nothing written): {pv.sources} source(s), {_human_bytes(pv.bytes)}")
+        console.print(f"  would load {pv.sessions} sessions, {pv.turns} turns, {pv.tool_calls} tool calls, {span}")
+        rejected = ", ".join(f"{code} {n}" for code, n in sorted(pv.rejected.items())) or "none"
+        console.print(f"  rejections: {rejected}; deferred sources: {pv.deferred}")
+        for line in pv.examples:
+            console.print(f"    {line}")
+        console.print("Run again with --write to load it.")
+        return
+    _quiet_prefect()
+    from flows import etl
+    from flows.server import ServerError, prefect_api
+    from sinks.lock import LockBusy
+
+    try:
+        with prefect_api():
+            report = etl.backfill_flow(
+                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+                agent.value,
+                [s.path for s in found.sources],
+                full=full,
+            )
+    except (ServerError, LockBusy) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(3 if isinstance(exc, LockBusy) else 1) from None
+    _print_report(report, 0)
+
+
 def main() -> None:
     from flows.server import exit_on_sigterm
 

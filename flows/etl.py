@@ -55,12 +55,18 @@ def load_warehouse(data_dir: Path, run_id: str, previous_version: int, replaced:
 
 
 def run_etl(
-    settings: Settings, *, full: bool = False, flow_run_id: str | None = None, as_tasks: bool = True
+    settings: Settings,
+    *,
+    full: bool = False,
+    flow_run_id: str | None = None,
+    as_tasks: bool = True,
+    explicit: pipeline.Discovery | None = None,
 ) -> pipeline.RunReport:
-    """The body of the flow: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
+    """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
 
-    `as_tasks=False` calls the steps as plain functions (no Prefect API needed): for tests and the benchmark's
-    pipeline-only timings; the flow itself always runs them as tasks.
+    `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `as_tasks=False` calls
+    the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
+    the flows themselves always run them as tasks.
     """
     extract_step = extract_batch if as_tasks else extract_batch.fn
     commit_step = commit if as_tasks else commit.fn
@@ -71,13 +77,14 @@ def run_etl(
     with private_umask(), writer_lock(settings.data_dir, settings.lock_wait_seconds):
         store = pipeline.prepare(settings)
         warehouse.cleanup(settings.data_dir)
+        mode = "backfill" if explicit is not None else "full" if full else "incremental"
         row = pipeline.run_row(
-            run_id, settings, flow="etl", mode="full" if full else "incremental", started=datetime.now(UTC)
+            run_id, settings, flow="backfill" if explicit else "etl", mode=mode, started=datetime.now(UTC)
         )
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
         try:
-            _, plan = pipeline.plan_run(settings, store, full=full)
+            _, plan = pipeline.plan_run(settings, store, full=full, explicit=explicit)
             total = sum(s.size for s in plan.to_read)
             done = 0
             versions = pipeline.parser_versions()
@@ -114,3 +121,11 @@ def etl_flow(options: dict[str, Any], full: bool = False) -> pipeline.RunReport:
     """Nightly ETL of every configured agent into Parquet and DuckDB. `options` are `load_settings` arguments."""
     settings = load_settings(**options)
     return run_etl(settings, full=full, flow_run_id=str(flow_run.id) if flow_run.id else None)
+
+
+@flow(name="transcripts-backfill", log_prints=False, validate_parameters=False)
+def backfill_flow(options: dict[str, Any], agent: str, paths: list[str], full: bool = False) -> pipeline.RunReport:
+    """Load explicitly given sources (a ChatGPT export) into the corpus."""
+    settings = load_settings(**options)
+    explicit = pipeline.explicit_sources(Agent(agent), [Path(p) for p in paths])
+    return run_etl(settings, full=full, explicit=explicit, flow_run_id=str(flow_run.id) if flow_run.id else None)
