@@ -507,6 +507,16 @@ def test_reject_undecidable_thread_when_the_replay_never_ends(tmp_path: Path) ->
     assert rejected.code is RejectCode.UNDECIDABLE_THREAD and rejected.session_hint == f"codex-{OWN}"
 
 
+def test_reject_undecidable_thread_for_a_replay_without_any_turn_marker(tmp_path: Path) -> None:
+    records = [meta(forked_from_id=PARENT), meta(PARENT), user_event("parent question"), assistant("answer")]
+    assert reject(rollout(tmp_path, records)).code is RejectCode.UNDECIDABLE_THREAD
+
+
+def test_ok_fork_of_an_empty_parent_loads_with_no_turns(tmp_path: Path) -> None:
+    session = load(rollout(tmp_path, [meta(forked_from_id=PARENT), meta(PARENT)]))
+    assert session.turns == () and session.links[0].kind is LinkKind.FORK
+
+
 def test_ok_fork_never_continued_loads_with_no_turns(tmp_path: Path) -> None:
     session = load(rollout(tmp_path, fork_records()[:9]))
     assert session.turns == () and session.usage == ()

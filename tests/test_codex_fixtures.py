@@ -223,6 +223,10 @@ _records = st.fixed_dictionaries(
 def _classified(path: Path) -> None:
     outcomes = read_one(Agent.CODEX, path, SETTLED)
     assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded | Rejected | Deferred)
+    if isinstance(outcomes[0], Loaded):
+        # The census counts every record exactly once.
+        records = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+        assert sum(outcomes[0].session.census.values()) == records
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

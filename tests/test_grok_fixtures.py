@@ -103,6 +103,9 @@ def test_property_arbitrary_bytes_give_a_classified_outcome(tmp_path: Path, data
     assert list(found) == [f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
     [outcome] = found[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
     assert isinstance(outcome, Loaded | Rejected | Deferred)
+    if isinstance(outcome, Loaded):
+        records = sum(1 for line in data.splitlines() if line.strip())
+        assert sum(outcome.session.census.values()) == records
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

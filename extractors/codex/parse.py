@@ -9,14 +9,11 @@ Rules this parse applies (each tested in tests/test_codex*.py):
   only move the baseline. It opens at the first `turn_context` or `event_msg/task_started` whose `turn_id` is a
   UUIDv7 minted at or after this thread's creation (the millisecond in its own UUIDv7 id, else
   `session_meta.timestamp`): turn ids are minted when a turn runs, so replayed turns predate the fork. Compared at
-  millisecond precision; a non-v7 turn id never opens it. A gate that never opens over replayed turn markers it
-  could not date is `undecidable_thread`. A meta of another thread after own conversation is `inconsistent_source`.
-- Usage: `token_count.info.total_token_usage` is cumulative; one Usage row per change of the total (a re-emitted
-  identical total is SKIPPED; a total that goes down is a restarted counter and counts whole). `input_tokens` is
-  stored NET of cache: Codex's input_tokens includes cached_input_tokens, so stored input = input - cached and
-  cache_read = cached (input + cache_read = prompt tokens, as for Claude). `output_tokens` is as reported and
-  includes `reasoning_tokens` (OpenAI counts reasoning inside output). `cache_write_input_tokens`, where a build
-  writes it, is stored as cache_write_tokens as reported (not subtracted: unverified whether it is inside input).
+  millisecond precision; a non-v7 turn id never opens it. A gate that never opens is `undecidable_thread` when the
+  armed part held a turn marker it could not date, or records but no turn marker at all; a replay whose turns all
+  predate the fork is a fork never continued (loaded without turns). A meta of another thread after own
+  conversation is `inconsistent_source`.
+- Usage: see `extractors.codex.usage` (cumulative totals -> one row per change; input stored net of cache).
 - Start: `session_meta.payload.timestamp`, else the earliest envelope timestamp. The file name's time is local time
   without a zone and is NOT used: a rollout with no usable time is rejected `missing_timestamp`.
 """
@@ -43,9 +40,10 @@ from extractors.codex.tables import (
     unwrap_ide_context,
 )
 from extractors.codex.tools import ToolLedger
+from extractors.codex.usage import UsageLedger
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
-from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn, Usage
+from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn
 from extractors.timeutil import parse_iso
 
 CALL_KINDS = frozenset(
@@ -54,14 +52,6 @@ CALL_KINDS = frozenset(
 )
 OUTPUT_KINDS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_USAGE_FIELDS = (
-    "input_tokens",
-    "cached_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-    "cache_write_input_tokens",
-)
-Totals = dict[str, int | None]
 
 
 def uuid7_ms(value: Any) -> int | None:
@@ -112,14 +102,14 @@ class RolloutParser:
     gate_open: bool = False
     gate_undatable: int = 0
     gate_markers: int = 0
+    gate_records: int = 0
     own_started: bool = False
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     event_users: _Candidates = field(default_factory=_Candidates)
     item_users: _Candidates = field(default_factory=_Candidates)
     item_assistants: _Candidates = field(default_factory=_Candidates)
     event_assistants: _Candidates = field(default_factory=_Candidates)
-    usage: list[Usage] = field(default_factory=list)
-    baseline: Totals | None = None
+    usage: UsageLedger = field(default_factory=UsageLedger)
     tools: ToolLedger | None = None
 
     # ---- dispatch ------------------------------------------------------------------------------------------
@@ -289,12 +279,11 @@ class RolloutParser:
             elif minted >= self.created_ms:
                 self.gate_open = True
                 return False
+        self.gate_records += 1
         label = f"{kind}/{sub}" if kind in ("event_msg", "response_item") and isinstance(sub, str) else kind
         self._count(f"replayed/{label}", Disposition.SKIPPED)
         if kind == "event_msg" and sub == "token_count":
-            totals = self._totals(payload, index)
-            if totals is not None:
-                self.baseline = totals  # the fork's own totals continue from the parent's
+            self.usage.replayed(payload, index)  # the fork's own totals continue from the parent's
         return True
 
     # ---- response items ----------------------------------------------------------------------------------
@@ -402,52 +391,12 @@ class RolloutParser:
         self.own_started = True
         self.event_users.turns.append(self._user_turn(message or "", index, at, attachments))
 
-    def _totals(self, payload: dict[str, Any], index: int) -> Totals | None:
-        info = payload.get("info")
-        if info is None:
-            return None
-        if not isinstance(info, dict):
-            raise RejectError(RejectCode.BAD_SHAPE, "a token_count whose info is not an object", line=index)
-        total = info.get("total_token_usage")
-        if total is None:
-            return None
-        return _usage_values(total, index)
-
     def _token_count(self, payload: dict[str, Any], index: int, at: datetime | None) -> None:
-        totals = self._totals(payload, index)
-        if totals is None:
-            info = payload.get("info")
-            last = info.get("last_token_usage") if isinstance(info, dict) else None
-            if last is None:
-                self._count("event_msg/token_count", Disposition.SKIPPED)  # `"info": null` before the first reply
-                return
-            delta = _usage_values(last, index)  # no cumulative total: the per-response numbers are all there is
-        elif totals == self.baseline:
-            self._count("event_msg/token_count", Disposition.SKIPPED)  # the same total re-emitted
-            return
+        if self.usage.observe(payload, index, at, self.model or self.fallback_model):
+            self.own_started = True
+            self._count("event_msg/token_count", Disposition.METADATA)
         else:
-            base = self.baseline
-            restarted = base is not None and any(
-                (totals[k] or 0) < (base[k] or 0) for k in _USAGE_FIELDS if totals[k] is not None
-            )
-            delta = totals if base is None or restarted else _subtract(totals, base)
-            self.baseline = totals
-        self.own_started = True
-        cached = delta["cached_input_tokens"]
-        gross = delta["input_tokens"]
-        self.usage.append(
-            Usage(
-                turn_index=index,
-                model=self.model or self.fallback_model,
-                input_tokens=None if gross is None else gross - (cached or 0),
-                output_tokens=delta["output_tokens"],
-                cache_read_tokens=cached,
-                cache_write_tokens=delta["cache_write_input_tokens"],
-                reasoning_tokens=delta["reasoning_output_tokens"],
-                timestamp=at,
-            )
-        )
-        self._count("event_msg/token_count", Disposition.METADATA)
+            self._count("event_msg/token_count", Disposition.SKIPPED)  # info null, or the same total re-emitted
 
     def _turn_context(self, payload: dict[str, Any]) -> None:
         model = payload.get("model")
@@ -466,7 +415,8 @@ class RolloutParser:
         if self.native_id is None:
             raise RejectError(RejectCode.MISSING_SESSION_ID, "no session_meta in the rollout")
         sid = session_id(Agent.CODEX, self.native_id)
-        if self.gate_armed and not self.gate_open and (self.gate_undatable or not self.gate_markers):
+        undated = self.gate_undatable or (self.gate_records and not self.gate_markers)
+        if self.gate_armed and not self.gate_open and undated:
             raise RejectError(
                 RejectCode.UNDECIDABLE_THREAD,
                 "a forked rollout whose replayed parent history never ends: no turn id dates the fork's own turns "
@@ -499,7 +449,7 @@ class RolloutParser:
             archived=self.archived,
             turns=tuple(turns),
             tool_calls=self.tools.tool_calls(),
-            usage=tuple(self.usage),
+            usage=tuple(self.usage.rows),
             links=tuple(self.links),
             census=self.census,
         )
@@ -516,22 +466,6 @@ class RolloutParser:
         self._count(chosen_kind + "/empty", Disposition.SKIPPED, len(chosen.turns) - len(kept))
         self._count(other_kind, Disposition.SKIPPED, len(other.turns))  # the duplicate copy of the same text
         return kept
-
-
-def _usage_values(value: Any, index: int) -> Totals:
-    if not isinstance(value, dict):
-        raise RejectError(RejectCode.BAD_SHAPE, "token usage that is not an object", line=index)
-    values: Totals = {}
-    for name in _USAGE_FIELDS:
-        number = value.get(name)
-        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
-            raise RejectError(RejectCode.BAD_SHAPE, f"token usage {name} is not an integer", line=index)
-        values[name] = number
-    return values
-
-
-def _subtract(totals: Totals, base: Totals) -> Totals:
-    return {k: None if v is None else v - (base.get(k) or 0) for k, v in totals.items()}
 
 
 def parse_rollout(lines: Iterable[Line], limits: Limits, *, archived: bool = False) -> Session:
