@@ -273,10 +273,12 @@ def test_reject_bad_shape_for_a_known_kind_with_a_broken_shape(tmp_path: Path, r
 
 
 def test_ok_resumed_session_repeating_the_same_meta_is_not_an_inconsistency(tmp_path: Path) -> None:
-    records = [meta(), user_event("one"), assistant("a"), meta(), user_event("two")]
+    records = [meta(), user_event("one"), assistant("a"), meta(), meta(cli_version="0.130.0"), user_event("two")]
     session = load(rollout(tmp_path, records))
     assert texts(session, Role.USER) == ["one", "two"]
     assert session.census[("session_meta", "0.129.0", Disposition.METADATA)] == 2
+    assert session.cli_versions == ("0.129.0", "0.130.0")
+    assert session.census[("event_msg/user_message", "0.130.0", Disposition.TURN)] == 1
 
 
 def test_reject_inconsistent_source_for_another_thread_meta_after_own_records(tmp_path: Path) -> None:

@@ -72,8 +72,12 @@ def uuid7_ms(value: Any) -> int | None:
 class _Candidates:
     """Turns from one of two streams that carry the same text; one stream is chosen at the end."""
 
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[tuple[Turn, str]] = field(default_factory=list)  # (turn, writer version of its record)
     records: int = 0
+
+    def add(self, turn: Turn, version: str) -> None:
+        self.turns.append((turn, version))
+        self.records += 1
 
 
 @dataclass(slots=True)
@@ -230,6 +234,7 @@ class RolloutParser:
                 version = payload.get("cli_version")
                 if isinstance(version, str) and version and version not in self.cli_versions:
                     self.cli_versions.append(version)
+                    self.version = version  # records after a resume are written by that version
                 self._count("session_meta", Disposition.METADATA)
             else:
                 self._count("replayed/session_meta", Disposition.SKIPPED)
@@ -327,8 +332,7 @@ class RolloutParser:
             self.own_started = True
             text = clip("\n".join(texts), self.limits)
             turn = Turn(index, Role.ASSISTANT, text, at, self.model or self.fallback_model, tuple(attachments))
-            self.item_assistants.turns.append(turn)
-            self.item_assistants.records += 1
+            self.item_assistants.add(turn, self.version)
             return
         if role != "user":
             self._count(f"response_item/message/{role}", MESSAGE_ROLES.get(role, Disposition.SKIPPED))
@@ -338,8 +342,7 @@ class RolloutParser:
             self._count("response_item/message/user/contextual", Disposition.HARNESS)
             return
         self.own_started = True
-        self.item_users.turns.append(self._user_turn("\n".join(person), index, at, attachments))
-        self.item_users.records += 1
+        self.item_users.add(self._user_turn("\n".join(person), index, at, attachments), self.version)
 
     def _user_turn(self, text: str, index: int, at: datetime | None, attachments: list[str]) -> Turn:
         unwrapped = unwrap_ide_context(text)
@@ -359,8 +362,7 @@ class RolloutParser:
             if not isinstance(message, str | None):
                 raise RejectError(RejectCode.BAD_SHAPE, "an agent_message whose message is not text", line=index)
             turn = Turn(index, Role.ASSISTANT, clip(message or "", self.limits), at, self.model or self.fallback_model)
-            self.event_assistants.turns.append(turn)
-            self.event_assistants.records += 1
+            self.event_assistants.add(turn, self.version)
         elif kind == "token_count":
             self._token_count(payload, index, at)
         elif kind == "thread_name_updated":
@@ -389,7 +391,7 @@ class RolloutParser:
             if isinstance(local, str):
                 attachments.append(f"image {local}")
         self.own_started = True
-        self.event_users.turns.append(self._user_turn(message or "", index, at, attachments))
+        self.event_users.turns.append((self._user_turn(message or "", index, at, attachments), self.version))
 
     def _token_count(self, payload: dict[str, Any], index: int, at: datetime | None) -> None:
         if self.usage.observe(payload, index, at, self.model or self.fallback_model):
@@ -461,10 +463,15 @@ class RolloutParser:
             if primary.records
             else (fallback, fallback_kind, primary, primary_kind)
         )
-        kept = [t for t in chosen.turns if t.text.strip() or t.attachments]
-        self._count(chosen_kind, Disposition.TURN, len(kept))
-        self._count(chosen_kind + "/empty", Disposition.SKIPPED, len(chosen.turns) - len(kept))
-        self._count(other_kind, Disposition.SKIPPED, len(other.turns))  # the duplicate copy of the same text
+        kept: list[Turn] = []
+        for turn, version in chosen.turns:
+            if turn.text.strip() or turn.attachments:
+                kept.append(turn)
+                self.census[(chosen_kind, version, Disposition.TURN)] += 1
+            else:
+                self.census[(chosen_kind + "/empty", version, Disposition.SKIPPED)] += 1
+        for _, version in other.turns:
+            self.census[(other_kind, version, Disposition.SKIPPED)] += 1  # the duplicate copy of the same text
         return kept
 
 
