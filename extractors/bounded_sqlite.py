@@ -5,12 +5,13 @@ How a source database is opened, and why (measured with SQLite 3.40, the version
   migration, no write lock, and no function in a hostile schema (views/triggers) runs unsafely.
 - WAL-mode databases (header bytes 18/19 == 2) need the `-shm` wal-index to be read. A `mode=ro` connection
   CREATES a missing `-shm` and an empty `-wal` beside the database (a write into the source directory), so:
-  - `-shm` present (OpenCode running, or left behind): plain `mode=ro`. SQLite updates read marks in the shared
-    memory as every reader does; the database and the `-wal` are never written (a read-only connection cannot
-    checkpoint, even when it is the last one to close).
-  - no `-shm` and no (or an empty) `-wal`: a clean shutdown checkpointed everything into the main file, so it is
-    read with `immutable=1` (no locks, no sidecar files), and its size/mtime are checked to be unchanged before
-    each result is handed out (`ReadOnlyDb.verify_unchanged`); a change defers the source.
+  - `-wal` and `-shm` both present (OpenCode running, or left behind): plain `mode=ro`. SQLite updates read marks
+    in the shared memory as every reader does; the database and the `-wal` are never written (a read-only
+    connection cannot checkpoint, even when it is the last one to close).
+  - no `-wal` (with or without `-shm`), or an empty `-wal` and no `-shm`: everything is in the main file (a clean
+    shutdown checkpoints and deletes the `-wal`), so it is read with `immutable=1` (no locks, no sidecar files),
+    and its size/mtime are checked to be unchanged before each result is handed out
+    (`ReadOnlyDb.verify_unchanged`); a change defers the source.
   - no `-shm` but a non-empty `-wal` (a crash left it): the database and its `-wal` are copied into a private
     temporary directory (bounded by `max_source_bytes`, the originals' stat checked around the copy) and the copy
     is read. The originals are only ever opened for reading.
@@ -156,8 +157,10 @@ def open_readonly(path: str | Path, root: str | Path, limits: Limits) -> Iterato
     wal, shm = sidecars(real)
     with tempfile.TemporaryDirectory(prefix="transcripts-sqlite-") as scratch:
         target, immutable, guarded = real, False, None
-        if wal_mode and not shm.exists():
-            if wal.exists() and wal.stat().st_size > 0:
+        if wal_mode and not wal.exists():
+            immutable, guarded = True, real  # everything is in the main file; mode=ro would create -wal/-shm
+        elif wal_mode and not shm.exists():
+            if wal.stat().st_size > 0:
                 target = _private_copy(real, wal, Path(scratch))
             else:
                 immutable, guarded = True, real

@@ -397,3 +397,24 @@ def test_ok_locked_rollback_database_is_deferred_not_rejected(tmp_path: Path, mo
         writer.close()
     assert outcome.code.value == "write_in_progress"
     assert os.path.exists(db)
+
+
+def test_ok_leftover_shm_without_wal_creates_no_wal(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    two_session_db(db).close()
+    (tmp_path / "opencode.db-shm").write_bytes(b"\0" * 32768)  # a -shm left behind, the -wal gone
+    before = checksum(db)
+    assert len(loaded_sessions(read_db(db))) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["opencode.db", "opencode.db-shm"]
+    assert checksum(db) == before
+
+
+def test_defer_changed_during_read_when_an_immutable_read_sees_the_file_move(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    two_session_db(db).close()  # clean WAL database: read with immutable=1 and a stat guard
+    reading = read_source(db_source(db), SETTLED)
+    first = next(reading)
+    assert isinstance(first, Loaded)
+    os.utime(db, ns=(db.stat().st_atime_ns, db.stat().st_mtime_ns + 1_000_000_000))  # OpenCode checkpointed
+    rest = list(reading)
+    assert len(rest) == 1 and rest[0].code.value == "changed_during_read"

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from extractors import opencode
 from extractors.bounded import Limits
-from extractors.errors import RejectCode
-from extractors.model import Agent, Loaded, Rejected, Role
+from extractors.errors import DeferCode, RejectCode
+from extractors.model import Agent, Deferred, Loaded, Rejected, Role
+from extractors.opencode import storage as opencode_storage
+from extractors.registry import read_source
 from tests.opencode_support import T0, add_exchange, add_session, assistant, create_db, storage_session, text, user
 from tests.support import SETTLED, loaded_sessions, outcomes_under
 
@@ -162,3 +165,20 @@ def test_ok_flat_part_files_are_not_read(tmp_path: Path) -> None:
     (storage / "part" / "prt_flat.json").write_text('{"messageID":"msg_1","type":"text","text":"flat"}', "utf-8")
     [outcome] = outcomes_under(Agent.OPENCODE, tmp_path, SETTLED)["storage/session/global/ses_a.json"]
     assert isinstance(outcome, Loaded) and [t.text for t in outcome.session.turns] == ["hello from the old days"]
+
+
+def test_defer_changed_during_read_when_a_file_of_the_unit_changes(tmp_path: Path, monkeypatch: Any) -> None:
+    storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
+    [source] = opencode.discover(tmp_path)
+    real_read = opencode_storage.read_json_document
+    calls = []
+
+    def read_and_touch(path: Path, limits: Limits) -> Any:
+        calls.append(path)
+        if len(calls) == 2:  # OpenCode writes a new part while we read
+            (tmp_path / "storage" / "part" / "msg_2" / "prt_new.json").write_text('{"type":"text","text":"x"}')
+        return real_read(path, limits)
+
+    monkeypatch.setattr(opencode_storage, "read_json_document", read_and_touch)
+    [outcome] = list(read_source(source, SETTLED))
+    assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ

@@ -6,11 +6,13 @@ optional column, from the fixed tables below). Sizes are checked in SQL before p
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from extractors import bounded_sqlite
 from extractors.bounded import Limits, parse_json
 from extractors.bounded_sqlite import ReadOnlyDb, open_readonly
 from extractors.discovery import confined
@@ -181,11 +183,18 @@ def contains_session(root: Path, native_id: str, limits: Limits) -> bool:
     a locked database cannot decide, and the JSON unit waits with it.
     """
     for path in databases(root):
-        try:
-            with open_readonly(path, root, limits) as db:
-                _check_schema(db)
-                if db.one("SELECT 1 FROM session WHERE id = ? LIMIT 1", (native_id,)) is not None:
-                    return True
-        except RejectError:
-            continue
+        size, mtime = bounded_sqlite.fingerprint(path)
+        if native_id in _session_ids(str(path), str(root), size, mtime, limits):
+            return True
     return False
+
+
+@functools.lru_cache(maxsize=8)
+def _session_ids(path: str, root: str, size: int, mtime_ns: int, limits: Limits) -> frozenset[str]:
+    """The session ids of one database state (keyed by its fingerprint, so thousands of legacy units open it once)."""
+    try:
+        with open_readonly(path, root, limits) as db:
+            _check_schema(db)
+            return frozenset(str(row[0]) for row in db.rows("SELECT id FROM session"))
+    except RejectError:
+        return frozenset()
