@@ -418,3 +418,17 @@ def test_defer_changed_during_read_when_an_immutable_read_sees_the_file_move(tmp
     os.utime(db, ns=(db.stat().st_atime_ns, db.stat().st_mtime_ns + 1_000_000_000))  # OpenCode checkpointed
     rest = list(reading)
     assert len(rest) == 1 and rest[0].code.value == "changed_during_read"
+
+
+def test_reject_bad_shape_non_text_ids_do_not_crash(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    conn = two_session_db(db)
+    add_session(conn, "ses_ints", created=T0 + 2)
+    # TEXT affinity turns an integer into text, but a BLOB stays a BLOB
+    conn.execute("INSERT INTO message VALUES (X'07', 'ses_ints', ?, ?, ?)", (T0, T0, '{"role":"user"}'))
+    conn.execute("INSERT INTO message VALUES ('m8', 'ses_ints', ?, ?, ?)", (T0, T0, '{"role":"user"}'))
+    conn.close()
+    outcomes = by_id(read_db(db))
+    bad = outcomes["opencode-ses_ints"]
+    assert isinstance(bad, Rejected) and bad.code is RejectCode.BAD_SHAPE
+    assert len(loaded_sessions(list(outcomes.values()))) == 2

@@ -118,7 +118,7 @@ def _read_session(db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: 
             time_archived,
         )
         messages = [
-            MessageRow(mid, created, _payload(data, f"message {mid}"))
+            MessageRow(_id(mid, "message"), created, _payload(data, f"message {mid}"))
             for mid, created, data in db.rows(
                 "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ?"
                 " ORDER BY time_created, id",
@@ -126,7 +126,7 @@ def _read_session(db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: 
             )
         ]
         parts = [
-            PartRow(pid, mid, _payload(data, f"part {pid}"))
+            PartRow(_id(pid, "part"), _id(mid, "part message"), _payload(data, f"part {pid}"))
             for pid, mid, data in db.rows(
                 "SELECT id, message_id, CAST(data AS BLOB) FROM part WHERE session_id = ? ORDER BY message_id, id",
                 (native,),
@@ -135,6 +135,13 @@ def _read_session(db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: 
         return Loaded(source, build_session(row, messages, parts, limits))
     except RejectError as exc:
         return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint or hint)
+
+
+def _id(value: Any, what: str) -> str:
+    """Ids are TEXT in OpenCode's schema; anything else (a hand-edited row) is a bad shape, not a crash."""
+    if not isinstance(value, str):
+        raise RejectError(RejectCode.BAD_SHAPE, f"{what} id {value!r} is not text")
+    return value
 
 
 def _text(value: Any) -> str | None:
