@@ -268,7 +268,8 @@ def _tool_output(result: Any, limits: Limits) -> str | None:
         return None
     pieces: list[str] = []
     for part in _parts(result):
-        response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        wrapper = part.get("functionResponse") if isinstance(part, dict) else None
+        response = wrapper.get("response") if isinstance(wrapper, dict) else None
         if isinstance(response, dict) and isinstance(response.get("output"), str):
             pieces.append(response["output"])
         elif isinstance(response, dict) and isinstance(response.get("error"), str):

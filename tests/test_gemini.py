@@ -345,3 +345,19 @@ def test_ok_outcomes_under_a_project_tree(tmp_path: Path) -> None:
     legacy(tmp_path / "p" / "chats" / "session-x.json", [msg("m0", "user", "hi")])
     outcomes = outcomes_under(Agent.GEMINI, tmp_path)
     assert [type(o) for o in outcomes["p/chats/session-x.json"]] == [Loaded]
+
+
+def test_ok_odd_tool_results_are_text_not_crashes(tmp_path: Path) -> None:
+    calls = [
+        {"id": "c1", "name": "t", "status": "success", "result": [{"functionResponse": "not an object"}]},
+        {"id": "c2", "name": "t", "status": "success", "result": "plain text result"},
+        {"id": "c3", "name": "t", "status": "success", "result": {"text": "one part"}},
+        {"id": "c4", "name": "t", "status": "success", "result": [{"functionResponse": {"response": {"n": 1}}}]},
+    ]
+    session = one(legacy(tmp_path / "chats" / "session-x.json", [msg("m1", "gemini", "", toolCalls=calls)]))
+    assert [c.output for c in session.tool_calls] == [
+        '{"functionResponse":"not an object"}',
+        "plain text result",
+        "one part",
+        '{"functionResponse":{"response":{"n":1}}}',
+    ]

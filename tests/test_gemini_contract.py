@@ -148,3 +148,52 @@ def test_property_any_fold_gives_unique_turn_indexes(records: list[dict[str, obj
             indexes = [t.index for t in outcome.session.turns]
             assert len(indexes) == len(set(indexes))
             assert sum(outcome.session.census.values()) == len(records) + 1
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "text",
+                    "thought",
+                    "functionResponse",
+                    "response",
+                    "output",
+                    "error",
+                    "inlineData",
+                    "data",
+                    "mimeType",
+                    "fileData",
+                    "fileUri",
+                    "id",
+                    "name",
+                ]
+            ),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["content", "displayContent", "toolCalls", "tokens", "model", "thoughts", "timestamp"]),
+        _JSON,
+        max_size=5,
+    ),
+    st.sampled_from(["user", "gemini", "info"]),
+)
+def test_property_any_json_in_message_fields_is_classified(fields: dict[str, object], kind: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "chats" / "session-x.json"
+        path.parent.mkdir(parents=True)
+        message = {"id": "m", "type": kind, **fields}
+        path.write_text(json.dumps({"sessionId": "s", "startTime": "2026-01-01T00:00:00Z", "messages": [message]}))
+        [outcome] = read_one(Agent.GEMINI, path)
+        assert isinstance(outcome, Loaded | Rejected)
