@@ -361,3 +361,18 @@ def test_ok_odd_tool_results_are_text_not_crashes(tmp_path: Path) -> None:
         "one part",
         '{"functionResponse":{"response":{"n":1}}}',
     ]
+
+
+def test_ok_integers_past_64_bits_in_tool_args_do_not_crash(tmp_path: Path) -> None:
+    # NaN sends the document through bounded.parse_json's stdlib fallback, which keeps the exact big integer
+    # (orjson would read it as a float); orjson.dumps then refuses it and the stdlib writes it.
+    path = tmp_path / "chats" / "session-x.json"
+    path.parent.mkdir(parents=True)
+    call = '{"id": "c1", "name": "t", "status": "success", "args": {"n": 123456789012345678901234567890, "x": NaN}}'
+    path.write_text(
+        '{"sessionId": "s", "startTime": "2026-01-01T00:00:00Z", "messages": '
+        f'[{{"id": "m", "type": "gemini", "content": "", "toolCalls": [{call}]}}]}}',
+        encoding="utf-8",
+    )
+    [tool_call] = one(path).tool_calls
+    assert tool_call.input == '{"n":123456789012345678901234567890,"x":NaN}'

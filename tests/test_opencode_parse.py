@@ -305,3 +305,14 @@ def test_reject_bad_shape_tool_without_state(tmp_path: Path) -> None:
 def test_reject_bad_shape_text_part_without_text(tmp_path: Path) -> None:
     [outcome] = outcome_of(tmp_path, user(T0), [{"type": "text", "text": 42}])
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.BAD_SHAPE
+
+
+def test_ok_integers_past_64_bits_in_tool_input_do_not_crash(tmp_path: Path) -> None:
+    # NaN sends the part through bounded.parse_json's stdlib fallback, which keeps the exact big integer.
+    part = (
+        '{"type": "tool", "callID": "c", "tool": "t", "state": {"status": "completed", '
+        '"input": {"n": 123456789012345678901234567890, "x": NaN}, "output": "ok"}}'
+    )
+    [outcome] = outcome_of(tmp_path, assistant(T0), [part])
+    [call] = outcome.session.tool_calls
+    assert call.input == '{"n":123456789012345678901234567890,"x":NaN}'

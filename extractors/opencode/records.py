@@ -12,6 +12,7 @@ assistant's visible text is its non-synthetic `text` parts (`reasoning` is priva
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -98,12 +99,20 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _json_text(value: Any) -> str:
+    """Compact JSON text. orjson refuses integers past 64 bits (which the stdlib parser lets through); the stdlib
+    writes them."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _text_or_json(value: Any, limits: Limits) -> str | None:
     """Tool input/output as stored text: strings as they are, anything else as JSON."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else orjson.dumps(value).decode("utf-8")
-    return clip(text, limits)
+    return clip(value if isinstance(value, str) else _json_text(value), limits)
 
 
 def _attachment(part: dict[str, Any], native_id: str) -> str:
