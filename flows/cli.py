@@ -334,6 +334,44 @@ def backfill(
     _print_report(report, 0)
 
 
+@app.command()
+def schedule(
+    cron: Annotated[str | None, typer.Option("--cron", help="Cron expression (default: 0 3 * * *).")] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", help="IANA time zone (default: the server's).")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only these agents (repeatable).")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Resolve default locations under this home.")] = None,
+    root: Annotated[list[str] | None, typer.Option("--root", help="AGENT=PATH: read AGENT from PATH.")] = None,
+    data_dir: DataDir = None,
+    config: Config = None,
+) -> None:
+    """Serve the nightly run on a cron through a running Prefect server (Ctrl-C stops serving)."""
+    import dataclasses
+
+    from flows.schedule import NO_SERVER, configured_api, serve_arguments
+
+    options: dict[str, Any] = {
+        "data_dir": data_dir,
+        "home": home,
+        "sources": source or [],
+        "roots": root or [],
+        "config": config,
+    }
+    settings = _settings(**options)
+    settings = dataclasses.replace(
+        settings, schedule_cron=cron or settings.schedule_cron, schedule_timezone=timezone or settings.schedule_timezone
+    )
+    options["data_dir"] = settings.data_dir
+    _quiet_prefect()
+    if configured_api() is None:
+        err.print(f"[red]error:[/red] {NO_SERVER}")
+        raise typer.Exit(2)
+    from flows import etl
+
+    where = f" ({settings.schedule_timezone})" if settings.schedule_timezone else ""
+    console.print(f"Serving the nightly run at '{settings.schedule_cron}'{where} into {settings.data_dir}.")
+    etl.etl_flow.serve(**serve_arguments(settings, options))
+
+
 def main() -> None:
     from flows.server import exit_on_sigterm
 

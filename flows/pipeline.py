@@ -63,7 +63,7 @@ def discover(settings: Settings) -> Discovery:
     seen: set[str] = set()
     for agent in settings.agents:
         module = extractor(agent)
-        for root in settings.roots(agent, module):
+        for root in (r.expanduser().absolute() for r in settings.roots(agent, module)):
             if not root.exists():
                 found.missing_roots.setdefault(agent, []).append(str(root))
                 continue
