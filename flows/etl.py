@@ -101,9 +101,11 @@ def run_etl(
             committed = commit_step(settings.data_dir, run_id, plan, results, row)
             replaced = committed.replaced if previous_version else None
             load_step(settings.data_dir, run_id, previous_version, replaced)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
+        except Exception as exc:
+            try:
                 pipeline.record_failure(store, run_id, row, exc)
+            except OSError as ledger_error:  # e.g. the disk is still full: the original error is what matters
+                exc.add_note(f"the failed run could not be recorded in the ledger either: {ledger_error}")
             raise
         finally:
             store.cleanup()

@@ -183,6 +183,8 @@ def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -
     key = FileKey(RUNS.name, None, 0)
     old = store.read(key)
     new = to_table(RUNS, {name: [run_row[name]] for name in RUNS.column_names})
+    if old is not None:  # a run that failed after its commit replaces its own "ok" row
+        old = old.filter(pc.not_equal(old.column("run_id"), run_row["run_id"]))
     merged = new if old is None else pa.concat_tables([old.cast(RUNS.arrow_schema), new])
     version.put(key, _sorted(RUNS, merged))
 
