@@ -115,6 +115,15 @@ def run(
 
         etl.progress_hook = hook
         progress.start()
+    else:  # cron, systemd, a pipe: one structured line per step instead of a bar
+        import logging
+
+        ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.INFO)
+        ours.propagate = False
     try:
         options["data_dir"] = settings.data_dir
         with prefect_api():
@@ -190,6 +199,7 @@ def status(
                     "runs": st.runs,
                     "counts": st.counts,
                     "rejects": st.rejects,
+                    "skipped": st.skipped,
                     "problems": problems,
                 },
                 default=str,
@@ -258,6 +268,15 @@ def status(
             console.print(rej)
         else:
             console.print("No current rejections.")
+        if st.skipped:
+            skipped = Table(title="Skipped records (not conversation), most frequent kinds")
+            for col in ("agent", "record kind", "writer version", "records", "sessions"):
+                skipped.add_column(col)
+            for r in st.skipped:
+                skipped.add_row(
+                    r["agent"], r["record_kind"], r["writer_version"], str(r["records"]), str(r["sessions"])
+                )
+            console.print(skipped)
         for p in problems:
             console.print(f"[red]check:[/red] {p}")
     if check and problems:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ from sinks.lock import writer_lock
 from sinks.manifest import Plan
 from sinks.staging import BatchResult, Previous, stage_batch
 from sinks.store import Store
+
+log = logging.getLogger("transcripts.etl")
 
 # Set by the CLI to draw a progress bar: called with (bytes done, bytes total) after each batch.
 progress_hook: Callable[[int, int], None] | None = None
@@ -85,6 +88,15 @@ def run_etl(
         previous_version = store.current_number()
         try:
             _, plan = pipeline.plan_run(settings, store, full=full, explicit=explicit)
+            log.info(
+                "event=plan run=%s new=%d changed=%d unchanged=%d deleted=%d bytes=%d",
+                run_id,
+                len(plan.new),
+                len(plan.changed),
+                len(plan.unchanged),
+                len(plan.deleted),
+                sum(s.size for s in plan.to_read),
+            )
             total = sum(s.size for s in plan.to_read)
             done = 0
             versions = pipeline.parser_versions()
@@ -95,13 +107,34 @@ def run_etl(
                     extract_step(settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
                 )
                 failpoints.reach("extract")
+                last = results[-1]
+                log.info(
+                    "event=batch run=%s batch=%d sources=%d bytes=%d sessions=%d rejected=%d deferred=%d",
+                    run_id,
+                    number,
+                    len(batch),
+                    sum(s.size for s in batch),
+                    sum(len(r.loaded) for r in last.sources),
+                    sum(r.rejected for r in last.sources),
+                    sum(r.deferred for r in last.sources),
+                )
                 done += sum(s.size for s in batch)
                 if progress_hook is not None:
                     progress_hook(done, total)
             committed = commit_step(settings.data_dir, run_id, plan, results, row)
             replaced = committed.replaced if previous_version else None
             load_step(settings.data_dir, run_id, previous_version, replaced)
+            log.info(
+                "event=done run=%s sessions=%d rejected=%d deferred=%d turns=%d seconds=%.2f",
+                run_id,
+                committed.sessions_loaded,
+                committed.sessions_rejected,
+                committed.sources_deferred,
+                committed.turns_loaded,
+                time.monotonic() - start,
+            )
         except Exception as exc:
+            log.error("event=failed run=%s error=%r", run_id, f"{type(exc).__name__}: {exc}")
             try:
                 pipeline.record_failure(store, run_id, row, exc)
             except OSError as ledger_error:  # e.g. the disk is still full: the original error is what matters

@@ -108,6 +108,7 @@ def test_run_goes_through_the_prefect_flow_and_status_reports_it(tmp_path: Path)
     assert status["runs"][0]["flow_run_id"], "the Prefect flow run id is in the ledger"
     assert status["counts"]["sessions"] == {"claude": 2}
     assert [r["reason_code"] for r in status["rejects"]] == ["invalid_json"]
+    assert status["skipped"] == [], "the small corpus has only conversation records"
     code, out = invoke("status", "--check", "--data-dir", str(data))
     assert code == 1 and "new rejection" in out
     code, _ = invoke("run", "--source", "claude", "--home", str(home), "--data-dir", str(data))
