@@ -109,6 +109,8 @@ def _merge_session_tables(
                 continue  # no old file and nothing new for this table in this bucket
             merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
             version.put(key, _sorted(table, merged))
+            del parts, merged
+            pa.default_memory_pool().release_unused()  # one bucket at a time, not all of them
     return dict(replaced)
 
 

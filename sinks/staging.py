@@ -76,7 +76,7 @@ def _hash(source: Source) -> str | None:
 # Staged rows carry the source they came from, so that the commit keeps exactly one copy of a session that two
 # sources hold (and none of a source that turned out to be in motion). The column never reaches the dataset.
 SOURCE_COLUMN = "_source"
-FLUSH_BYTES = 48 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
+FLUSH_BYTES = 24 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
 
 
 def _session_bytes(item: Loaded) -> int:
@@ -171,6 +171,8 @@ def _flush(
                 path = folder / f"batch-{batch.batch_no:06d}-{part_no:06d}.parquet"
                 write_parquet(part, path)
                 batch.staged.setdefault(key, []).append(path)
+    del tables
+    pa.default_memory_pool().release_unused()  # hand freed buffers back: a long batch's RSS stays flat
 
 
 def duplicate_problem(source: Source, session_id: str, kept_from: str) -> Rejected:
