@@ -6,6 +6,7 @@ outcomes and which staged files it wrote.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,19 @@ def staging_dir(store: Store, run_id: str) -> Path:
     return store.staging / run_id
 
 
+def _single_file(source: Source) -> bool:
+    """True when the unit is one file, so that its hash covers everything the unit is made of.
+
+    (A Grok unit is chat_history.jsonl + summary.json: its size is the sum, and only the first is hashed.)
+    """
+    if source.kind not in ("file", "export"):
+        return False
+    try:
+        return os.stat(source.path).st_size == source.size
+    except OSError:
+        return False
+
+
 def _hash(source: Source) -> str | None:
     if source.kind == "directory":
         return None
@@ -110,7 +124,7 @@ def stage_batch(
         prev = previous.get(source.path)
         if (
             prev is not None
-            and source.kind == "file"
+            and _single_file(source)
             and result.content_sha256 is not None
             and prev.content_sha256 == result.content_sha256
             and prev.parser_version == parser_versions[source.agent]
