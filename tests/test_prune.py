@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from flows.cli import app
 from flows.prune import PruneReport, preview_prune, run_prune
 from flows.settings import Settings, load_settings
 from sinks.prune import (
@@ -420,3 +422,50 @@ def test_killed_prune_changes_nothing_and_the_next_prune_finishes_it(tmp_path: P
 
     assert snapshot(settings.data_dir) == snapshot(clean.data_dir)
     assert leftovers(settings.data_dir) == []
+
+
+# --- the command -----------------------------------------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_cli_prune_is_a_dry_run_by_default_and_removes_with_write(tmp_path: Path) -> None:
+    home, settings = loaded_home(tmp_path)  # dated 2025: old for the real clock the command uses
+    data = settings.data_dir
+    delete(projects(home) / f"{P}.jsonl", projects(home) / P)
+    run(settings)
+    before = tree_checksum(data)
+
+    for extra in ([], ["--dry-run"]):
+        code, out = invoke("prune", "--older-than", "30d", "--data-dir", str(data), *extra)
+        assert code == 0, out
+        assert "Dry run (nothing written)" in out
+        assert "claude: 1 family, 3 sessions, 6 turns would go; 3 gone sources forgotten" in out
+        assert f"claude-{P}  {OLD}" in out and f"{sub(P, 'a1')}  {OLD}" in out
+        assert "--write" in out
+        assert tree_checksum(data) == before
+
+    code, out = invoke("prune", "--older-than", "30d", "--data-dir", str(data), "--write")
+    assert code == 0, out
+    assert "Pruned" in out and "3 sessions, 6 turns removed" in out
+    assert {r[0] for r in table_rows(data, "sessions")} == {f"claude-{K}"}
+    code, out = invoke("prune", "--older-than", "30d", "--data-dir", str(data))
+    assert code == 0 and "Nothing to prune." in out
+
+
+def test_cli_prune_refuses_bad_input_and_says_when_there_is_no_corpus(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    code, out = invoke("prune", "--older-than", "30x", "--data-dir", data)
+    assert code == 2 and "unknown unit" in out
+    code, out = invoke("prune", "--older-than", "30d", "--agent", "clade", "--data-dir", data)
+    assert code == 2 and "Did you mean 'claude'" in out
+    code, out = invoke("prune", "--older-than", "30d", "--write", "--dry-run", "--data-dir", data)
+    assert code == 2
+    code, out = invoke("prune", "--older-than", "30d", "--write", "--data-dir", data)
+    assert code == 0 and "No corpus yet" in out
+    assert not (tmp_path / "data").exists()
