@@ -4,6 +4,7 @@ the pruned version, record the run in the ledger and bring the warehouse along, 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from sinks import prune, warehouse
 from sinks.files import private_umask
 from sinks.lock import writer_lock
 from sinks.store import Store
+
+log = logging.getLogger("transcripts.prune")
 
 
 @dataclass(slots=True)
@@ -65,9 +68,21 @@ def run_prune(
             warehouse.refresh(
                 settings.data_dir, store, run_id, previous_version=previous_version, replaced=plan.session_ids()
             )
-        except BaseException as exc:
-            if isinstance(exc, Exception):
+            log.info(
+                "event=pruned run=%s cutoff=%s families=%d sessions=%d sources=%d seconds=%.2f",
+                run_id,
+                plan.cutoff.isoformat(),
+                len(plan.removed),
+                sum(len(f) for f in plan.removed),
+                len(plan.sources),
+                time.monotonic() - start,
+            )
+        except Exception as exc:
+            log.error("event=failed run=%s error=%r", run_id, f"{type(exc).__name__}: {exc}")
+            try:
                 pipeline.record_failure(store, run_id, row, exc)
+            except OSError as ledger_error:  # e.g. the disk is still full: the original error is what matters
+                exc.add_note(f"the failed prune could not be recorded in the ledger either: {ledger_error}")
             raise
         finally:
             store.cleanup()
