@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from extractors.bounded import Limits
 from extractors.model import Agent, Source
 from flows import pipeline
 from flows.settings import Settings, load_settings
+from flows.workers import extraction_pool
 from sinks import failpoints, warehouse
 from sinks.commit import Committed
 from sinks.files import private_dir, private_umask
@@ -31,6 +33,10 @@ log = logging.getLogger("transcripts.etl")
 progress_hook: Callable[[int, int], None] | None = None
 
 
+# The run's extraction pool, when it has one (set by run_etl for the duration of the extraction).
+_pool: ProcessPoolExecutor | None = None
+
+
 @task(name="extract-batch", cache_policy=NO_CACHE)
 def extract_batch(
     data_dir: Path,
@@ -41,8 +47,11 @@ def extract_batch(
     versions: dict[Agent, str],
     previous: dict[str, Previous],
 ) -> BatchResult:
-    """Read a batch of sources and stage their rows."""
-    return stage_batch(Store(data_dir), run_id, batch_no, sources, limits, versions, previous)
+    """Read a batch of sources and stage their rows (in a worker process when the run has a pool)."""
+    args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous)
+    if _pool is not None:
+        return _pool.submit(stage_batch, *args).result()
+    return stage_batch(*args)
 
 
 @task(name="commit", cache_policy=NO_CACHE)
@@ -71,7 +80,6 @@ def run_etl(
     the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
     the flows themselves always run them as tasks.
     """
-    extract_step = extract_batch if as_tasks else extract_batch.fn
     commit_step = commit if as_tasks else commit.fn
     load_step = load_warehouse if as_tasks else load_warehouse.fn
     start = time.monotonic()
@@ -98,16 +106,14 @@ def run_etl(
                 sum(s.size for s in plan.to_read),
             )
             total = sum(s.size for s in plan.to_read)
-            done = 0
             versions = pipeline.parser_versions()
+            work = list(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files))
             results: list[BatchResult] = []
-            for number, batch in enumerate(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files)):
-                previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
-                results.append(
-                    extract_step(settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
-                )
+            done = 0
+            extracted = _extract(settings, run_id, plan, work, versions, as_tasks=as_tasks)
+            for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
+                results.append(last)
                 failpoints.reach("extract")
-                last = results[-1]
                 log.info(
                     "event=batch run=%s batch=%d sources=%d bytes=%d sessions=%d rejected=%d deferred=%d",
                     run_id,
@@ -134,11 +140,7 @@ def run_etl(
                 time.monotonic() - start,
             )
         except Exception as exc:
-            log.error("event=failed run=%s error=%r", run_id, f"{type(exc).__name__}: {exc}")
-            try:
-                pipeline.record_failure(store, run_id, row, exc)
-            except OSError as ledger_error:  # e.g. the disk is still full: the original error is what matters
-                exc.add_note(f"the failed run could not be recorded in the ledger either: {ledger_error}")
+            pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
             store.cleanup()
@@ -149,6 +151,44 @@ def run_etl(
         seconds=pipeline.elapsed_since(start),
         flow_run_id=flow_run_id,
     )
+
+
+def _extract(
+    settings: Settings,
+    run_id: str,
+    plan: Plan,
+    work: list[list[Source]],
+    versions: dict[Agent, str],
+    *,
+    as_tasks: bool,
+) -> Iterator[BatchResult]:
+    """Extract every batch, in order; on several processes when there are several batches."""
+    global _pool
+    step = extract_batch if as_tasks else extract_batch.fn
+
+    def args(number: int, batch: list[Source]) -> tuple[Any, ...]:
+        previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
+        return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
+
+    with extraction_pool(min(settings.workers, len(work))) as pool:
+        if pool is None:
+            for number, batch in enumerate(work):
+                yield step(*args(number, batch))
+            return
+        _pool = pool
+        try:
+            if as_tasks:
+                futures = [extract_batch.submit(*args(n, b)) for n, b in enumerate(work)]
+                for future in futures:
+                    yield future.result()
+            else:
+                plain = [
+                    pool.submit(stage_batch, Store(settings.data_dir), *args(n, b)[1:]) for n, b in enumerate(work)
+                ]
+                for done in plain:
+                    yield done.result()
+        finally:
+            _pool = None
 
 
 @flow(name="transcripts-etl", log_prints=False, validate_parameters=False)

@@ -6,6 +6,7 @@ Kept free of Prefect so that every step can be called and tested on its own; `fl
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +23,8 @@ from sinks.files import private_dir
 from sinks.manifest import Plan, make_plan
 from sinks.staging import BatchResult
 from sinks.store import Store
+
+log = logging.getLogger("transcripts.etl")
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 
@@ -150,9 +153,15 @@ def commit(store: Store, run_id: str, plan: Plan, results: Sequence[BatchResult]
     return commit_run(store, run_id, plan, results, parser_versions(), row)
 
 
-def record_failure(store: Store, run_id: str, row: dict[str, Any], error: BaseException) -> None:
+def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:
+    """Log a failed run and put it in the ledger; if even that fails (the disk is still full), say so on the
+    original error, which is what the caller re-raises."""
+    log.error("event=failed run=%s error=%r", run_id, f"{type(error).__name__}: {error}")
     row.update(outcome="failed", error=f"{type(error).__name__}: {error}", ended_at=datetime.now(UTC))
-    record_failed_run(store, run_id, row)
+    try:
+        record_failed_run(store, run_id, row)
+    except OSError as ledger_error:
+        error.add_note(f"the failed {row['flow']} run could not be recorded in the ledger either: {ledger_error}")
 
 
 def plan_run(

@@ -78,11 +78,7 @@ def run_prune(
                 time.monotonic() - start,
             )
         except Exception as exc:
-            log.error("event=failed run=%s error=%r", run_id, f"{type(exc).__name__}: {exc}")
-            try:
-                pipeline.record_failure(store, run_id, row, exc)
-            except OSError as ledger_error:  # e.g. the disk is still full: the original error is what matters
-                exc.add_note(f"the failed prune could not be recorded in the ledger either: {ledger_error}")
+            pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
             store.cleanup()

@@ -2,6 +2,7 @@
 
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
+TRANSCRIPTS_WORKERS,
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, and TRANSCRIPTS_CONFIG (the TOML file; default
 `$XDG_CONFIG_HOME/transcripts/config.toml`).
 """
@@ -19,6 +20,7 @@ from typing import Any
 from extractors.bounded import Limits
 from extractors.model import Agent
 from extractors.registry import Extractor, parse_agent, registered
+from flows.workers import default_workers
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -45,6 +47,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     batch_bytes: int = 64 * 1024 * 1024  # sources per extraction task: about this many bytes ...
     batch_files: int = 400  # ... or this many files
+    workers: int = 1  # processes that read sources when a run has several batches
     lock_wait_seconds: float = 60.0
     schedule_cron: str = "0 3 * * *"
     schedule_timezone: str | None = None
@@ -168,6 +171,7 @@ def load_settings(
         limits=_limits(toml, env, limits or {}),
         batch_bytes=int(run.get("batch_bytes", 64 * 1024 * 1024)),
         batch_files=int(run.get("batch_files", 400)),
+        workers=int(env.get("TRANSCRIPTS_WORKERS") or run.get("workers") or default_workers()),
         lock_wait_seconds=wait,
         schedule_cron=env.get("TRANSCRIPTS_SCHEDULE_CRON") or schedule.get("cron", "0 3 * * *"),
         schedule_timezone=env.get("TRANSCRIPTS_SCHEDULE_TIMEZONE") or schedule.get("timezone"),

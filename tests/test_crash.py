@@ -16,19 +16,20 @@ from tests.test_pipeline import run, settings_for, snapshot
 ROOT = Path(__file__).resolve().parent.parent
 
 KILLED_RUN = """
-import sys
+import dataclasses, sys
 from pathlib import Path
 from flows.etl import run_etl
 from flows.settings import load_settings
-home, data = Path(sys.argv[1]), Path(sys.argv[2])
-run_etl(load_settings(home=home, data_dir=data, sources=["claude"], env={"HOME": str(home)}), as_tasks=False)
+home, data, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+settings = load_settings(home=home, data_dir=data, sources=["claude"], env={"HOME": str(home)})
+run_etl(dataclasses.replace(settings, workers=workers, batch_files=1), as_tasks=False)
 """
 
 
-def killed_run(home: Path, data: Path, point: str) -> None:
+def killed_run(home: Path, data: Path, point: str, workers: int = 1) -> None:
     env = {**os.environ, "TRANSCRIPTS_FAILPOINT": point}
     proc = subprocess.run(
-        [sys.executable, "-c", KILLED_RUN, str(home), str(data)],
+        [sys.executable, "-c", KILLED_RUN, str(home), str(data), str(workers)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -45,11 +46,11 @@ def leftovers(data: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_killed_first_run_then_normal_run_equals_a_clean_run(tmp_path: Path, point: str) -> None:
+@pytest.mark.parametrize(("point", "workers"), [(p, 1) for p in POINTS] + [("extract", 2)])
+def test_killed_first_run_then_normal_run_equals_a_clean_run(tmp_path: Path, point: str, workers: int) -> None:
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
-    killed_run(home, data, point)
+    killed_run(home, data, point, workers)
     run(settings_for(home, data))
     clean = tmp_path / "clean"
     run(settings_for(home, clean))

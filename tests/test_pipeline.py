@@ -241,3 +241,18 @@ def test_skipped_records_are_counted_and_visible_in_status(tmp_path: Path) -> No
     assert ("file-history-snapshot", 1) in skipped
     (session,) = table_rows(data, "sessions")
     assert session[18] == 2, "sessions.skipped_record_count"
+
+
+def test_extraction_on_several_processes_gives_the_same_corpus(tmp_path: Path) -> None:
+    import dataclasses
+
+    home = small_home(tmp_path / "home")
+    for n in range(6):
+        sid = f"eeeeeeee-0000-4000-8000-00000000000{n}"
+        write_session(home, sid, claude_exchange(sid, 3, text=f"parallel {n}"))
+    one = dataclasses.replace(settings_for(home, tmp_path / "one"), batch_files=2, workers=1)
+    two = dataclasses.replace(settings_for(home, tmp_path / "two"), batch_files=2, workers=2)
+    report = run(two)
+    assert report.committed.sessions_loaded == 8
+    run(one)
+    assert snapshot(tmp_path / "two") == snapshot(tmp_path / "one")

@@ -1,0 +1,41 @@
+"""Extraction on every core: a fork-server process pool whose workers die with the run.
+
+Parsing is Python and holds the GIL, so batches are read in worker processes. The fork server is started clean
+(no threads: Prefect's and DuckDB's live in the parent) with the extractors preloaded, so a worker costs a fork,
+not an interpreter start. The fork server gets SIGKILL when the run goes, however it goes, and the workers when
+the fork server goes (Linux), so a killed run leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def die_with_parent() -> None:
+    """Ask the kernel for SIGKILL when this process's parent dies (Linux; elsewhere a no-op)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def extraction_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of `workers` processes, or None when one process is all the work needs."""
+    if workers <= 1:
+        yield None
+        return
+    context = multiprocessing.get_context("forkserver")
+    # The fork server dies with this process, and each worker with the fork server (its parent).
+    context.set_forkserver_preload(["flows._forkserver_init", "sinks.staging"])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent) as pool:
+        yield pool
