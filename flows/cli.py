@@ -92,6 +92,7 @@ def run(
         return
     _quiet_prefect()
     from flows import etl
+    from flows.server import ServerError, prefect_api
     from sinks.lock import LockBusy
 
     total_bytes = 0
@@ -114,9 +115,22 @@ def run(
 
         etl.progress_hook = hook
         progress.start()
+    else:  # cron, systemd, a pipe: one structured line per step instead of a bar
+        import logging
+
+        ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.INFO)
+        ours.propagate = False
     try:
         options["data_dir"] = settings.data_dir
-        report = etl.etl_flow(options, full=full)
+        with prefect_api():
+            report = etl.etl_flow(options, full=full)
+    except ServerError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
     except LockBusy as exc:
         err.print(f"[red]busy:[/red] {exc}")
         raise typer.Exit(3) from None
@@ -185,6 +199,7 @@ def status(
                     "runs": st.runs,
                     "counts": st.counts,
                     "rejects": st.rejects,
+                    "skipped": st.skipped,
                     "problems": problems,
                 },
                 default=str,
@@ -253,11 +268,131 @@ def status(
             console.print(rej)
         else:
             console.print("No current rejections.")
+        if st.skipped:
+            skipped = Table(title="Skipped records (not conversation), most frequent kinds")
+            for col in ("agent", "record kind", "writer version", "records", "sessions"):
+                skipped.add_column(col)
+            for r in st.skipped:
+                skipped.add_row(
+                    r["agent"], r["record_kind"], r["writer_version"], str(r["records"]), str(r["sessions"])
+                )
+            console.print(skipped)
         for p in problems:
             console.print(f"[red]check:[/red] {p}")
     if check and problems:
         raise typer.Exit(1)
 
 
+@app.command()
+def backfill(
+    target: Annotated[list[str], typer.Argument(help="[FORMAT] PATH...: e.g. `chatgpt ~/Downloads/export.zip`.")],
+    write: Annotated[bool, typer.Option("--write", help="Load it. Without --write: a dry run.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", help="The format, whatever the path says.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Read it again even if unchanged.")] = False,
+    data_dir: DataDir = None,
+    wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    config: Config = None,
+) -> None:
+    """Load an explicitly given source, such as a ChatGPT export (.zip or conversations.json)."""
+    from extractors.registry import detect_format, parse_agent
+    from flows import pipeline
+
+    paths = list(target)
+    named = None
+    if len(paths) > 1:
+        try:
+            named = parse_agent(paths[0])
+            paths = paths[1:]
+        except ValueError:
+            named = None
+    try:
+        agents = {detect_format(Path(p), fmt or (named.value if named else None)) for p in paths}
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if len(agents) != 1:
+        err.print("[red]error:[/red] these paths are of different formats; give one format at a time (--format).")
+        raise typer.Exit(2)
+    agent = agents.pop()
+    settings = _settings(data_dir=data_dir, config=config, lock_wait=wait)
+    try:
+        found = pipeline.explicit_sources(agent, [Path(p) for p in paths])
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if not found.sources:
+        err.print(f"[red]error:[/red] nothing to load at {', '.join(paths)} (looked for {agent} sources).")
+        raise typer.Exit(2)
+    if not write:
+        pv = pipeline.preview(found, settings)
+        span = f"{pv.first:%Y-%m-%d} to {pv.last:%Y-%m-%d}" if pv.first and pv.last else "no dates"
+        console.print(f"Dry run ({agent}, nothing written): {pv.sources} source(s), {_human_bytes(pv.bytes)}")
+        console.print(f"  would load {pv.sessions} sessions, {pv.turns} turns, {pv.tool_calls} tool calls, {span}")
+        rejected = ", ".join(f"{code} {n}" for code, n in sorted(pv.rejected.items())) or "none"
+        console.print(f"  rejections: {rejected}; deferred sources: {pv.deferred}")
+        for line in pv.examples:
+            console.print(f"    {line}")
+        console.print("Run again with --write to load it.")
+        return
+    _quiet_prefect()
+    from flows import etl
+    from flows.server import ServerError, prefect_api
+    from sinks.lock import LockBusy
+
+    try:
+        with prefect_api():
+            report = etl.backfill_flow(
+                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+                agent.value,
+                [s.path for s in found.sources],
+                full=full,
+            )
+    except (ServerError, LockBusy) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(3 if isinstance(exc, LockBusy) else 1) from None
+    _print_report(report, 0)
+
+
+@app.command()
+def schedule(
+    cron: Annotated[str | None, typer.Option("--cron", help="Cron expression (default: 0 3 * * *).")] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", help="IANA time zone (default: the server's).")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Only these agents (repeatable).")] = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Resolve default locations under this home.")] = None,
+    root: Annotated[list[str] | None, typer.Option("--root", help="AGENT=PATH: read AGENT from PATH.")] = None,
+    data_dir: DataDir = None,
+    config: Config = None,
+) -> None:
+    """Serve the nightly run on a cron through a running Prefect server (Ctrl-C stops serving)."""
+    import dataclasses
+
+    from flows.schedule import NO_SERVER, configured_api, serve_arguments
+
+    options: dict[str, Any] = {
+        "data_dir": data_dir,
+        "home": home,
+        "sources": source or [],
+        "roots": root or [],
+        "config": config,
+    }
+    settings = _settings(**options)
+    settings = dataclasses.replace(
+        settings, schedule_cron=cron or settings.schedule_cron, schedule_timezone=timezone or settings.schedule_timezone
+    )
+    options["data_dir"] = settings.data_dir
+    _quiet_prefect()
+    if configured_api() is None:
+        err.print(f"[red]error:[/red] {NO_SERVER}")
+        raise typer.Exit(2)
+    from flows import etl
+
+    where = f" ({settings.schedule_timezone})" if settings.schedule_timezone else ""
+    console.print(f"Serving the nightly run at '{settings.schedule_cron}'{where} into {settings.data_dir}.")
+    etl.etl_flow.serve(**serve_arguments(settings, options))
+
+
 def main() -> None:
+    from flows.server import exit_on_sigterm
+
+    exit_on_sigterm()
     app()

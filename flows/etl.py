@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ from sinks.lock import writer_lock
 from sinks.manifest import Plan
 from sinks.staging import BatchResult, Previous, stage_batch
 from sinks.store import Store
+
+log = logging.getLogger("transcripts.etl")
 
 # Set by the CLI to draw a progress bar: called with (bytes done, bytes total) after each batch.
 progress_hook: Callable[[int, int], None] | None = None
@@ -55,12 +58,18 @@ def load_warehouse(data_dir: Path, run_id: str, previous_version: int, replaced:
 
 
 def run_etl(
-    settings: Settings, *, full: bool = False, flow_run_id: str | None = None, as_tasks: bool = True
+    settings: Settings,
+    *,
+    full: bool = False,
+    flow_run_id: str | None = None,
+    as_tasks: bool = True,
+    explicit: pipeline.Discovery | None = None,
 ) -> pipeline.RunReport:
-    """The body of the flow: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
+    """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
 
-    `as_tasks=False` calls the steps as plain functions (no Prefect API needed): for tests and the benchmark's
-    pipeline-only timings; the flow itself always runs them as tasks.
+    `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `as_tasks=False` calls
+    the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
+    the flows themselves always run them as tasks.
     """
     extract_step = extract_batch if as_tasks else extract_batch.fn
     commit_step = commit if as_tasks else commit.fn
@@ -71,13 +80,23 @@ def run_etl(
     with private_umask(), writer_lock(settings.data_dir, settings.lock_wait_seconds):
         store = pipeline.prepare(settings)
         warehouse.cleanup(settings.data_dir)
+        mode = "backfill" if explicit is not None else "full" if full else "incremental"
         row = pipeline.run_row(
-            run_id, settings, flow="etl", mode="full" if full else "incremental", started=datetime.now(UTC)
+            run_id, settings, flow="backfill" if explicit else "etl", mode=mode, started=datetime.now(UTC)
         )
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
         try:
-            _, plan = pipeline.plan_run(settings, store, full=full)
+            _, plan = pipeline.plan_run(settings, store, full=full, explicit=explicit)
+            log.info(
+                "event=plan run=%s new=%d changed=%d unchanged=%d deleted=%d bytes=%d",
+                run_id,
+                len(plan.new),
+                len(plan.changed),
+                len(plan.unchanged),
+                len(plan.deleted),
+                sum(s.size for s in plan.to_read),
+            )
             total = sum(s.size for s in plan.to_read)
             done = 0
             versions = pipeline.parser_versions()
@@ -88,15 +107,38 @@ def run_etl(
                     extract_step(settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
                 )
                 failpoints.reach("extract")
+                last = results[-1]
+                log.info(
+                    "event=batch run=%s batch=%d sources=%d bytes=%d sessions=%d rejected=%d deferred=%d",
+                    run_id,
+                    number,
+                    len(batch),
+                    sum(s.size for s in batch),
+                    sum(len(r.loaded) for r in last.sources),
+                    sum(r.rejected for r in last.sources),
+                    sum(r.deferred for r in last.sources),
+                )
                 done += sum(s.size for s in batch)
                 if progress_hook is not None:
                     progress_hook(done, total)
             committed = commit_step(settings.data_dir, run_id, plan, results, row)
             replaced = committed.replaced if previous_version else None
             load_step(settings.data_dir, run_id, previous_version, replaced)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
+            log.info(
+                "event=done run=%s sessions=%d rejected=%d deferred=%d turns=%d seconds=%.2f",
+                run_id,
+                committed.sessions_loaded,
+                committed.sessions_rejected,
+                committed.sources_deferred,
+                committed.turns_loaded,
+                time.monotonic() - start,
+            )
+        except Exception as exc:
+            log.error("event=failed run=%s error=%r", run_id, f"{type(exc).__name__}: {exc}")
+            try:
                 pipeline.record_failure(store, run_id, row, exc)
+            except OSError as ledger_error:  # e.g. the disk is still full: the original error is what matters
+                exc.add_note(f"the failed run could not be recorded in the ledger either: {ledger_error}")
             raise
         finally:
             store.cleanup()
@@ -114,3 +156,11 @@ def etl_flow(options: dict[str, Any], full: bool = False) -> pipeline.RunReport:
     """Nightly ETL of every configured agent into Parquet and DuckDB. `options` are `load_settings` arguments."""
     settings = load_settings(**options)
     return run_etl(settings, full=full, flow_run_id=str(flow_run.id) if flow_run.id else None)
+
+
+@flow(name="transcripts-backfill", log_prints=False, validate_parameters=False)
+def backfill_flow(options: dict[str, Any], agent: str, paths: list[str], full: bool = False) -> pipeline.RunReport:
+    """Load explicitly given sources (a ChatGPT export) into the corpus."""
+    settings = load_settings(**options)
+    explicit = pipeline.explicit_sources(Agent(agent), [Path(p) for p in paths])
+    return run_etl(settings, full=full, explicit=explicit, flow_run_id=str(flow_run.id) if flow_run.id else None)

@@ -63,7 +63,7 @@ def discover(settings: Settings) -> Discovery:
     seen: set[str] = set()
     for agent in settings.agents:
         module = extractor(agent)
-        for root in settings.roots(agent, module):
+        for root in (r.expanduser().absolute() for r in settings.roots(agent, module)):
             if not root.exists():
                 found.missing_roots.setdefault(agent, []).append(str(root))
                 continue
@@ -155,9 +155,30 @@ def record_failure(store: Store, run_id: str, row: dict[str, Any], error: BaseEx
     record_failed_run(store, run_id, row)
 
 
-def plan_run(settings: Settings, store: Store, *, full: bool) -> tuple[Discovery, Plan]:
-    found = discover(settings)
+def plan_run(
+    settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None
+) -> tuple[Discovery, Plan]:
+    found = discover(settings) if explicit is None else explicit
     return found, make_plan(store, found.sources, found.scanned, parser_versions(), full=full)
+
+
+def explicit_sources(agent: Agent, paths: Sequence[Path]) -> Discovery:
+    """Sources for explicitly given paths (a file is one source; a folder is discovered like a root).
+
+    Nothing is scanned as a root, so nothing is ever marked deleted by an explicit run.
+    """
+    found = Discovery()
+    module = extractor(agent)
+    for path in paths:
+        resolved = path.expanduser().absolute()
+        if resolved.is_dir() or agent is Agent.CHATGPT:
+            found.sources.extend(module.discover(resolved))
+        elif resolved.is_file():
+            st = resolved.stat()
+            found.sources.append(Source(agent, str(resolved), st.st_size, st.st_mtime_ns, str(resolved.parent)))
+        else:
+            raise FileNotFoundError(f"no such file or folder: {path}")
+    return found
 
 
 def elapsed_since(start: float) -> float:
@@ -166,3 +187,47 @@ def elapsed_since(start: float) -> float:
 
 def data_dir_exists(path: Path) -> bool:
     return (path / "parquet").is_symlink()
+
+
+@dataclass(slots=True)
+class Preview:
+    """What a backfill would load: everything is read and validated, nothing is written."""
+
+    sources: int = 0
+    bytes: int = 0
+    sessions: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+    rejected: dict[str, int] = field(default_factory=dict)
+    deferred: int = 0
+    examples: list[str] = field(default_factory=list)  # a few rejections with their detail
+
+
+def preview(found: Discovery, settings: Settings, *, examples: int = 10) -> Preview:
+    """Read every source as a run would, counting what would be loaded and rejected (no writes)."""
+    from extractors.model import Loaded, Rejected
+    from extractors.registry import read_source
+
+    out = Preview()
+    for source in found.sources:
+        out.sources += 1
+        out.bytes += source.size
+        for outcome in read_source(source, settings.limits):
+            if isinstance(outcome, Loaded):
+                ses = outcome.session
+                out.sessions += 1
+                out.turns += sum(1 for t in ses.turns if t.text.strip() or t.attachments)
+                out.tool_calls += len(ses.tool_calls)
+                out.first = min(filter(None, (out.first, ses.started_at)))
+                end = ses.ended_at or ses.started_at
+                out.last = max(filter(None, (out.last, end)))
+            elif isinstance(outcome, Rejected):
+                out.rejected[outcome.code.value] = out.rejected.get(outcome.code.value, 0) + 1
+                if len(out.examples) < examples:
+                    where = f" (session {outcome.session_hint})" if outcome.session_hint else ""
+                    out.examples.append(f"{outcome.code}: {outcome.detail}{where} — {source.path}")
+            else:
+                out.deferred += 1
+    return out

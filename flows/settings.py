@@ -122,9 +122,9 @@ def load_settings(
         return toml.get(toml_key)
 
     home_value = pick(home, "TRANSCRIPTS_HOME", "home")
-    home_path = Path(home_value).expanduser() if home_value else Path(env.get("HOME") or Path.home())
+    home_path = (Path(home_value).expanduser() if home_value else Path(env.get("HOME") or Path.home())).absolute()
     data_value = pick(data_dir, "TRANSCRIPTS_DATA_DIR", "data_dir")
-    data_path = Path(data_value).expanduser() if data_value else default_data_dir(env)
+    data_path = (Path(data_value).expanduser() if data_value else default_data_dir(env)).absolute()
 
     known = registered()
     chosen = list(sources) or _split(env.get("TRANSCRIPTS_SOURCES", "")) or list(toml.get("sources", []))

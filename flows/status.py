@@ -20,6 +20,7 @@ class Status:
     runs: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # table -> agent -> rows
     rejects: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # census of records that are not conversation
 
     def problems(self) -> list[str]:
         """Why `status --check` fails: the last run failed, or it found new (non-benign) rejections."""
@@ -69,6 +70,12 @@ def read_status(data_dir: Path, *, last_runs: int = 5) -> Status:
                       coalesce(s.present, true) AS source_present
                FROM rejects r LEFT JOIN sources s USING (source_path)
                ORDER BY r.agent, r.outcome, r.reason_code, r.source_path, r.session_id""",
+        )
+        status.skipped = _rows(
+            con,
+            """SELECT agent, record_kind, writer_version, sum(record_count) AS records, count(*) AS sessions
+               FROM record_kinds WHERE disposition = 'skipped'
+               GROUP BY ALL ORDER BY records DESC, agent, record_kind, writer_version LIMIT 25""",
         )
     finally:
         con.close()

@@ -20,7 +20,7 @@ from extractors import ids
 from extractors.errors import BENIGN_REJECT_CODES
 from extractors.model import Agent, Deferred, Rejected
 from sinks.manifest import Plan
-from sinks.staging import BatchResult, SourceResult, duplicate_problem
+from sinks.staging import SOURCE_COLUMN, BatchResult, SourceResult, duplicate_problem
 from sinks.store import BUCKETS, FileKey, NextVersion, Store
 from transforms.normalize import reject_table, source_row, source_table, to_table
 from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
@@ -47,21 +47,21 @@ def _rank(result: SourceResult, session_id: str) -> tuple[int, str]:
     return (-turns, result.source.path)
 
 
-def resolve_duplicates(batches: Sequence[BatchResult]) -> dict[str, int]:
+def resolve_duplicates(batches: Sequence[BatchResult]) -> dict[str, str]:
     """When two sources of this run hold the same session, keep the fuller one (then the first path).
 
-    Returns session id -> batch number of the kept copy; the other copies get a `duplicate` outcome.
+    Returns session id -> path of the source whose copy is kept; the other copies get a `duplicate` outcome.
     """
     holders: dict[str, list[tuple[BatchResult, SourceResult]]] = defaultdict(list)
     for batch in batches:
         for result in batch.sources:
             for sid, _ in result.loaded:
                 holders[sid].append((batch, result))
-    winners: dict[str, int] = {}
+    winners: dict[str, str] = {}
     for sid, copies in holders.items():
         copies.sort(key=lambda pair: _rank(pair[1], sid))
-        kept_batch, kept = copies[0]
-        winners[sid] = kept_batch.batch_no
+        kept = copies[0][1]
+        winners[sid] = kept.source.path
         for _, other in copies[1:]:
             other.loaded = [(s, n) for s, n in other.loaded if s != sid]
             other.problems.append(duplicate_problem(other.source, sid, kept.source.path))
@@ -72,8 +72,17 @@ def _sorted(table: Table, data: pa.Table) -> pa.Table:
     return data.sort_by([(name, "ascending") for name in table.sort_by]).combine_chunks()
 
 
+def _kept_rows(delta: pa.Table, winners: Mapping[str, str]) -> pa.Table:
+    """The staged rows of the kept copy of each session, without the staging-only source column."""
+    sids = pc.unique(delta.column("session_id"))
+    kept_from = pa.array([winners.get(s) for s in sids.to_pylist()], type=pa.string())
+    wanted = pc.take(kept_from, pc.index_in(delta.column("session_id"), value_set=sids))
+    keep = pc.fill_null(pc.equal(delta.column(SOURCE_COLUMN), wanted), False)
+    return delta.filter(keep).drop_columns([SOURCE_COLUMN])
+
+
 def _merge_session_tables(
-    store: Store, version: NextVersion, batches: Sequence[BatchResult], winners: Mapping[str, int]
+    store: Store, version: NextVersion, batches: Sequence[BatchResult], winners: Mapping[str, str]
 ) -> dict[str, set[str]]:
     replaced: dict[str, set[str]] = defaultdict(set)
     by_bucket: dict[tuple[str, int], set[str]] = defaultdict(set)
@@ -83,10 +92,10 @@ def _merge_session_tables(
             for sid, _ in result.loaded:
                 replaced[agent].add(sid)
                 by_bucket[(agent, ids.bucket_of(sid, BUCKETS))].add(sid)
-    staged: dict[FileKey, list[tuple[int, str]]] = defaultdict(list)
+    staged: dict[FileKey, list[str]] = defaultdict(list)
     for batch in batches:
-        for key, path in batch.staged.items():
-            staged[key].append((batch.batch_no, str(path)))
+        for key, paths in batch.staged.items():
+            staged[key].extend(str(p) for p in paths)
     for table in SESSION_TABLES:
         for (agent, bucket), sids in sorted(by_bucket.items()):
             key = FileKey(table.name, agent, bucket)
@@ -94,14 +103,14 @@ def _merge_session_tables(
             old = store.read(key)
             if old is not None:
                 parts.append(old.filter(pc.invert(pc.is_in(old.column("session_id"), pa.array(sorted(sids))))))
-            for batch_no, delta_path in sorted(staged.get(key, [])):
-                delta = pq.read_table(delta_path, schema=table.arrow_schema)
-                mine = [s for s in pc.unique(delta.column("session_id")).to_pylist() if winners.get(s) == batch_no]
-                parts.append(delta.filter(pc.is_in(delta.column("session_id"), pa.array(mine, type=pa.string()))))
+            for delta_path in sorted(staged.get(key, [])):
+                parts.append(_kept_rows(pq.read_table(delta_path), winners))
             if not parts:
                 continue  # no old file and nothing new for this table in this bucket
             merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
             version.put(key, _sorted(table, merged))
+            del parts, merged
+            pa.default_memory_pool().release_unused()  # one bucket at a time, not all of them
     return dict(replaced)
 
 
@@ -176,6 +185,8 @@ def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -
     key = FileKey(RUNS.name, None, 0)
     old = store.read(key)
     new = to_table(RUNS, {name: [run_row[name]] for name in RUNS.column_names})
+    if old is not None:  # a run that failed after its commit replaces its own "ok" row
+        old = old.filter(pc.not_equal(old.column("run_id"), run_row["run_id"]))
     merged = new if old is None else pa.concat_tables([old.cast(RUNS.arrow_schema), new])
     version.put(key, _sorted(RUNS, merged))
 

@@ -56,7 +56,7 @@ class SourceResult:
 class BatchResult:
     batch_no: int
     sources: list[SourceResult]
-    staged: dict[FileKey, Path]  # delta file of this batch per (table, agent, bucket)
+    staged: dict[FileKey, list[Path]]  # delta files of this batch per (table, agent, bucket)
     turns: int = 0
 
 
@@ -73,6 +73,19 @@ def _hash(source: Source) -> str | None:
         return None  # the reader reports why it cannot be read
 
 
+# Staged rows carry the source they came from, so that the commit keeps exactly one copy of a session that two
+# sources hold (and none of a source that turned out to be in motion). The column never reaches the dataset.
+SOURCE_COLUMN = "_source"
+FLUSH_BYTES = 24 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
+
+
+def _session_bytes(item: Loaded) -> int:
+    ses = item.session
+    size = sum(len(t.text) for t in ses.turns)
+    size += sum(len(c.input or "") + len(c.output or "") for c in ses.tool_calls)
+    return size + 512 * (len(ses.turns) + len(ses.tool_calls) + len(ses.usage) + len(ses.census))
+
+
 def stage_batch(
     store: Store,
     run_id: str,
@@ -81,10 +94,17 @@ def stage_batch(
     limits: Limits,
     parser_versions: Mapping[Agent, str],
     previous: Mapping[str, Previous],
+    *,
+    flush_bytes: int = FLUSH_BYTES,
 ) -> BatchResult:
-    """Read every source of the batch and stage its sessions' rows under `data/staging/<run id>/`."""
-    results: list[SourceResult] = []
-    loaded: list[Loaded] = []
+    """Read every source of the batch and stage its sessions' rows under `data/staging/<run id>/`.
+
+    Sessions are normalised and written out every `flush_bytes` of text, so a batch (or one export holding
+    thousands of conversations) never holds more than that in memory.
+    """
+    batch = BatchResult(batch_no, [], {})
+    pending: list[Loaded] = []
+    held = 0
     for source in sources:
         result = SourceResult(source, content_sha256=_hash(source))
         prev = previous.get(source.path)
@@ -97,47 +117,62 @@ def stage_batch(
             and prev.outcome != "deferred"
         ):
             result.touched_only = True  # e.g. `touch`: same bytes, same parser: the rows are already right
-            results.append(result)
+            batch.sources.append(result)
             continue
         result.bytes_read = source.size
         for outcome in read_source(source, limits):
             if isinstance(outcome, Loaded):
-                loaded.append(outcome)
+                pending.append(outcome)
+                held += _session_bytes(outcome)
                 result.loaded.append((outcome.session.session_id, len(outcome.session.turns)))
+                if held >= flush_bytes:
+                    _flush(store, run_id, batch, pending, parser_versions)
+                    pending, held = [], 0
             else:
                 result.problems.append(outcome)
         if result.deferred:
-            # A source is read whole or not at all: sessions read before it was found in motion wait too.
-            loaded = [item for item in loaded if item.source is not source]
+            # A source is read whole or not at all: sessions read before it was found in motion wait too (rows
+            # already staged are dropped by the commit: they belong to no kept session of this source).
+            pending = [item for item in pending if item.source is not source]
             result.loaded.clear()
             waiting: list[Rejected | Deferred] = [p for p in result.problems if isinstance(p, Deferred)]
             result.problems = waiting[:1]
-        results.append(result)
+        batch.sources.append(result)
+    _flush(store, run_id, batch, pending, parser_versions)
+    return batch
+
+
+def _flush(
+    store: Store, run_id: str, batch: BatchResult, loaded: list[Loaded], parser_versions: Mapping[Agent, str]
+) -> None:
+    if not loaded:
+        return
     tables = session_tables(loaded, parser_versions)
-    staged = _stage(store, run_id, batch_no, tables)
-    return BatchResult(batch_no, results, staged, turns=tables["turns"].num_rows)
-
-
-def _stage(store: Store, run_id: str, batch_no: int, tables: Mapping[str, pa.Table]) -> dict[FileKey, Path]:
-    staged: dict[FileKey, Path] = {}
+    origin = {item.session.session_id: item.source.path for item in loaded}
+    batch.turns += tables["turns"].num_rows
+    part_no = sum(len(paths) for paths in batch.staged.values())
     base = staging_dir(store, run_id)
     for name, table in tables.items():
         if not table.num_rows:
             continue
         session_ids = table.column("session_id")
         unique = pc.unique(session_ids)
-        bucket_of_unique = pa.array([ids.bucket_of(s, BUCKETS) for s in unique.to_pylist()], type=pa.int32())
-        buckets = pc.take(bucket_of_unique, pc.index_in(session_ids, value_set=unique))
+        unique_ids = unique.to_pylist()
+        position = pc.index_in(session_ids, value_set=unique)
+        buckets = pc.take(pa.array([ids.bucket_of(s, BUCKETS) for s in unique_ids], type=pa.int32()), position)
+        table = table.append_column(SOURCE_COLUMN, pc.take(pa.array([origin[s] for s in unique_ids]), position))
         agents = table.column("agent")
         for agent in pc.unique(agents).to_pylist():
             in_agent = pc.equal(agents, agent)
             for bucket in sorted(set(pc.filter(buckets, in_agent).to_pylist())):
                 part = table.filter(pc.and_(in_agent, pc.equal(buckets, bucket)))
                 key = FileKey(name, agent, bucket)
-                path = base / name / f"agent={agent}" / f"bucket-{bucket:03d}" / f"batch-{batch_no:06d}.parquet"
+                folder = base / name / f"agent={agent}" / f"bucket-{bucket:03d}"
+                path = folder / f"batch-{batch.batch_no:06d}-{part_no:06d}.parquet"
                 write_parquet(part, path)
-                staged[key] = path
-    return staged
+                batch.staged.setdefault(key, []).append(path)
+    del tables
+    pa.default_memory_pool().release_unused()  # hand freed buffers back: a long batch's RSS stays flat
 
 
 def duplicate_problem(source: Source, session_id: str, kept_from: str) -> Rejected:

@@ -55,7 +55,7 @@ def warehouse_path(data_dir: Path) -> Path:
 def _connect(path: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
     con.execute("SET preserve_insertion_order = false")
-    con.execute("SET memory_limit = '512MB'")
+    con.execute("SET memory_limit = '256MB'")
     spill = data_dir / "staging" / "duckdb-spill"
     con.execute("SET temp_directory = ?", [str(spill)])
     return con

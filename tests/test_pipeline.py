@@ -224,3 +224,20 @@ def test_changed_source_that_now_fails_keeps_its_last_good_rows(tmp_path: Path) 
     assert [r for r in table_rows(data, "turns") if r[1] == f"claude-{S1}"] == before
     codes = {(Path(r[0]).stem, r[4]) for r in table_rows(data, "rejects")}
     assert (S1, "invalid_json") in codes
+
+
+def test_skipped_records_are_counted_and_visible_in_status(tmp_path: Path) -> None:
+    from flows.status import read_status
+
+    home = tmp_path / "home"
+    lines = claude_exchange(S1, 1)
+    lines.insert(0, '{"type":"file-history-snapshot","messageId":"m","snapshot":{"timestamp":"2026-03-01T10:00:00Z"}}')
+    lines.append('{"type":"brand-new-kind","sessionId":"' + S1 + '","timestamp":"2026-03-01T10:00:09.000Z"}')
+    write_session(home, S1, lines)
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    skipped = {(r["record_kind"], r["records"]) for r in read_status(data).skipped}
+    assert ("brand-new-kind", 1) in skipped
+    assert ("file-history-snapshot", 1) in skipped
+    (session,) = table_rows(data, "sessions")
+    assert session[18] == 2, "sessions.skipped_record_count"

@@ -43,8 +43,8 @@ def session_tables(loaded: Iterable[Loaded], parser_versions: Mapping[Agent, str
         start = ses.started_at
         users = assistants = 0
         for turn in ses.turns:
-            if not turn.text.strip():
-                continue  # an empty turn is dropped; the others keep their source index
+            if not turn.text.strip() and not turn.attachments:
+                continue  # an empty turn is dropped (an image-only prompt is not empty); the others keep their index
             if turn.role is Role.USER:
                 users += 1
             else:

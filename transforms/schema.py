@@ -290,3 +290,16 @@ def duckdb_ddl(table: Table) -> str:
     """CREATE TABLE for `table`, generated from the schema."""
     cols = ",\n  ".join(f"{c.name} {duckdb_type(c.type)}{'' if c.nullable else ' NOT NULL'}" for c in table.columns)
     return f"CREATE TABLE {table.name} (\n  {cols}\n)"
+
+
+def tables_markdown() -> str:
+    """The README's table reference, generated from `TABLES` (a test fails when the README is stale)."""
+    out: list[str] = []
+    for table in TABLES:
+        where = f"`parquet/{table.name}/agent=<agent>/`" if table.partitioned else f"`parquet/{table.name}/`"
+        out.append(f"### `{table.name}`\n\n{table.doc} Rows replaced per {table.keyed.value}; files under {where}.\n")
+        out.append("| column | type | null | meaning |\n|---|---|---|---|")
+        for col in table.columns:
+            out.append(f"| `{col.name}` | {duckdb_type(col.type)} | {'yes' if col.nullable else 'no'} | {col.doc} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

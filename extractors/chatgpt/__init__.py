@@ -1,0 +1,96 @@
+"""ChatGPT data export (`conversations.json`, or the export `.zip`): one outcome per conversation, streamed.
+
+Backfill only (NIGHTLY = False): the path is given explicitly. A source is the `.zip` or the `conversations.json`
+(a directory: the `conversations.json` and `*.zip` directly in it). The file is a JSON array of conversations,
+often one line of hundreds of MB: it is streamed element by element (`extractors.bounded_json`), a zip member
+without extracting it (`extractors.bounded_zip`), so memory is bounded by the largest conversation. A single
+top-level object (a per-conversation API dump) is read as one conversation.
+
+Complete or reject per conversation: a malformed conversation is one `Rejected` (code, detail, line = its index in
+the array, offset = its first byte in conversations.json, session_hint = `chatgpt-<id>` when known) and the
+others load. A file that is not a JSON array/object, or whose structure breaks (invalid JSON, truncated), is one
+rejection for the rest of the source; conversations yielded before stay valid. What is a turn: see `records`;
+the thread and the turn index: see `parse`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from extractors import ids
+from extractors.bounded import Limits, check_source_size
+from extractors.bounded_json import Element, iter_json_elements, iter_json_file
+from extractors.bounded_zip import looks_like_zip, open_member
+from extractors.chatgpt.parse import native_id, parse_conversation
+from extractors.discovery import walk_files
+from extractors.errors import RejectCode, RejectError
+from extractors.model import Agent, Loaded, Outcome, Rejected, Source
+
+AGENT = Agent.CHATGPT
+PARSER_VERSION = "1"
+NIGHTLY = False  # exports are loaded by `transcripts backfill chatgpt PATH`, never discovered under $HOME
+
+EXPORT_MEMBER = "conversations.json"
+
+
+def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """None: an export is given explicitly."""
+    return []
+
+
+def _is_export(path: Path) -> bool:
+    name = path.name.lower()
+    return name == EXPORT_MEMBER or name.endswith(".zip")
+
+
+def discover(root: Path) -> Iterator[Source]:
+    """The export at `root` (a `.zip` or `.json` file), or the `conversations.json` / `*.zip` directly in a folder.
+
+    Lists size and mtime only; never opens a file.
+    """
+    if root.is_file():
+        st = root.stat()
+        yield Source(AGENT, str(root.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute().parent), "export")
+        return
+    for path, st in walk_files(root, _is_export, max_depth=0):
+        yield Source(AGENT, str(path.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()), "export")
+
+
+def read(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """One outcome per conversation of the export.
+
+    Raises RejectError for the (rest of the) source: source_unreadable (no conversations.json in a zip, encrypted
+    or damaged zip, unsafe member names), limit_exceeded (file or zip member too large, zip bomb), invalid_json,
+    invalid_utf8, bad_shape (top level not an array/object), truncated_tail, no_conversation (empty array);
+    DeferError(changed_during_read).
+    """
+    check_source_size(source.path, limits)
+    if looks_like_zip(source.path):
+        with open_member(source.path, EXPORT_MEMBER, limits) as member:
+            yield from _outcomes(source, iter_json_elements(member, limits), limits)
+    elif source.path.lower().endswith(".zip"):
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, "named .zip but not a zip archive")
+    else:
+        yield from _outcomes(source, iter_json_file(source.path, limits), limits)
+
+
+def _outcomes(source: Source, elements: Iterator[Element], limits: Limits) -> Iterator[Outcome]:
+    count = 0
+    for element in elements:
+        count += 1
+        yield outcome_of(source, element, limits)
+    if count == 0:
+        raise RejectError(RejectCode.NO_CONVERSATION, "the export holds no conversation (empty array)")
+
+
+def outcome_of(source: Source, element: Element, limits: Limits) -> Outcome:
+    """Loaded, or Rejected for this one conversation (an oversized one is named from the fields read around it)."""
+    if element.problem is not None:
+        native = native_id(element.top_fields)
+        hint = ids.session_id(AGENT, native) if native else None
+        return Rejected(source, element.problem.code, element.problem.detail, element.index, element.offset, hint)
+    try:
+        return Loaded(source, parse_conversation(element.value, limits))
+    except RejectError as exc:  # this conversation only: the next one is read
+        return Rejected(source, exc.code, exc.detail, element.index, element.offset, exc.session_hint)

@@ -1,0 +1,380 @@
+"""xAI Grok Build CLI sessions (`$GROK_HOME/sessions/<percent-encoded cwd>/<session id>/chat_history.jsonl`).
+
+One session = one session directory: `chat_history.jsonl` (the model-visible transcript, the unit) plus its
+`summary.json` sidecar (ids, cwd, title, model and the ONLY times: records carry none). The fingerprint of the
+unit covers both files. Journals beside them (`updates.jsonl`, `events.jsonl`, `subagents/`, `terminal/`,
+`compaction/`) and the global `sessions/session_search.sqlite` index are not read.
+
+The verified signal for a person's turn (FORMATS.md 3.1, agent-sessions GrokSessionParser.isGenuinePrompt,
+"verified against 141 real sessions"): a `user` record with `prompt_index` present and no `synthetic_reason`.
+Synthetic user records (environment_context `<user_info>...`, project_instructions, system_reminder, interrupt
+notices) and user records without `prompt_index` are harness.
+
+The community `superagent-ai/grok-cli` also lives in `~/.grok`, as a SQLite `grok.db`: a different product. The root
+is the Grok home, so discovery sees `grok.db` beside `sessions/` and lists it; read() rejects it as
+`unsupported_format` without opening it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from extractors.blobref import data_url_reference
+from extractors.bounded import Limits, Line, MiB, clip, iter_jsonl, read_json_document
+from extractors.discovery import walk_files
+from extractors.errors import RejectCode, RejectError
+from extractors.ids import session_id
+from extractors.model import (
+    Agent,
+    Disposition,
+    LinkKind,
+    Loaded,
+    Outcome,
+    Role,
+    Session,
+    SessionLink,
+    Source,
+    ToolCall,
+    Turn,
+)
+from extractors.timeutil import parse_iso
+
+AGENT = Agent.GROK
+PARSER_VERSION = "1"
+NIGHTLY = True
+
+# `chat_history.jsonl` record `type` -> disposition.
+RECORD_KINDS: dict[str, Disposition] = {
+    "user": Disposition.TURN,  # a person's turn only when genuine (see the module docstring); else HARNESS
+    "assistant": Disposition.TURN,  # `content` is the visible text; its `tool_calls` go to tool calls
+    "tool_result": Disposition.TOOL,  # `{tool_call_id, content}` joined to the assistant's call
+    "backend_tool_call": Disposition.TOOL,  # server-side web search: a call with no tool_result
+    "system": Disposition.HARNESS,  # the system prompt, once per session
+    "reasoning": Disposition.HARNESS,  # summaries and encrypted reasoning
+}
+
+# `synthetic_reason` values seen (FORMATS.md 3.1); any value, known or not, makes a user record harness.
+KNOWN_SYNTHETIC_REASONS = frozenset({"environment_context", "project_instructions", "system_reminder", "interrupt"})
+
+CHAT_HISTORY = "chat_history.jsonl"
+SUMMARY = "summary.json"
+SESSIONS = "sessions"
+COMMUNITY_DB = "grok.db"
+# Session-directory children that are journals or helpers, never sessions (pruned in discovery).
+PRUNED_DIRS = frozenset({"subagents", "terminal", "compaction"})
+# A subagent's meta.json is a few hundred bytes; this bounds reading one.
+_MAX_META_BYTES = 1 * MiB
+
+
+def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """The Grok home: `GROK_HOME`, default `~/.grok` (discovery looks for `sessions/` and `grok.db` in it). No I/O."""
+    value = env.get("GROK_HOME", "").strip()
+    if not value:
+        return [home / ".grok"]
+    if value == "~" or value.startswith("~/"):
+        return [home / value[2:]]
+    return [Path(value)]
+
+
+def discover(root: Path) -> Iterator[Source]:
+    """Session units under `<root>/sessions` (or `root` itself when it is a `sessions` folder) and a community
+    `<root>/grok.db`. Stats files only; never opens them."""
+    db = root / COMMUNITY_DB
+    try:
+        db_stat = db.stat() if db.is_file() and not db.is_symlink() else None
+    except OSError:
+        db_stat = None
+    if db_stat is not None:
+        yield Source(AGENT, str(db), db_stat.st_size, db_stat.st_mtime_ns, str(root), kind="database")
+    sessions = root / SESSIONS if (root / SESSIONS).is_dir() else root if root.name == SESSIONS else None
+    if sessions is None:
+        return
+
+    def is_unit(path: Path) -> bool:
+        # <bucket>/<session id>/chat_history.jsonl, exactly two folders below sessions/.
+        return path.name == CHAT_HISTORY and len(path.relative_to(sessions).parts) == 3
+
+    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=lambda p: p.name in PRUNED_DIRS):
+        size, mtime = st.st_size, st.st_mtime_ns
+        try:
+            summary = (path.parent / SUMMARY).stat()
+        except OSError:
+            summary = None
+        if summary is not None:
+            size, mtime = size + summary.st_size, max(mtime, summary.st_mtime_ns)
+        yield Source(AGENT, str(path), size, mtime, str(root))
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What summary.json and the directory say about a session."""
+
+    native_id: str
+    started_at: datetime
+    ended_at: datetime | None
+    cwd: str | None
+    title: str | None
+    git_branch: str | None
+    model: str | None
+    version: str
+    parent: str | None
+
+
+def read(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """One outcome per session directory. Raises RejectError: unsupported_format (grok.db), missing_timestamp
+    (no summary.json or no usable created_at), inconsistent_source (summary id != directory), bad_shape, and
+    every code of the bounded readers; DeferError."""
+    path = Path(source.path)
+    if source.kind == "database" or path.name == COMMUNITY_DB:
+        raise RejectError(
+            RejectCode.UNSUPPORTED_FORMAT,
+            "grok.db from superagent-ai/grok-cli is not supported yet (a different product that shares ~/.grok)",
+        )
+    facts = read_facts(path.parent, limits)
+    session = parse_chat(iter_jsonl(path, limits), limits, facts)
+    yield Loaded(source, session)
+
+
+def read_facts(session_dir: Path, limits: Limits) -> Facts:
+    """Identity, times and metadata from the directory and its summary.json. Raises RejectError."""
+    native = session_dir.name
+    hint = session_id(AGENT, native)
+    summary_path = session_dir / SUMMARY
+    if not summary_path.is_file():
+        raise RejectError(
+            RejectCode.MISSING_TIMESTAMP, "no summary.json: Grok records carry no times", session_hint=hint
+        )
+    summary = read_json_document(summary_path, limits)
+    if not isinstance(summary, dict):
+        raise RejectError(RejectCode.BAD_SHAPE, "summary.json is not an object", session_hint=hint)
+    info = summary.get("info")
+    info = info if isinstance(info, dict) else {}
+    if "id" in info and info["id"] != native:
+        raise RejectError(
+            RejectCode.INCONSISTENT_SOURCE,
+            f"summary.json says id {info['id']!r} in the directory of session {native!r}",
+            session_hint=hint,
+        )
+    started = parse_iso(summary.get("created_at"))
+    if started is None:
+        raise RejectError(RejectCode.MISSING_TIMESTAMP, "summary.json has no usable created_at", session_hint=hint)
+    ends = [t for t in (parse_iso(summary.get("updated_at")), parse_iso(summary.get("last_active_at"))) if t]
+    cwd = info.get("cwd") if isinstance(info.get("cwd"), str) and info.get("cwd") else unquote(session_dir.parent.name)
+    version = summary.get("chat_format_version")
+    parent = find_parent(session_dir, limits) if summary.get("session_kind") == "subagent" else None
+    return Facts(
+        native_id=native,
+        started_at=started,
+        ended_at=max([started, *ends]) if ends else None,
+        cwd=cwd,
+        title=_text(summary.get("generated_title")) or _text(summary.get("session_summary")),
+        git_branch=_text(summary.get("head_branch")),
+        model=_text(summary.get("current_model_id")),
+        version="" if version is None else str(version),
+        parent=parent,
+    )
+
+
+def find_parent(session_dir: Path, limits: Limits) -> str | None:
+    """The parent session of a subagent: the sibling `<bucket>/<parent>/subagents/<child id>/meta.json`.
+
+    Looks only in the child's own bucket (one directory listing). Returns the native parent id, or None.
+    Raises RejectError(inconsistent_source) when meta.json names another parent than the folder it sits in.
+    """
+    child = session_dir.name
+    try:
+        siblings = sorted(entry.name for entry in os.scandir(session_dir.parent) if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return None
+    for name in siblings:
+        meta_path = session_dir.parent / name / "subagents" / child / "meta.json"
+        if name == child or not meta_path.is_file():
+            continue
+        meta = read_json_document(meta_path, limits, max_bytes=_MAX_META_BYTES)
+        said = meta.get("parent_session_id") if isinstance(meta, dict) else None
+        if isinstance(said, str) and said and said != name:
+            raise RejectError(
+                RejectCode.INCONSISTENT_SOURCE,
+                f"{meta_path} names parent {said!r} but lies under session {name!r}",
+                session_hint=session_id(AGENT, child),
+            )
+        return name
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+@dataclass(slots=True)
+class _Call:
+    call: ToolCall
+    output: str | None = None
+    joined: bool = False
+
+
+@dataclass(slots=True)
+class _Parser:
+    limits: Limits
+    facts: Facts
+    turns: list[Turn] = field(default_factory=list)
+    calls: dict[str, _Call] = field(default_factory=dict)
+    models: list[str] = field(default_factory=list)
+    census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
+
+    def count(self, kind: str, disposition: Disposition) -> None:
+        self.census[(kind, self.facts.version, disposition)] += 1
+
+    def feed(self, line: Line) -> None:
+        record, index = line.record, line.index
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            self.count("(untyped)", Disposition.SKIPPED)
+        elif kind == "user":
+            self.user(record, index)
+        elif kind == "assistant":
+            self.assistant(record, index)
+        elif kind == "tool_result":
+            self.tool_result(record, index)
+        elif kind == "backend_tool_call":
+            self.backend_call(record, index)
+        else:
+            self.count(kind, RECORD_KINDS.get(kind, Disposition.SKIPPED))
+
+    def user(self, record: dict[str, Any], index: int) -> None:
+        prompt_index = record.get("prompt_index")
+        if prompt_index is not None and (isinstance(prompt_index, bool) or not isinstance(prompt_index, int)):
+            raise RejectError(RejectCode.BAD_SHAPE, "a user record whose prompt_index is not an integer", line=index)
+        texts, attachments = _content(record.get("content"), index)
+        reason = record.get("synthetic_reason")
+        if reason:
+            self.count(f"user/synthetic/{reason}", Disposition.HARNESS)
+        elif prompt_index is None:
+            self.count("user/no_prompt_index", Disposition.HARNESS)
+        elif not "".join(texts).strip() and not attachments:
+            self.count("user/empty", Disposition.SKIPPED)
+        else:
+            text = clip("\n".join(texts), self.limits)
+            self.turns.append(Turn(index, Role.USER, text, None, None, tuple(attachments)))
+            self.count("user", Disposition.TURN)
+
+    def assistant(self, record: dict[str, Any], index: int) -> None:
+        texts, attachments = _content(record.get("content"), index)
+        model = _text(record.get("model_id")) or self.facts.model
+        if model and model not in self.models:
+            self.models.append(model)
+        tool_calls = record.get("tool_calls")
+        if tool_calls is None:
+            tool_calls = []
+        if not isinstance(tool_calls, list):
+            raise RejectError(RejectCode.BAD_SHAPE, "an assistant record whose tool_calls is not a list", line=index)
+        for raw in tool_calls:
+            if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
+                raise RejectError(RejectCode.BAD_SHAPE, "a tool call without a string id and name", line=index)
+            arguments = raw.get("arguments")
+            text_input = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
+            call = ToolCall(
+                raw["id"], index, raw["name"], None if text_input is None else clip(text_input, self.limits)
+            )
+            self.calls[raw["id"]] = _Call(call)
+        text = "\n".join(texts)
+        if text.strip() or attachments:
+            self.turns.append(Turn(index, Role.ASSISTANT, clip(text, self.limits), None, model, tuple(attachments)))
+            self.count("assistant", Disposition.TURN)
+        elif tool_calls:
+            self.count("assistant/tool_calls", Disposition.TOOL)
+        else:
+            self.count("assistant/empty", Disposition.SKIPPED)
+
+    def tool_result(self, record: dict[str, Any], index: int) -> None:
+        call_id = record.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise RejectError(RejectCode.BAD_SHAPE, "a tool_result without a string tool_call_id", line=index)
+        texts, attachments = _content(record.get("content"), index)
+        for image in record.get("images") or ():
+            attachments.append(data_url_reference(image) if isinstance(image, str) else "image")
+        pending = self.calls.get(call_id)
+        if pending is None:
+            self.count("tool_result/orphan", Disposition.TOOL)
+            return
+        parts = texts + [f"[{ref}]" for ref in attachments]
+        pending.output = clip("\n".join(parts), self.limits)
+        pending.joined = True
+        self.count("tool_result", Disposition.TOOL)
+
+    def backend_call(self, record: dict[str, Any], index: int) -> None:
+        kind = record.get("kind")
+        if not isinstance(kind, dict):
+            raise RejectError(RejectCode.BAD_SHAPE, "a backend_tool_call without a kind object", line=index)
+        native = kind.get("id")
+        call_id = native if isinstance(native, str) and native else f"backend-{index}"
+        name = _text(kind.get("tool_type")) or "backend_tool"
+        action = kind.get("action")
+        text_input = (
+            None if action is None else clip(json.dumps(action, ensure_ascii=False, sort_keys=True), self.limits)
+        )
+        self.calls[call_id] = _Call(ToolCall(call_id, index, name, text_input))
+        self.count("backend_tool_call", Disposition.TOOL)
+
+    def session(self) -> Session:
+        facts = self.facts
+        sid = session_id(AGENT, facts.native_id)
+        parent = session_id(AGENT, facts.parent) if facts.parent else None
+        tool_calls = tuple(
+            ToolCall(c.call.call_id, c.call.turn_index, c.call.name, c.call.input, c.output)
+            for c in self.calls.values()
+        )
+        models = tuple(self.models) or ((facts.model,) if facts.model else ())
+        return Session(
+            agent=AGENT,
+            session_id=sid,
+            native_id=facts.native_id,
+            started_at=facts.started_at,
+            ended_at=facts.ended_at,
+            parent_session_id=parent,
+            cwd=facts.cwd,
+            git_branch=facts.git_branch,
+            title=facts.title,
+            models=models,
+            turns=tuple(self.turns),
+            tool_calls=tool_calls,
+            links=(SessionLink(parent, LinkKind.SUBAGENT),) if parent else (),
+            census=self.census,
+        )
+
+
+def _content(content: Any, index: int) -> tuple[list[str], list[str]]:
+    """(texts, attachment references) of a `content` string or list of `{type: text|image}` parts."""
+    if content is None:
+        return [], []
+    if isinstance(content, str):
+        return [content], []
+    if not isinstance(content, list):
+        raise RejectError(RejectCode.BAD_SHAPE, "content that is neither text nor a list of parts", line=index)
+    texts: list[str] = []
+    attachments: list[str] = []
+    for part in content:
+        if not isinstance(part, dict):
+            raise RejectError(RejectCode.BAD_SHAPE, "a content part that is not an object", line=index)
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part.get("type") == "image":
+            url = part.get("url", part.get("image_url"))
+            attachments.append(data_url_reference(url) if isinstance(url, str) else "image")
+    return texts, attachments
+
+
+def parse_chat(lines: Iterable[Line], limits: Limits, facts: Facts) -> Session:
+    """The session of one chat_history.jsonl, given its facts. Pure. Raises RejectError(bad_shape)."""
+    parser = _Parser(limits, facts)
+    for line in lines:
+        parser.feed(line)
+    return parser.session()

@@ -1,0 +1,308 @@
+"""OpenCode message-v2 records -> a Session: the declarative tables and the pure parse (no I/O).
+
+Both sources (`opencode.db` rows and the legacy `storage/` JSON files) are first turned into the same rows
+(`SessionRow`, `MessageRow`, `PartRow`: the JSON minus the ids, which come from columns or paths), then parsed here.
+
+The verified signal for a person's turn (OC `packages/opencode/src/session/message-v2.ts`, FORMATS.md 5.4): a
+`user` message's `text` parts whose `synthetic` and `ignored` flags are not true. OpenCode marks everything it
+injects into a user message as `synthetic` ("Called the Read tool with the following input: {...}" for @-mentions,
+"Attached image(s) from tool result:", skill templates); we filter on the flag, never on text patterns. The
+assistant's visible text is its non-synthetic `text` parts (`reasoning` is private, tools go to `tool_calls`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from extractors import ids
+from extractors.bounded import Limits, clip
+from extractors.errors import RejectCode, RejectError
+from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+from extractors.timeutil import from_epoch_ms
+
+AGENT = Agent.OPENCODE
+
+# message.data.role -> the role of the turn its text parts make. Other roles are unknown: skipped and counted.
+MESSAGE_ROLES: dict[str, Role] = {"user": Role.USER, "assistant": Role.ASSISTANT}
+
+# part.data.type -> disposition. `text` is a turn unless flagged (see TEXT_FLAGS).
+PART_KINDS: dict[str, Disposition] = {
+    "text": Disposition.TURN,
+    "file": Disposition.TURN,  # becomes a Turn.attachments reference (a data: URL is hashed, never stored)
+    "tool": Disposition.TOOL,  # -> Session.tool_calls
+    "step-finish": Disposition.METADATA,  # tokens and cost of one model step -> Session.usage
+    "reasoning": Disposition.HARNESS,  # the model's private reasoning, not its visible answer
+    "compaction": Disposition.HARNESS,  # marks a compaction; the summary it makes is not a person's turn
+    "subtask": Disposition.HARNESS,  # a prompt the harness hands to a subagent (command template)
+    "step-start": Disposition.SKIPPED,  # step boundary with a snapshot hash: bookkeeping
+    "snapshot": Disposition.SKIPPED,  # git snapshot hash of the worktree
+    "patch": Disposition.SKIPPED,  # hash + list of files a step changed
+    "agent": Disposition.SKIPPED,  # "@agent" mention marker; the typed text is in the text part
+    "retry": Disposition.SKIPPED,  # an API retry record (attempt, error)
+}
+# A text part with one of these flags set is not the party's own words (message-v2.ts TextPart).
+TEXT_FLAGS = ("synthetic", "ignored")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    parent_id: str | None
+    title: str | None
+    directory: str | None
+    version: str | None
+    time_created: Any  # epoch ms as written
+    time_updated: Any
+    time_archived: Any
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    id: str
+    time_created: Any  # epoch ms: the `time_created` column, or `time.created` in a JSON file
+    data: Any  # the parsed message JSON (should be an object)
+
+
+@dataclass(frozen=True, slots=True)
+class PartRow:
+    id: str
+    message_id: str
+    data: Any
+
+
+def session_id_of(native_id: str) -> str:
+    return ids.session_id(AGENT, native_id)
+
+
+def _reject(code: RejectCode, detail: str, native_id: str) -> RejectError:
+    return RejectError(code, detail, session_hint=session_id_of(native_id))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON text. orjson refuses integers past 64 bits (which the stdlib parser lets through); the stdlib
+    writes them."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _text_or_json(value: Any, limits: Limits) -> str | None:
+    """Tool input/output as stored text: strings as they are, anything else as JSON."""
+    if value is None:
+        return None
+    return clip(value if isinstance(value, str) else _json_text(value), limits)
+
+
+def _attachment(part: dict[str, Any], native_id: str) -> str:
+    """A short reference to a `file` part: a data: URL is hashed, never stored."""
+    url = part.get("url")
+    if not isinstance(url, str):
+        raise _reject(RejectCode.BAD_SHAPE, "a file part without a url", native_id)
+    mime = part.get("mime") if isinstance(part.get("mime"), str) else "application/octet-stream"
+    name = part.get("filename") if isinstance(part.get("filename"), str) else ""
+    if url.startswith("data:"):
+        payload = url.partition(",")[2].encode("utf-8", "surrogatepass")
+        return f"{mime} sha256:{ids.stable_hash(payload)} {len(payload)} bytes {name}".rstrip()
+    return f"{mime} {name} {url[:512]}".replace("  ", " ")
+
+
+def _model_of(data: dict[str, Any]) -> str | None:
+    model = data.get("modelID")
+    if isinstance(model, str) and model:
+        return model
+    nested = _dict(data.get("model")).get("modelID")
+    return nested if isinstance(nested, str) and nested else None
+
+
+def _usage_fields(tokens: dict[str, Any]) -> tuple[int | None, ...]:
+    cache = _dict(tokens.get("cache"))
+    return (
+        _int(tokens.get("input")),
+        _int(tokens.get("output")),
+        _int(cache.get("read")),
+        _int(cache.get("write")),
+        _int(tokens.get("reasoning")),
+    )
+
+
+def _usage(
+    index: int, message_id: str, data: dict[str, Any], steps: list[dict[str, Any]], when: datetime | None
+) -> Usage | None:
+    """One Usage per assistant message: the sum of its `step-finish` parts, else the message's own totals.
+
+    Never both: the message's `tokens`/`cost` are OpenCode's running total of the same steps. Fields that are not
+    numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null.
+    """
+    sources = [(_dict(s.get("tokens")), s.get("cost")) for s in steps] or [
+        (_dict(data.get("tokens")), data.get("cost"))
+    ]
+    totals: list[int | None] = [None] * 5
+    cost: float | None = None
+    for tokens, step_cost in sources:
+        for i, value in enumerate(_usage_fields(tokens)):
+            if value is not None:
+                totals[i] = (totals[i] or 0) + value
+        step_usd = _number(step_cost)
+        if step_usd is not None:
+            cost = (cost or 0.0) + float(step_usd)
+    if all(v is None for v in totals) and cost is None:
+        return None
+    return Usage(
+        turn_index=index,
+        model=_model_of(data),
+        input_tokens=totals[0],
+        output_tokens=totals[1],
+        cache_read_tokens=totals[2],
+        cache_write_tokens=totals[3],
+        reasoning_tokens=totals[4],
+        cost_usd=cost,
+        timestamp=when,
+        response_id=message_id,
+    )
+
+
+def _tool_call(part: PartRow, data: dict[str, Any], index: int, limits: Limits, native_id: str) -> ToolCall:
+    state = data.get("state")
+    name = data.get("tool")
+    if not isinstance(state, dict) or not isinstance(name, str):
+        raise _reject(RejectCode.BAD_SHAPE, f"tool part {part.id} without a tool name or state object", native_id)
+    status = state.get("status")
+    output = state.get("error") if status == "error" else state.get("output")
+    times = _dict(state.get("time"))
+    spawned = _dict(state.get("metadata")).get("sessionId")  # the `task` tool records the child session here
+    call_id = data.get("callID")
+    return ToolCall(
+        # callID is required by message-v2.ts; a file without one (hand-written samples) falls back to the part id.
+        call_id=call_id if isinstance(call_id, str) and call_id else part.id,
+        turn_index=index,
+        name=name,
+        input=_text_or_json(state.get("input"), limits),
+        output=_text_or_json(output, limits),
+        is_error=status == "error",
+        started_at=from_epoch_ms(times.get("start")),
+        ended_at=from_epoch_ms(times.get("end")),
+        spawned_session_id=session_id_of(spawned) if isinstance(spawned, str) and spawned else None,
+    )
+
+
+def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartRow], limits: Limits) -> Session:
+    """A complete Session from one session's rows.
+
+    Turn.index = the message's position among the session's messages ordered by (time_created, id), 0-based,
+    counted before any filtering (OpenCode's own index `message_session_time_created_id_idx`). Parts are taken
+    in (message_id, id) order. Raises RejectError(bad_shape | missing_timestamp | no_conversation).
+    """
+    native = row.id
+    started = from_epoch_ms(row.time_created)
+    if started is None:
+        raise _reject(RejectCode.MISSING_TIMESTAMP, f"session time_created is {row.time_created!r}", native)
+    if not messages:
+        raise _reject(RejectCode.NO_CONVERSATION, "session has no messages", native)
+    for message in messages:
+        if _number(message.time_created) is None:
+            raise _reject(RejectCode.BAD_SHAPE, f"message {message.id} has no numeric time_created", native)
+    ordered = sorted(messages, key=lambda m: (m.time_created, m.id))
+    by_message: dict[str, list[PartRow]] = {}
+    for part in sorted(parts, key=lambda p: (p.message_id, p.id)):
+        by_message.setdefault(part.message_id, []).append(part)
+
+    version = row.version or ""
+    census: Counter[tuple[str, str, Disposition]] = Counter()
+    turns: list[Turn] = []
+    calls: list[ToolCall] = []
+    usage: list[Usage] = []
+    models: list[str] = []
+    seen_calls: set[str] = set()
+    for index, message in enumerate(ordered):
+        data = message.data
+        if not isinstance(data, dict) or not isinstance(data.get("role"), str):
+            raise _reject(RejectCode.BAD_SHAPE, f"message {message.id} is not an object with a role", native)
+        role = MESSAGE_ROLES.get(data["role"])
+        census[(f"message/{data['role']}", version, Disposition.METADATA if role else Disposition.SKIPPED)] += 1
+        when = from_epoch_ms(message.time_created)
+        model = _model_of(data)
+        if model and model not in models:
+            models.append(model)
+        texts: list[str] = []
+        attachments: list[str] = []
+        steps: list[dict[str, Any]] = []
+        for part in by_message.pop(message.id, []):
+            pdata = part.data
+            if not isinstance(pdata, dict) or not isinstance(pdata.get("type"), str):
+                raise _reject(RejectCode.BAD_SHAPE, f"part {part.id} is not an object with a type", native)
+            kind = pdata["type"]
+            if role is None or kind not in PART_KINDS:
+                census[(f"part/{kind}", version, Disposition.SKIPPED)] += 1
+                continue
+            disposition = PART_KINDS[kind]
+            if kind == "text":
+                if not isinstance(pdata.get("text"), str):
+                    raise _reject(RejectCode.BAD_SHAPE, f"text part {part.id} without text", native)
+                flag = next((f for f in TEXT_FLAGS if pdata.get(f) is True), None)
+                if flag:
+                    census[(f"part/text/{flag}", version, Disposition.HARNESS)] += 1
+                    continue
+                texts.append(pdata["text"])
+            elif kind == "file":
+                attachments.append(_attachment(pdata, native))
+            elif kind == "tool":
+                call = _tool_call(part, pdata, index, limits, native)
+                if call.call_id in seen_calls:  # ids must stay unique within the session
+                    call = replace(call, call_id=f"{call.call_id}#{part.id}")
+                seen_calls.add(call.call_id)
+                calls.append(call)
+            elif kind == "step-finish":
+                steps.append(pdata)
+            census[(f"part/{kind}", version, disposition)] += 1
+        text = "\n\n".join(texts)
+        if role is not None and text.strip():
+            turns.append(Turn(index, role, text, when, model, tuple(attachments)))
+        if role is Role.ASSISTANT:
+            found = _usage(index, message.id, data, steps, when)
+            if found is not None:
+                usage.append(found)
+    for orphans in by_message.values():  # parts whose message is not in this session
+        census[("part/orphan", version, Disposition.SKIPPED)] += len(orphans)
+
+    parent = row.parent_id or None
+    parent_sid = session_id_of(parent) if parent else None
+    return Session(
+        agent=AGENT,
+        session_id=session_id_of(native),
+        native_id=native,
+        started_at=started,
+        ended_at=from_epoch_ms(row.time_updated) or started,
+        parent_session_id=parent_sid,
+        cwd=row.directory or None,
+        title=row.title or None,
+        models=tuple(models),
+        cli_versions=(version,) if version else (),
+        archived=row.time_archived is not None,
+        turns=tuple(turns),
+        tool_calls=tuple(calls),
+        usage=tuple(usage),
+        links=(SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else (),
+        census=census,
+    )

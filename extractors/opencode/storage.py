@@ -1,0 +1,202 @@
+"""The legacy `storage/` JSON tree of OpenCode <= 1.1 (still the only copy of some sessions): one unit per session.
+
+Two layouts are read (FORMATS.md 5.2; OC `packages/opencode/src/storage/json-migration.ts`):
+- current: `session/<projectID>/<sessionID>.json`, `message/<sessionID>/<messageID>.json`,
+  `part/<messageID>/<partID>.json`;
+- older:   `session/info/<sessionID>.json`, `session/message/<sessionID>/<messageID>.json`,
+  `session/part/<sessionID>/<messageID>/<partID>.json`.
+Ids come from PATHS, as the migration does ("Derive all IDs from file paths, not JSON content"): a session file
+named `ses_x.json` whose JSON says `"id": "x"` is session `ses_x`, and its messages are under `message/ses_x/`.
+Not read: parts written directly under `part/` (`part/prt_1.json`, seen only in a hand-written sample; the
+migration's `part/*/*.json` glob skips them too), `project/`, `todo/`, `permission/`, `session_share/`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from extractors.bounded import Limits, read_json_document
+from extractors.discovery import confined, walk_files
+from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
+from extractors.model import Loaded, Outcome, Rejected, Source
+from extractors.opencode import db
+from extractors.opencode.records import MessageRow, PartRow, SessionRow, build_session, session_id_of
+
+OLDER_LAYOUT_DIR = "info"  # storage/session/info/<id>.json
+# Folders under storage/session/ that are the older layout's message/part trees, not project folders.
+NOT_PROJECT_DIRS = frozenset({"message", "part"})
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One session's files in the storage tree, as paths (nothing read)."""
+
+    storage: Path
+    session_file: Path
+    native_id: str
+    older: bool
+
+    @classmethod
+    def of(cls, session_file: Path) -> Unit:
+        """The unit of a session file `storage/session/<project or info>/<id>.json`. Raises RejectError."""
+        if session_file.suffix != ".json" or session_file.parent.parent.name != "session":
+            raise RejectError(RejectCode.SOURCE_UNREADABLE, "not an OpenCode storage/session/*/<id>.json file")
+        return cls(
+            storage=session_file.parent.parent.parent,
+            session_file=session_file,
+            native_id=session_file.stem,
+            older=session_file.parent.name == OLDER_LAYOUT_DIR,
+        )
+
+    def message_dir(self) -> Path:
+        if self.older:
+            return self.storage / "session" / "message" / self.native_id
+        return self.storage / "message" / self.native_id
+
+    def part_dir(self, message_id: str) -> Path:
+        if self.older:
+            return self.storage / "session" / "part" / self.native_id / message_id
+        return self.storage / "part" / message_id
+
+
+def storage_dir(root: Path) -> Path | None:
+    """`<data dir>/storage`, or `root` itself when it is a storage folder (has `session/`)."""
+    if (root / "storage" / "session").is_dir():
+        return root / "storage"
+    if (root / "session").is_dir():
+        return root
+    return None
+
+
+def session_files(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """Every session file of both layouts under `root` (confined, sorted)."""
+    storage = storage_dir(root)
+    if storage is None or not confined(storage, root):
+        return
+    yield from walk_files(
+        storage / "session",
+        lambda p: p.suffix == ".json" and p.parent.parent == storage / "session",
+        max_depth=1,
+        skip_dir=lambda d: d.name in NOT_PROJECT_DIRS,
+    )
+
+
+def _json_files(folder: Path, root: Path) -> list[tuple[Path, os.stat_result]]:
+    if not folder.is_dir() or not confined(folder, root):
+        return []
+    return list(walk_files(folder, lambda p: p.suffix == ".json", max_depth=0))
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    messages: list[tuple[Path, os.stat_result]]
+    parts: dict[str, list[tuple[Path, os.stat_result]]]  # message id -> its part files
+    size: int
+    mtime_ns: int
+
+    @property
+    def records(self) -> int:
+        return len(self.messages) + sum(len(p) for p in self.parts.values())
+
+
+def list_unit(unit: Unit, root: Path) -> Listing:
+    """Stat the session file, its message files and their part files (and their folders' mtimes). No parsing.
+
+    The fingerprint is the total size and the newest mtime, so adding, changing or removing any file moves it.
+    """
+    st = os.stat(unit.session_file)
+    size, newest = st.st_size, st.st_mtime_ns
+    messages = _json_files(unit.message_dir(), root)
+    parts: dict[str, list[tuple[Path, os.stat_result]]] = {}
+    folders = [unit.message_dir()]
+    for path, mst in messages:
+        size, newest = size + mst.st_size, max(newest, mst.st_mtime_ns)
+        folders.append(unit.part_dir(path.stem))
+        parts[path.stem] = _json_files(folders[-1], root)
+        for _, pst in parts[path.stem]:
+            size, newest = size + pst.st_size, max(newest, pst.st_mtime_ns)
+    for folder in folders:
+        try:
+            newest = max(newest, os.stat(folder).st_mtime_ns)
+        except FileNotFoundError:
+            continue
+    return Listing(messages, parts, size, newest)
+
+
+def _root_of(source: Source, unit: Unit) -> Path:
+    return Path(source.root) if source.root else unit.storage.parent
+
+
+def read_storage_session(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """The one session of a storage unit: Loaded, or Rejected (DUPLICATE when a database of the same data
+    directory holds it: the database copy wins).
+
+    Raises RejectError(limit_exceeded | invalid_json | invalid_utf8 | bad_shape | missing_timestamp |
+    no_conversation | source_unreadable) and DeferError(changed_during_read).
+    """
+    unit = Unit.of(Path(source.path))
+    root = _root_of(source, unit)
+    hint = session_id_of(unit.native_id)
+    if db.contains_session(root, unit.native_id, limits):
+        yield Rejected(
+            source, RejectCode.DUPLICATE, "the same session is in opencode.db, read from there", None, None, hint
+        )
+        return
+    try:
+        listing = list_unit(unit, root)
+    except OSError as exc:
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot list: {exc.strerror}", session_hint=hint) from exc
+    if listing.records > limits.max_records:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} files", session_hint=hint
+        )
+    if listing.size > limits.max_conversation_bytes:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"session files total {listing.size} bytes, over max_conversation_bytes={limits.max_conversation_bytes}",
+            session_hint=hint,
+        )
+    try:
+        session = _object(read_json_document(unit.session_file, limits), "session file")
+        messages = []
+        parts = []
+        for path, _ in listing.messages:
+            data = _object(read_json_document(path, limits), f"message {path.stem}")
+            messages.append(MessageRow(path.stem, _dict(data.get("time")).get("created"), data))
+            for part_path, _ in listing.parts[path.stem]:
+                parts.append(PartRow(part_path.stem, path.stem, read_json_document(part_path, limits)))
+    except RejectError as exc:
+        raise RejectError(exc.code, exc.detail, line=exc.line, offset=exc.offset, session_hint=hint) from exc
+    after = list_unit(unit, root)
+    if (after.size, after.mtime_ns) != (listing.size, listing.mtime_ns):
+        raise DeferError(DeferCode.CHANGED_DURING_READ, "session files changed while they were read")
+    times = _dict(session.get("time"))
+    row = SessionRow(
+        id=unit.native_id,
+        parent_id=_str(session.get("parentID")),
+        title=_str(session.get("title")),
+        directory=_str(session.get("directory")),
+        version=_str(session.get("version")),
+        time_created=times.get("created"),
+        time_updated=times.get("updated"),
+        time_archived=times.get("archived"),
+    )
+    yield Loaded(source, build_session(row, messages, parts, limits))
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise RejectError(RejectCode.BAD_SHAPE, f"{what} is not a JSON object")
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

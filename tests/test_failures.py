@@ -1,0 +1,216 @@
+"""Surviving failures: readers holding the warehouse or the Parquet files, a full disk, a busy lock, kill -9."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from flows.settings import load_settings
+from sinks.lock import writer_lock
+from tests.corpus import S1, claude_exchange, small_home, write_session
+from tests.test_crash import leftovers
+from tests.test_pipeline import run, settings_for, snapshot, table_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HOLD_WAREHOUSE = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+first = con.execute("SELECT count(*) FROM turns").fetchone()[0]
+print(f"ready {first}", flush=True)
+sys.stdin.readline()  # hold the connection until told
+again = con.execute("SELECT count(*) FROM turns").fetchone()[0]
+sessions = con.execute("SELECT count(*) FROM turns t JOIN sessions s USING (session_id)").fetchone()[0]
+print(f"still {again} {sessions}", flush=True)
+"""
+
+
+def test_a_reader_holding_the_warehouse_open_neither_fails_the_run_nor_sees_half_of_it(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    before = len(table_rows(data, "turns"))
+    reader = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WAREHOUSE, str(data / "warehouse.duckdb")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert reader.stdout is not None and reader.stdin is not None
+    try:
+        assert reader.stdout.readline().split() == ["ready", str(before)]
+        write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+        report = run(settings_for(home, data))  # DuckDB would refuse a writer on the reader's file
+        assert report.committed.sessions_loaded == 1
+        reader.stdin.write("go\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().split() == ["still", str(before), str(before)], "its snapshot is whole"
+    finally:
+        reader.kill()
+        reader.wait()
+    assert len(table_rows(data, "turns")) == before + 4, "a new connection sees the new run"
+
+
+READ_PARQUET_LOOP = """
+import sys, time, duckdb
+root, seconds = sys.argv[1], float(sys.argv[2])
+errors, seen, end = 0, set(), time.monotonic() + seconds
+while time.monotonic() < end:
+    try:
+        n = duckdb.execute(f"SELECT count(*) FROM read_parquet('{root}/turns/**/*.parquet')").fetchall()[0][0]
+        seen.add(n)
+    except Exception as exc:
+        errors += 1
+        print("error", exc, file=sys.stderr)
+print(errors, sorted(seen))
+"""
+
+
+def test_readers_of_the_parquet_dataset_never_see_a_half_written_snapshot(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    counts = [len(table_rows(data, "turns"))]
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READ_PARQUET_LOOP, str(data / "parquet"), "6"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 5
+    minute = 30
+    while time.monotonic() < deadline:
+        write_session(home, S1, claude_exchange(S1, 1, start_minute=minute), append=True)
+        minute += 1
+        run(settings)
+        counts.append(len(table_rows(data, "turns")))
+    out, err = reader.communicate(timeout=60)
+    errors, seen = out.split(" ", 1)
+    assert errors == "0", err[-2000:]
+    assert set(eval(seen)) <= set(counts), "every read saw one whole snapshot"
+
+
+def test_a_full_disk_fails_the_run_clearly_and_leaves_the_previous_corpus_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    before = snapshot(data)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("sinks.store.write_parquet", full)
+    with pytest.raises(OSError, match="No space left on device") as failure:
+        run(settings)
+    assert any("could not be recorded" in note for note in getattr(failure.value, "__notes__", []))
+    monkeypatch.undo()
+    assert snapshot(data) == before
+    assert leftovers(data) == []
+    run(settings)  # the disk has room again: the change goes in
+    assert len([r for r in table_rows(data, "turns") if r[1] == f"claude-{S1}"]) == 10
+
+
+def test_a_failure_after_the_commit_is_recorded_and_the_next_run_repairs_the_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(data / "warehouse.duckdb"))
+
+    monkeypatch.setattr("sinks.warehouse.refresh", broken)
+    with pytest.raises(PermissionError):
+        run(settings)
+    monkeypatch.undo()
+    run(settings)
+    runs = sorted(table_rows(data, "runs"), key=lambda r: r[3])
+    assert [r[5] for r in runs] == ["ok", "failed", "ok"]
+    assert "Permission denied" in runs[1][6]
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+
+
+def test_a_second_run_waits_for_the_first_to_finish(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    data.mkdir()
+    released = threading.Event()
+
+    def hold() -> None:
+        with writer_lock(data, 0):
+            time.sleep(0.8)
+        released.set()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    time.sleep(0.1)
+    report = run(load_settings(home=home, data_dir=data, sources=["claude"], env={}, lock_wait=30))
+    holder.join()
+    assert released.is_set() and report.committed.sessions_loaded == 2
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ:
+            found.append(int(pid))
+    return found
+
+
+def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    marker = f"TRANSCRIPTS_TEST_MARKER={tmp_path.name}"
+    env = {**os.environ, "TRANSCRIPTS_TEST_MARKER": tmp_path.name, "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)
+    cli = [
+        sys.executable,
+        "-c",
+        "from flows.cli import main; main()",
+        "run",
+        "--home",
+        str(home),
+        "--data-dir",
+        str(data),
+        "--source",
+        "claude",
+    ]
+    proc = subprocess.Popen(cli, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(_processes_with(marker)) < 2 and time.monotonic() < deadline:  # the CLI and its Prefect server
+        time.sleep(0.2)
+    assert len(_processes_with(marker)) >= 2, "the private Prefect server did not start"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_with(marker) == [], "the Prefect server outlived the killed run"
+    report = run(settings_for(home, data))  # and a later run starts cleanly
+    assert report.committed.sessions_loaded + report.plan_counts["claude"]["unchanged"] >= 2

@@ -1,0 +1,120 @@
+"""Grok over the shared fixtures (laid out in tmp_path as a real Grok home), golden output, and arbitrary bytes in a
+discovered chat_history.jsonl give a classified outcome."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from extractors.errors import RejectCode
+from extractors.grok import discover
+from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Session
+from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one
+
+GROK = SHARED_FIXTURES / "grok"
+SESSION = GROK / "jazzyalex__agent-sessions" / "session"
+SID = "019f6851-7ec4-7ef0-97d3-03f3eee38755"
+BUCKET = "%2Ftmp%2Fas-agent-lab%2Fgrok%2Fproject"
+
+# Shared fixture files that are not sources of their own.
+NOT_SOURCES = {
+    # The sidecar of chat_history.jsonl: read as part of that unit (times, ids, title).
+    "jazzyalex__agent-sessions/session/summary.json": "companion of chat_history.jsonl",
+}
+
+
+def _needs_fixtures() -> None:
+    if not GROK.is_dir():
+        pytest.skip(f"shared fixtures not found at {GROK}")
+
+
+def _home(tmp_path: Path) -> Path:
+    """A Grok home with the shared session copied into its real place (copied at test time, never committed)."""
+    home = tmp_path / ".grok"
+    target = home / "sessions" / BUCKET / SID
+    target.mkdir(parents=True)
+    for name in ("chat_history.jsonl", "summary.json"):
+        shutil.copy(SESSION / name, target / name)
+    return home
+
+
+def _session(tmp_path: Path) -> Session:
+    found = outcomes_under(Agent.GROK, _home(tmp_path))
+    assert list(found) == [f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
+    [outcome] = found[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
+    assert isinstance(outcome, Loaded), outcome
+    return outcome.session
+
+
+def test_contract_every_shared_fixture_reaches_a_defined_outcome(tmp_path: Path) -> None:
+    _needs_fixtures()
+    files = sorted(p.relative_to(GROK).as_posix() for p in GROK.rglob("*") if p.is_file())
+    assert files == ["jazzyalex__agent-sessions/session/chat_history.jsonl", *NOT_SOURCES]
+    # Read where it lies, its folder is named `session`, not the id in summary.json: an inconsistent source.
+    [in_place] = read_one(Agent.GROK, SESSION / "chat_history.jsonl")
+    assert isinstance(in_place, Rejected) and in_place.code is RejectCode.INCONSISTENT_SOURCE
+    # Laid out as Grok writes it, it loads.
+    assert _session(tmp_path).session_id == f"grok-{SID}"
+
+
+def test_fixture_counts_verified_by_hand(tmp_path: Path) -> None:
+    """The 11 lines of chat_history.jsonl, read by eye: line 0 system; 1 user with synthetic_reason
+    environment_context; 2 user prompt_index 0; 3 and 9 reasoning; 4 assistant with text and 1 tool call;
+    5 tool_result; 6 backend_tool_call (web search); 7 assistant with empty text and 1 tool call; 8 tool_result;
+    10 user prompt_index 1 with an image and text. So: 2 user turns, 1 assistant turn, 3 tool calls (2 with output)."""
+    _needs_fixtures()
+    session = _session(tmp_path)
+    assert [t.index for t in session.turns if t.role is Role.USER] == [2, 10]
+    assert [t.index for t in session.turns if t.role is Role.ASSISTANT] == [4]
+    assert [(c.turn_index, c.name, c.output is not None) for c in session.tool_calls] == [
+        (4, "read_file", True),
+        (6, "web_search", False),
+        (7, "run_terminal_cmd", True),
+    ]
+    assert session.started_at == datetime(2026, 7, 31, 10, 13, 27, 574131, tzinfo=UTC)
+    assert session.ended_at == datetime(2026, 7, 31, 10, 15, 2, 118940, tzinfo=UTC)
+    assert session.cwd == "/tmp/as-agent-lab/grok/project" and session.models == ("grok-4.5",)
+    assert len(session.turns[2].attachments) == 1 and sum(session.census.values()) == 11
+
+
+def test_golden_fixture_session(tmp_path: Path) -> None:
+    _needs_fixtures()
+    assert_golden("grok_agent_sessions_019f6851", _session(tmp_path))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=400), with_summary=st.booleans())
+def test_property_arbitrary_bytes_give_a_classified_outcome(tmp_path: Path, data: bytes, with_summary: bool) -> None:
+    folder = tmp_path / "sessions" / BUCKET / SID
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "chat_history.jsonl").write_bytes(data)
+    summary = folder / "summary.json"
+    if with_summary:
+        summary.write_text(json.dumps({"info": {"id": SID}, "created_at": "2026-07-31T10:13:27Z"}))
+    elif summary.exists():
+        summary.unlink()
+    found = outcomes_under(Agent.GROK, tmp_path, SETTLED)
+    assert list(found) == [f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
+    [outcome] = found[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
+    assert isinstance(outcome, Loaded | Rejected | Deferred)
+    if isinstance(outcome, Loaded):
+        records = sum(1 for line in data.splitlines() if line.strip())
+        assert sum(outcome.session.census.values()) == records
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=200))
+def test_property_arbitrary_summary_bytes_give_a_classified_outcome(tmp_path: Path, data: bytes) -> None:
+    folder = tmp_path / "sessions" / BUCKET / SID
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "chat_history.jsonl").write_text('{"type":"user","content":"hi","prompt_index":0}\n')
+    (folder / "summary.json").write_bytes(data)
+    [source] = discover(tmp_path)
+    [outcome] = outcomes_under(Agent.GROK, tmp_path, SETTLED)[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
+    assert isinstance(outcome, Loaded | Rejected | Deferred) and source.size == 48 + len(data)

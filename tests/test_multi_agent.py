@@ -1,0 +1,45 @@
+"""`transcripts run` with no --source discovers every nightly agent of a home, each into its own partition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flows.settings import load_settings
+from tests.corpus import G1, T1, codex_rollout, mixed_home
+from tests.test_pipeline import dataset_files, run, snapshot, table_rows
+
+
+def test_one_run_loads_claude_codex_and_grok_into_their_partitions(tmp_path: Path) -> None:
+    home = mixed_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = load_settings(home=home, data_dir=data, env={"HOME": str(home)})
+    report = run(settings)
+    assert set(report.committed.counts_by_agent) >= {"claude", "codex", "grok"}
+    sessions = {r[0]: r[1] for r in table_rows(data, "sessions")}
+    assert sessions[f"codex-{T1}"] == "codex"
+    assert sessions[f"grok-{G1}"] == "grok"
+    partitions = {p.name for p in (data / "parquet" / "turns").iterdir()}
+    assert {"agent=claude", "agent=codex", "agent=grok"} <= partitions
+    turns = [r for r in table_rows(data, "turns") if r[2] == "codex"]
+    assert [(r[4], r[5]) for r in sorted(turns, key=lambda r: r[3])][:2] == [
+        ("user", "codex question 0"),
+        ("assistant", "codex answer 0"),
+    ]
+    usage = [r for r in table_rows(data, "usage") if r[2] == "codex"]
+    assert sum(r[7] + r[9] for r in usage) == 300, "cumulative totals become per-turn deltas, counted once"
+
+    before, files = snapshot(data), dataset_files(data)
+    run(settings)
+    assert snapshot(data) == before
+    assert {k: v for k, v in dataset_files(data).items() if not k.startswith("runs/")} == {
+        k: v for k, v in files.items() if not k.startswith("runs/")
+    }
+
+    codex_rollout(home, T1, 4)  # the rollout grew by one exchange
+    run(settings)
+    after = snapshot(data)
+    codex_turns = [r for r in after["turns"] if r[1] == f"codex-{T1}"]
+    assert len(codex_turns) == len({r[0] for r in codex_turns}) == 8
+    assert {r[0] for r in before["turns"] if r[1] == f"codex-{T1}"} < {r[0] for r in codex_turns}
+    run(settings, full=True)
+    assert snapshot(data) == after
