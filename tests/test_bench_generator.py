@@ -15,7 +15,7 @@ from bench.claude_gen import append_exchange
 from bench.generate import MANIFEST, generate, load_summary, parse_mix
 from bench.material import Material
 from extractors.model import Agent, Loaded
-from extractors.registry import registered
+from extractors.registry import extractor, registered
 from tests.support import outcomes_under
 
 MIX = {"claude": 0.7, "codex": 0.2, "grok": 0.1}
@@ -69,19 +69,17 @@ def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     if agent not in registered():
         pytest.skip(f"no extractors/{agent.value}.py on this branch yet")
     generate(tmp_path, 3.0, seed=3, mix=MIX)
-    roots = {Agent.CLAUDE: ".claude/projects", Agent.CODEX: ".codex", Agent.GROK: ".grok/sessions"}
-    root = tmp_path / roots[agent]
-    if agent is Agent.CODEX:
-        found = {**outcomes_under(agent, root / "sessions"), **outcomes_under(agent, root / "archived_sessions")}
-    else:
-        found = outcomes_under(agent, root)
-    outcomes = [o for group in found.values() for o in group]
+    roots = [root for root in extractor(agent).default_roots(tmp_path, {}) if root.exists()]
+    assert roots
+    outcomes = [o for root in roots for group in outcomes_under(agent, root).values() for o in group]
     problems = [o for o in outcomes if not isinstance(o, Loaded)]
     assert not problems, problems[:3]
     sessions = [o.session for o in outcomes if isinstance(o, Loaded)]
-    assert len(sessions) >= 10
+    assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
-    assert any(s.tool_calls for s in sessions) and any(s.usage for s in sessions)
+    assert any(s.tool_calls for s in sessions)
+    if agent is not Agent.GROK:  # Grok's chat_history.jsonl has no token counts (FORMATS.md 3.1)
+        assert any(s.usage for s in sessions)
 
 
 def test_appended_session_still_loads_as_the_same_session(tmp_path: Path) -> None:
