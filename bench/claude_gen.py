@@ -287,7 +287,7 @@ class ClaudeSession:
             return
         text = self.prompt_text()
         content: Any = text
-        if self.big_image and rng.random() < 0.5:
+        if self.big_image:  # the first prompt of a session picked for it: a ~1 MB pasted screenshot
             self.big_image = False
             content = [self.image(rng.randint(700_000, 800_000)), {"type": "text", "text": text}]
         elif roll < 0.09:

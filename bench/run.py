@@ -412,7 +412,7 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
 def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
     env = child_env(work)
     rows: list[dict[str, Any]] = []
-    print("full load at each size (MB/s = corpus MB / pipeline seconds):")
+    print("full load, then a no-change rerun, at each size (MB/s = corpus MB / pipeline seconds):")
     for mb in args.scale:
         home = work / f"home-{mb:g}mb"
         summary, generated = ensure_corpus(home, mb, args.seed, mix)
@@ -421,6 +421,8 @@ def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         data = work / f"data-{mb:g}mb"
         shutil.rmtree(data, ignore_errors=True)
         phase = run_phase("full load", home, data, sources, env, prefect=False, corpus_mb=corpus_mb)
+        same = run_phase("no-change", home, data, sources, env, prefect=False, corpus_mb=corpus_mb)
+        warehouse_mb = (data / "warehouse.duckdb").stat().st_size / MB
         shutil.rmtree(data, ignore_errors=True)
         largest = max(a["largest_session_bytes"] for a in summary["agents"].values()) / MB
         rows.append(
@@ -431,12 +433,15 @@ def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
                 "largest_session_mb": round(largest, 1),
                 "generated_seconds": generated,
                 "phase": {**asdict(phase), "mbps_pipeline": phase.mbps_pipeline(), "mbps_wall": phase.mbps_wall()},
+                "no_change": asdict(same),
+                "warehouse_mb": round(warehouse_mb, 1),
             }
         )
         print(
             f"{corpus_mb:8.1f} MB {rows[-1]['sessions']:6d} sessions  largest {largest:5.1f} MB  "
             f"pipeline {phase.pipeline_seconds:7.2f} s  {fmt(phase.mbps_pipeline()):>6s} MB/s  "
-            f"wall {phase.wall_seconds:6.2f} s  peak RSS {phase.peak_rss_mib:6.0f} MiB",
+            f"wall {phase.wall_seconds:6.2f} s  peak RSS {phase.peak_rss_mib:6.0f} MiB  "
+            f"| no-change {same.pipeline_seconds:5.2f} s (warehouse {warehouse_mb:.0f} MB)",
             flush=True,
         )
     first, last = rows[0], rows[-1]
@@ -447,7 +452,7 @@ def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         f"(largest session {first['largest_session_mb']} MB -> {last['largest_session_mb']} MB)"
     )
     return {
-        "mode": "scale (full load only, run_etl(as_tasks=False))",
+        "mode": "scale (full load and no-change rerun, run_etl(as_tasks=False))",
         "machine": machine(),
         "rows": rows,
         "rss_growth": round(growth, 3),
@@ -469,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda text: [float(x) for x in text.split(",")],
         nargs="?",
         const=[50.0, 100.0, 200.0],
-        help="full load only, at these sizes in MB (default 50,100,200): does peak RSS grow with the corpus?",
+        help="full load and no-change rerun at these sizes in MB (default 50,100,200): does RSS grow with them?",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run the phases N times; report the best of each")
     parser.add_argument("--profile", action="store_true", help="also cProfile a full load (bench/out/full-load.prof)")
