@@ -66,6 +66,7 @@ class Planned:
     target: int  # bytes
     kind: str  # small | large | giant
     start_ms: int
+    big_image: bool = False  # a ~1 MB pasted screenshot (one session in 400, in budgets of 20 MB or more)
 
 
 # Per agent: (giant sizes, large sessions per MB of budget, (low, high) MB of a large one, small median, small cap,
@@ -118,7 +119,8 @@ class SizePlan:
         else:
             size, kind = self._small(self.rng), "small"
         day = position * SPAN_DAYS + self.rng.uniform(0, 0.5)
-        item = Planned(self.agent, self.index, size, kind, ms_of(START) + int(day * 86_400_000))
+        big_image = self.index % 400 == 17 and self.budget >= 20 * MB
+        item = Planned(self.agent, self.index, size, kind, ms_of(START) + int(day * 86_400_000), big_image)
         self.index += 1
         return item
 
@@ -202,7 +204,7 @@ def _write(
                 start,
                 _era(start),
                 item.target,
-                big_image=item.index % 400 == 17,
+                big_image=item.big_image,
                 copied_from=_copied_from(rng, item),
                 odd_bytes=item.index % 500 == 123,
             )
