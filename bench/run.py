@@ -2,7 +2,7 @@
 
     uv run python bench/run.py --mb 200 [--seed 1] [--mix claude=1.0] [--keep DIR | --corpus HOME] [--prefect]
     uv run python bench/run.py --scale 50,100,200 [--keep DIR]
-    uv run python bench/run.py --mb 200 --profile          # also a cProfile of the full load
+    uv run python bench/run.py --mb 200 --stages --profile  # also time each step, and cProfile, a full load
 
 Each phase runs in its own process (`bench/phase.py`), so its peak RSS is its own (read with `os.wait4`, which
 reports the largest resident set of the process and of its reaped children). Printed per phase: wall seconds of the
@@ -32,6 +32,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.generate import MANIFEST, MB, generate, load_summary, parse_mix
+from bench.phase import STAGES
 
 BENCH = Path(__file__).resolve().parent
 PROJECT = BENCH.parent
@@ -61,6 +62,7 @@ class Phase:
     turns_loaded: int
     plan_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     corpus_mb: float = 0.0
+    stages: dict[str, list[float]] = field(default_factory=dict)  # label -> [seconds, calls] (--stages)
     load_before: float = 0.0  # 1-minute load average when the phase started (other work on the machine)
     note: str = ""
 
@@ -105,6 +107,7 @@ def run_phase(
     prefect: bool,
     corpus_mb: float,
     profile: Path | None = None,
+    stages: bool = False,
 ) -> Phase:
     cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
     cmd += ["--sources", ",".join(sources)]
@@ -112,6 +115,8 @@ def run_phase(
         cmd.append("--prefect")
     if profile is not None:
         cmd += ["--profile", str(profile)]
+    if stages:
+        cmd.append("--stages")
     os.sync()  # the corpus just written (or the last phase's files) must not be flushed on this phase's time
     load = os.getloadavg()[0]
     started = time.monotonic()
@@ -146,6 +151,7 @@ def run_phase(
         turns_loaded=int(got["turns_loaded"]),
         plan_counts=got["plan_counts"],
         corpus_mb=corpus_mb,
+        stages=got.get("stages", {}),
         load_before=round(load, 2),
     )
 
@@ -295,49 +301,35 @@ def write_results(path: Path, results: dict[str, Any]) -> None:
     print(f"results: {path}")
 
 
-# Steps of a run, as (file suffix, function): their cumulative time in the profile is the stage breakdown.
-STAGES = (
-    ("flows/etl.py", "run_etl", "the whole run"),
-    ("flows/pipeline.py", "plan_run", "discover + plan"),
-    ("sinks/staging.py", "stage_batch", "extract batches (read, normalise, stage)"),
-    ("extractors/registry.py", "read_source", "  read sources (extractors)"),
-    ("extractors/bounded.py", "iter_jsonl", "    of which line reading + JSON parsing"),
-    ("sinks/staging.py", "_hash", "  content hash of each source"),
-    ("transforms/normalize.py", "session_tables", "  sessions -> Arrow tables"),
-    ("sinks/staging.py", "_stage", "  write staged delta files"),
-    ("sinks/commit.py", "commit_run", "commit (merge into the next Parquet version)"),
-    ("sinks/commit.py", "_merge_session_tables", "  merge session tables"),
-    ("sinks/store.py", "publish", "  publish (hard links, fsync dirs, swap)"),
-    ("sinks/warehouse.py", "refresh", "DuckDB warehouse"),
-    ("sinks/store.py", "cleanup", "cleanup (staging, old versions)"),
-    ("sinks/files.py", "write_parquet", "all Parquet writes (incl. fsync)"),
-    ("~", "<built-in method posix.fsync>", "all fsyncs"),
-    ("pyarrow/parquet/core.py", "read_table", "all Parquet reads"),
-)
-
-
 def print_profile(path: Path, top: int = 30) -> None:
     import pstats
 
     stats = pstats.Stats(str(path))
-    total = stats.total_tt  # type: ignore[attr-defined]
     rows = []
-    cumulative: dict[tuple[str, str], float] = {}
+    whole = 0.0
     for (file, line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
         rows.append((tt, ct, f"{Path(file).name}:{line}({func})"))
-        for suffix, name, _ in STAGES:
-            if func == name and file.endswith(suffix):
-                cumulative[(suffix, name)] = cumulative.get((suffix, name), 0.0) + ct
-    whole = cumulative.get(("flows/etl.py", "run_etl"), total) or total
-    print(f"\ncProfile of the full load ({whole:.1f} s in run_etl under the profiler); stages (cumulative):")
-    for suffix, name, label in STAGES:
-        seconds = cumulative.get((suffix, name), 0.0)
-        print(f"{seconds:7.2f} s {100 * seconds / whole:5.1f} %  {label}")
-    print(f"\ntop {top} functions by own time:")
+        if func == "run_etl" and file.endswith("flows/etl.py"):
+            whole = ct
+    whole = whole or stats.total_tt  # type: ignore[attr-defined]
+    print(f"\ncProfile of the full load: {whole:.1f} s in run_etl under the profiler (it slows Python code ~2x, not")
+    print(f"native Parquet/DuckDB work: use --stages for wall-clock shares); top {top} functions by own time:")
     print(f"{'own s':>7s} {'own %':>6s} {'cum s':>7s}  function")
     for tt, ct, name in sorted(rows, reverse=True)[:top]:
         print(f"{tt:7.2f} {100 * tt / whole:6.1f} {ct:7.2f}  {name}")
     print(f"full stats: {path}  (python -m pstats {path})")
+
+
+def print_stages(phase: Phase) -> None:
+    """The wall-clock time of each step of the run (inclusive; indented steps are part of the one above)."""
+    whole = phase.pipeline_seconds
+    print(f"\nstages of the full load ({whole:.2f} s pipeline, wall clock, inclusive):")
+    for _, _, label in STAGES:
+        seconds, calls = phase.stages.get(label, [-1.0, 0])
+        if seconds < 0:
+            print(f"{'':>7s}   {'':>5s}    {label}: not found in this version")
+            continue
+        print(f"{seconds:7.2f} s {100 * seconds / whole:5.1f} %  {label} ({int(calls)} calls)")
 
 
 def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
@@ -397,6 +389,13 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
             "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
             "also migrates a fresh PREFECT_HOME), flow and task runs"
         )
+    if args.stages:
+        shutil.rmtree(work / "data-stages", ignore_errors=True)
+        timed = run_phase(
+            "full load", home, work / "data-stages", sources, env, prefect=False, corpus_mb=corpus_mb, stages=True
+        )
+        print_stages(timed)
+        results["stages"] = {"pipeline_seconds": timed.pipeline_seconds, "steps": timed.stages}
     if args.profile:
         prof = OUT / "full-load.prof"
         prof.parent.mkdir(parents=True, exist_ok=True)
@@ -477,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         help="full load and no-change rerun at these sizes in MB (default 50,100,200): does RSS grow with them?",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run the phases N times; report the best of each")
+    parser.add_argument("--stages", action="store_true", help="also time the steps of a full load (wall clock)")
     parser.add_argument("--profile", action="store_true", help="also cProfile a full load (bench/out/full-load.prof)")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/out/results.json or results-scale.json)")
     args = parser.parse_args(argv)
