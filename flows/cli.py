@@ -6,13 +6,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from flows.settings import PROJECT_DIR, Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from sinks.prune import PrunePlan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Agent transcripts -> Parquet + DuckDB.")
 console = Console(stderr=False)
@@ -281,6 +284,102 @@ def status(
             console.print(f"[red]check:[/red] {p}")
     if check and problems:
         raise typer.Exit(1)
+
+
+@app.command()
+def prune(
+    older_than: Annotated[
+        str, typer.Option("--older-than", help="Age past which a gone session may go: 48h, 30d, 12w, 6m, 1y.")
+    ],
+    agent: Annotated[list[str] | None, typer.Option("--agent", help="Only these agents' sessions can go.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Remove them. Without --write: a dry run.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would go (the default).")] = False,
+    data_dir: DataDir = None,
+    wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    config: Config = None,
+) -> None:
+    """Remove old sessions whose sources the agents deleted, whole families at a time (dry run by default).
+
+    A family (a session, its subagents, compactions, forks) goes only when no member is recent or still present.
+    """
+    from extractors.registry import parse_agent
+    from flows import pipeline
+    from flows import prune as pruning
+    from sinks.lock import LockBusy
+    from sinks.prune import DurationError, parse_duration
+
+    if write and dry_run:
+        err.print("[red]error:[/red] --write and --dry-run contradict each other; give one.")
+        raise typer.Exit(2)
+    try:
+        age = parse_duration(older_than)
+        agents = sorted({parse_agent(a).value for a in agent}) if agent else None
+    except (DurationError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    settings = _settings(data_dir=data_dir, config=config, lock_wait=wait)
+    if not pipeline.data_dir_exists(settings.data_dir):
+        console.print(f"No corpus yet in {settings.data_dir}; nothing to prune.")
+        return
+    if not write:
+        try:
+            plan = pruning.preview_prune(settings, older_than=age, agents=agents)
+        except OSError as exc:  # a run swapped versions and removed the one being read
+            err.print(f"[red]error:[/red] the corpus changed while it was read ({exc}); try again.")
+            raise typer.Exit(1) from None
+        _print_prune(plan, older_than, dry=True)
+        if not plan.empty:
+            console.print("Run again with --write to remove them.")
+        return
+    try:
+        report = pruning.run_prune(settings, older_than=age, agents=agents)
+    except LockBusy as exc:
+        err.print(f"[red]busy:[/red] {exc}")
+        raise typer.Exit(3) from None
+    except OSError as exc:
+        err.print(
+            f"[red]prune failed:[/red] {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''}); "
+            "the previous corpus is intact."
+        )
+        raise typer.Exit(1) from None
+    _print_prune(report.plan, older_than, dry=False)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _print_prune(plan: PrunePlan, older_than: str, *, dry: bool, examples: int = 5) -> None:
+    counts = plan.counts_by_agent()
+    verb = "would go" if dry else "removed"
+    head = "Dry run (nothing written)" if dry else "Pruned"
+    scope = f" of {', '.join(plan.agents)}" if plan.agents else ""
+    console.print(
+        f"{head}: sessions{scope} older than {older_than} (last activity before {plan.cutoff:%Y-%m-%d %H:%M} UTC) "
+        "whose sources are gone, with every session linked to them.",
+        soft_wrap=True,
+    )
+    if plan.empty:
+        console.print("  Nothing to prune.")
+    for name, c in counts.items():
+        console.print(
+            f"  {name}: {_count(c['families_pruned'], 'family', 'families')}, "
+            f"{_count(c['sessions_pruned'], 'session')}, {_count(c['turns_pruned'], 'turn')} {verb}; "
+            f"{_count(c['sources_forgotten'], 'gone source')} forgotten",
+            soft_wrap=True,
+        )
+        members = sorted((m for family in plan.removed for m in family if m.agent == name), key=lambda m: m.last_at)
+        for m in members[:examples]:
+            console.print(f"    {m.session_id}  {m.last_at:%Y-%m-%d}", soft_wrap=True)
+        if len(members) > examples:
+            console.print(f"    ... and {len(members) - examples} more")
+    if plan.held:
+        sessions = sum(len(f) for f in plan.held)
+        console.print(
+            f"  kept: {_count(len(plan.held), 'family', 'families')} ({_count(sessions, 'session')}) with old, gone "
+            "sessions, held by a member that is recent, still present, or of an agent not chosen.",
+            soft_wrap=True,
+        )
 
 
 @app.command()

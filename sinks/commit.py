@@ -7,20 +7,22 @@ dataset with the final atomic swap, so a killed run changes nothing and the next
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from extractors import ids
 from extractors.errors import BENIGN_REJECT_CODES
 from extractors.model import Agent, Deferred, Rejected
+from sinks.files import read_scratch
 from sinks.manifest import Plan
-from sinks.staging import SOURCE_COLUMN, BatchResult, SourceResult, duplicate_problem
+from sinks.staging import SOURCE_COLUMN, BatchResult, SourceResult, Staged, duplicate_problem
 from sinks.store import BUCKETS, FileKey, NextVersion, Store
 from transforms.normalize import reject_table, source_row, source_table, to_table
 from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
@@ -81,6 +83,31 @@ def _kept_rows(delta: pa.Table, winners: Mapping[str, str]) -> pa.Table:
     return delta.filter(keep).drop_columns([SOURCE_COLUMN])
 
 
+MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
+
+
+def _merge_bucket(
+    store: Store,
+    version: NextVersion,
+    table: Table,
+    key: FileKey,
+    sids: set[str],
+    deltas: Sequence[Staged],
+    winners: Mapping[str, str],
+) -> None:
+    """Rewrite one bucket file: its old rows minus the replaced sessions, plus the kept staged rows."""
+    parts: list[pa.Table] = []
+    old = store.read(key)
+    if old is not None:
+        parts.append(old.filter(pc.invert(pc.is_in(old.column("session_id"), pa.array(sorted(sids))))))
+    for piece in deltas:
+        parts.append(_kept_rows(read_scratch(piece.path).slice(piece.offset, piece.length), winners))
+    if not parts:
+        return  # no old file and nothing new for this table in this bucket
+    merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
+    version.put(key, _sorted(table, merged))
+
+
 def _merge_session_tables(
     store: Store, version: NextVersion, batches: Sequence[BatchResult], winners: Mapping[str, str]
 ) -> dict[str, set[str]]:
@@ -92,33 +119,26 @@ def _merge_session_tables(
             for sid, _ in result.loaded:
                 replaced[agent].add(sid)
                 by_bucket[(agent, ids.bucket_of(sid, BUCKETS))].add(sid)
-    staged: dict[FileKey, list[str]] = defaultdict(list)
-    for batch in batches:
-        for key, paths in batch.staged.items():
-            staged[key].extend(str(p) for p in paths)
-    for table in SESSION_TABLES:
-        for (agent, bucket), sids in sorted(by_bucket.items()):
-            key = FileKey(table.name, agent, bucket)
-            parts: list[pa.Table] = []
-            old = store.read(key)
-            if old is not None:
-                parts.append(old.filter(pc.invert(pc.is_in(old.column("session_id"), pa.array(sorted(sids))))))
-            for delta_path in sorted(staged.get(key, [])):
-                parts.append(_kept_rows(pq.read_table(delta_path), winners))
-            if not parts:
-                continue  # no old file and nothing new for this table in this bucket
-            merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
-            version.put(key, _sorted(table, merged))
-            del parts, merged
-            pa.default_memory_pool().release_unused()  # one bucket at a time, not all of them
+    staged: dict[FileKey, list[Staged]] = defaultdict(list)
+    for batch in batches:  # in batch order: deterministic
+        for key, pieces in batch.staged.items():
+            staged[key].extend(pieces)
+    jobs = [
+        (table, FileKey(table.name, agent, bucket), sids)
+        for table in SESSION_TABLES
+        for (agent, bucket), sids in sorted(by_bucket.items())
+    ]
+
+    # Parquet decoding, sorting and encoding release the GIL: a few buckets at a time use every core, and memory
+    # stays bounded by MERGE_WORKERS buckets.
+    def merge(job: tuple[Table, FileKey, set[str]]) -> None:
+        table, key, sids = job
+        _merge_bucket(store, version, table, key, sids, staged.get(key, []), winners)
+
+    with ThreadPoolExecutor(max_workers=MERGE_WORKERS) as pool:
+        list(pool.map(merge, jobs))  # re-raises the first error
+    pa.default_memory_pool().release_unused()
     return dict(replaced)
-
-
-def _by_agent(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        grouped[row["agent"]].append(row)
-    return grouped
 
 
 def _merge_sources_and_rejects(

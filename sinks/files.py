@@ -58,6 +58,21 @@ def write_parquet(table: pa.Table, path: Path) -> None:
         os.close(fd)
 
 
+def write_scratch(table: pa.Table, path: Path) -> None:
+    """Write a private scratch file (a run's staging) as uncompressed Arrow IPC: read back a moment later by
+    memory-mapping, with nothing to decode; no fsync (a crash discards staging anyway)."""
+    private_dir(path.parent)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    os.chmod(path, FILE_MODE)
+
+
+def read_scratch(path: Path | str) -> pa.Table:
+    """A scratch file, memory-mapped (slices of it cost nothing until used)."""
+    with pa.memory_map(str(path), "r") as source:
+        return pa.ipc.open_file(source).read_all()
+
+
 def replace_atomic(src: Path, dst: Path) -> None:
     """Rename `src` onto `dst` in one step and make the rename durable."""
     os.replace(src, dst)

@@ -6,6 +6,7 @@ outcomes and which staged files it wrote.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from extractors.bounded import Limits, content_sha256
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Source
 from extractors.registry import read_source
-from sinks.files import write_parquet
+from sinks.files import write_scratch
 from sinks.store import BUCKETS, FileKey, Store
 from transforms.normalize import session_tables
 
@@ -56,12 +57,26 @@ class SourceResult:
 class BatchResult:
     batch_no: int
     sources: list[SourceResult]
-    staged: dict[FileKey, list[Path]]  # delta files of this batch per (table, agent, bucket)
+    staged: dict[FileKey, list[Staged]]  # staged rows of this batch per (table, agent, bucket)
     turns: int = 0
+    flushes: int = 0
 
 
 def staging_dir(store: Store, run_id: str) -> Path:
     return store.staging / run_id
+
+
+def _single_file(source: Source) -> bool:
+    """True when the unit is one file, so that its hash covers everything the unit is made of.
+
+    (A Grok unit is chat_history.jsonl + summary.json: its size is the sum, and only the first is hashed.)
+    """
+    if source.kind not in ("file", "export"):
+        return False
+    try:
+        return os.stat(source.path).st_size == source.size
+    except OSError:
+        return False
 
 
 def _hash(source: Source) -> str | None:
@@ -110,7 +125,7 @@ def stage_batch(
         prev = previous.get(source.path)
         if (
             prev is not None
-            and source.kind == "file"
+            and _single_file(source)
             and result.content_sha256 is not None
             and prev.content_sha256 == result.content_sha256
             and prev.parser_version == parser_versions[source.agent]
@@ -142,15 +157,25 @@ def stage_batch(
     return batch
 
 
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A run of rows of one (table, agent, bucket) inside a scratch file."""
+
+    path: str
+    offset: int
+    length: int
+
+
 def _flush(
     store: Store, run_id: str, batch: BatchResult, loaded: list[Loaded], parser_versions: Mapping[Agent, str]
 ) -> None:
+    """Normalise `loaded` and write one scratch file per table, its rows grouped by (agent, bucket)."""
     if not loaded:
         return
     tables = session_tables(loaded, parser_versions)
     origin = {item.session.session_id: item.source.path for item in loaded}
     batch.turns += tables["turns"].num_rows
-    part_no = sum(len(paths) for paths in batch.staged.values())
+    batch.flushes += 1
     base = staging_dir(store, run_id)
     for name, table in tables.items():
         if not table.num_rows:
@@ -161,18 +186,22 @@ def _flush(
         position = pc.index_in(session_ids, value_set=unique)
         buckets = pc.take(pa.array([ids.bucket_of(s, BUCKETS) for s in unique_ids], type=pa.int32()), position)
         table = table.append_column(SOURCE_COLUMN, pc.take(pa.array([origin[s] for s in unique_ids]), position))
-        agents = table.column("agent")
-        for agent in pc.unique(agents).to_pylist():
-            in_agent = pc.equal(agents, agent)
-            for bucket in sorted(set(pc.filter(buckets, in_agent).to_pylist())):
-                part = table.filter(pc.and_(in_agent, pc.equal(buckets, bucket)))
-                key = FileKey(name, agent, bucket)
-                folder = base / name / f"agent={agent}" / f"bucket-{bucket:03d}"
-                path = folder / f"batch-{batch.batch_no:06d}-{part_no:06d}.parquet"
-                write_parquet(part, path)
-                batch.staged.setdefault(key, []).append(path)
+        table = table.append_column(_BUCKET, buckets)
+        table = table.sort_by([("agent", "ascending"), (_BUCKET, "ascending")])
+        path = base / f"{name}-{batch.batch_no:06d}-{batch.flushes:06d}.arrow"
+        agents, groups = table.column("agent").to_pylist(), table.column(_BUCKET).to_pylist()
+        write_scratch(table.drop_columns([_BUCKET]), path)
+        start = 0
+        for i in range(1, len(groups) + 1):
+            if i == len(groups) or (agents[i], groups[i]) != (agents[start], groups[start]):
+                key = FileKey(name, agents[start], groups[start])
+                batch.staged.setdefault(key, []).append(Staged(str(path), start, i - start))
+                start = i
     del tables
     pa.default_memory_pool().release_unused()  # hand freed buffers back: a long batch's RSS stays flat
+
+
+_BUCKET = "_bucket"
 
 
 def duplicate_problem(source: Source, session_id: str, kept_from: str) -> Rejected:

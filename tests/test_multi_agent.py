@@ -43,3 +43,26 @@ def test_one_run_loads_claude_codex_and_grok_into_their_partitions(tmp_path: Pat
     assert {r[0] for r in before["turns"] if r[1] == f"codex-{T1}"} < {r[0] for r in codex_turns}
     run(settings, full=True)
     assert snapshot(data) == after
+
+
+def test_touched_files_are_not_reread_but_a_changed_grok_summary_is(tmp_path: Path) -> None:
+    import json
+    import os
+
+    home = mixed_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = load_settings(home=home, data_dir=data, env={"HOME": str(home)})
+    run(settings)
+    rollout = next((home / ".codex").rglob("rollout-*.jsonl"))
+    os.utime(rollout, ns=(rollout.stat().st_atime_ns, rollout.stat().st_mtime_ns + 10**9))  # `touch`
+    summary = next((home / ".grok").rglob("summary.json"))
+    meta = json.loads(summary.read_text())
+    meta["generated_title"] = "renamed in Grok"
+    summary.write_text(json.dumps(meta))
+    report = run(settings)
+    assert report.committed.counts_by_agent["codex"].get("sources_read", 0) == 0, "same bytes: not read again"
+    assert report.committed.counts_by_agent["grok"]["sessions_loaded"] == 1
+    titles = {r[0]: r[7] for r in table_rows(data, "sessions")}
+    assert titles[f"grok-{G1}"] == "renamed in Grok"
+    mtimes = {r[0]: r[6] for r in table_rows(data, "sources")}
+    assert mtimes[str(rollout)] == rollout.stat().st_mtime_ns, "the manifest learns the new mtime"
