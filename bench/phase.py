@@ -19,6 +19,7 @@ import cProfile
 import json
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,10 @@ STAGES = (
     ("sinks.staging", "_hash", "  content hash of each source"),
     ("sinks.staging", "read_source", "  read sources (extractors)"),
     ("sinks.staging", "session_tables", "  sessions -> Arrow tables"),
-    ("sinks.staging", "write_parquet", "  write staged files (Parquet, fsync)"),
-    ("sinks.commit", "commit_run", "commit (all of the below)"),
-    ("pyarrow.parquet", "read_table", "  Parquet reads (staged files; also old buckets, manifest in plan)"),
+    ("sinks.staging", "write_scratch", "  write staged files"),
+    ("sinks.commit", "commit_run", "commit (all of the below; steps on merge threads are summed over threads)"),
+    ("sinks.commit", "read_scratch", "  read staged files back"),
+    ("pyarrow.parquet", "read_table", "  Parquet reads (old buckets; also the manifest, in plan)"),
     ("sinks.store", "write_parquet", "  write the next version (Parquet, fsync)"),
     ("sinks.store", "NextVersion.publish", "  publish (hard links, fsync, swap)"),
     ("sinks.warehouse", "refresh", "DuckDB warehouse"),
@@ -77,14 +79,18 @@ def time_stages() -> dict[str, list[float]]:
     return totals
 
 
+_LOCK = threading.Lock()  # the commit merges buckets on threads
+
+
 def _timed(original: Any, slot: list[float], generator: bool) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
-            slot[0] += time.perf_counter() - started
-            slot[1] += 1
+            with _LOCK:
+                slot[0] += time.perf_counter() - started
+                slot[1] += 1
 
     def iterate(*args: Any, **kwargs: Any) -> Any:
         slot[1] += 1
