@@ -227,6 +227,18 @@ def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | Non
     return parse_json(raw)
 
 
+def json_text(value: Any) -> str:
+    """Compact JSON text of a parsed value, for storing a tool's input or output.
+
+    orjson refuses integers past 64 bits (which the stdlib fallback in `parse_json` lets through); the stdlib
+    writes those.
+    """
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def clip(text: str, limits: Limits) -> str:
     """Clip a stored text field to `max_field_bytes` (UTF-8), with a marker saying how much was cut."""
     if len(text) * 4 <= limits.max_field_bytes:

@@ -23,7 +23,6 @@ grows).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -31,10 +30,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from extractors import ids
-from extractors.bounded import Limits, clip, iter_jsonl, read_json_document
+from extractors.bounded import Limits, clip, iter_jsonl, json_text, read_json_document
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import (
@@ -263,15 +260,6 @@ def _text_and_attachments(content: Any, *, skip_thoughts: bool) -> tuple[str, li
     return "".join(texts), attachments
 
 
-def _json_text(value: Any) -> str:
-    """Compact JSON text. orjson refuses integers past 64 bits (which the stdlib parser lets through); the stdlib
-    writes them."""
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _tool_output(result: Any, limits: Limits) -> str | None:
     """The text a tool returned to the model: each functionResponse's `output` or `error`, else its JSON."""
     if result is None:
@@ -288,7 +276,7 @@ def _tool_output(result: Any, limits: Limits) -> str | None:
             pieces.append(part)
         else:
             text, refs = _text_and_attachments([part], skip_thoughts=False) if isinstance(part, dict) else ("", [])
-            pieces.append(text or " ".join(refs) or _json_text(part))
+            pieces.append(text or " ".join(refs) or json_text(part))
     return clip("\n".join(pieces), limits)
 
 
@@ -312,7 +300,7 @@ def _tool_calls(message: dict[str, Any], index: int, limits: Limits) -> list[Too
                 call_id=call_id,
                 turn_index=index,
                 name=call["name"],
-                input=None if args is None else clip(_json_text(args), limits),
+                input=None if args is None else clip(json_text(args), limits),
                 output=_tool_output(call.get("result"), limits),
                 is_error=TOOL_ERROR.get(status) if isinstance(status, str) else None,
                 started_at=parse_iso(call.get("timestamp")),

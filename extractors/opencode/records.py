@@ -12,16 +12,13 @@ assistant's visible text is its non-synthetic `text` parts (`reasoning` is priva
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from extractors import ids
-from extractors.bounded import Limits, clip
+from extractors.bounded import Limits, clip, json_text
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 from extractors.timeutil import from_epoch_ms
@@ -99,20 +96,11 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _json_text(value: Any) -> str:
-    """Compact JSON text. orjson refuses integers past 64 bits (which the stdlib parser lets through); the stdlib
-    writes them."""
-    try:
-        return orjson.dumps(value).decode("utf-8")
-    except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _text_or_json(value: Any, limits: Limits) -> str | None:
     """Tool input/output as stored text: strings as they are, anything else as JSON."""
     if value is None:
         return None
-    return clip(value if isinstance(value, str) else _json_text(value), limits)
+    return clip(value if isinstance(value, str) else json_text(value), limits)
 
 
 def _attachment(part: dict[str, Any], native_id: str) -> str:
