@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ HOME = OUT / "home"
 CWD = "/home/dev/webapp"
 
 
-def jl(records: list[dict[str, Any] | str]) -> str:
+def jl(records: Sequence[dict[str, Any] | str]) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r, separators=(",", ":"))) + "\n" for r in records)
 
 

@@ -1,0 +1,505 @@
+"""Benchmark the ETL: full load, no-change rerun, append-one-session rerun; or the full load at several sizes.
+
+    uv run python bench/run.py --mb 200 [--seed 1] [--mix claude=1.0] [--keep DIR | --corpus HOME] [--prefect]
+    uv run python bench/run.py --scale 50,100,200 [--keep DIR]
+    uv run python bench/run.py --mb 200 --stages --profile  # also time each step, and cProfile, a full load
+
+Each phase runs in its own process (`bench/phase.py`), so its peak RSS is its own (read with `os.wait4`, which
+reports the largest resident set of the process and of its reaped children). Printed per phase: wall seconds of the
+process (interpreter start, imports, and, with --prefect, Prefect's server start-up included), pipeline seconds
+(`RunReport.seconds`, inside run_etl: lock, discover, plan, extract, commit, DuckDB load), MB read, MB/s and peak RSS.
+Results are also written as JSON (default bench/out/results.json, or results-scale.json with --scale).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.generate import MANIFEST, MB, generate, load_summary, parse_mix
+from bench.phase import STAGES
+
+BENCH = Path(__file__).resolve().parent
+PROJECT = BENCH.parent
+OUT = BENCH / "out"
+MIB = 1024 * 1024
+
+TARGET_FULL_MBPS = 50.0  # full load, MB of corpus per second
+TARGET_NOCHANGE_SECONDS = 2.0  # pipeline seconds of a rerun with nothing changed
+TARGET_RSS_MIB = 1024.0  # peak RSS of any phase
+
+
+@dataclass(slots=True)
+class Phase:
+    name: str
+    wall_seconds: float
+    pipeline_seconds: float
+    import_seconds: float
+    call_seconds: float
+    mb_read: float
+    peak_rss_mib: float  # the phase's process tree (largest single process)
+    rss_self_mib: float  # the pipeline process alone
+    rss_children_mib: float  # its reaped children (the Prefect server, with --prefect)
+    sessions_loaded: int
+    sessions_rejected: int
+    new_rejections: int
+    sources_deferred: int
+    turns_loaded: int
+    plan_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    corpus_mb: float = 0.0
+    stages: dict[str, list[float]] = field(default_factory=dict)  # label -> [seconds, calls] (--stages)
+    load_before: float = 0.0  # 1-minute load average when the phase started (other work on the machine)
+    note: str = ""
+
+    @property
+    def prefect_seconds(self) -> float:
+        """Time spent in the flow call outside run_etl (server start-up, flow and task runs)."""
+        return round(self.call_seconds - self.pipeline_seconds, 3)
+
+    def mbps_pipeline(self) -> float | None:
+        return self.corpus_mb / self.pipeline_seconds if self.name == "full load" and self.pipeline_seconds else None
+
+    def mbps_wall(self) -> float | None:
+        return self.corpus_mb / self.wall_seconds if self.name == "full load" and self.wall_seconds else None
+
+
+def child_env(work: Path) -> dict[str, str]:
+    """The phases' environment: no developer settings or agent overrides leak in; Prefect quiet and local."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TRANSCRIPTS_", "PREFECT_")) and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GROK_HOME")
+    }
+    (work / "xdg").mkdir(parents=True, exist_ok=True)
+    env.update(
+        XDG_CONFIG_HOME=str(work / "xdg"),
+        PREFECT_HOME=str(work / "prefect"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        DO_NOT_TRACK="1",
+        PREFECT_LOGGING_LEVEL="WARNING",
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="90",
+    )
+    return env
+
+
+def run_phase(
+    name: str,
+    home: Path,
+    data: Path,
+    sources: list[str],
+    env: dict[str, str],
+    *,
+    prefect: bool,
+    corpus_mb: float,
+    profile: Path | None = None,
+    stages: bool = False,
+) -> Phase:
+    cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
+    cmd += ["--sources", ",".join(sources)]
+    if prefect:
+        cmd.append("--prefect")
+    if profile is not None:
+        cmd += ["--profile", str(profile)]
+    if stages:
+        cmd.append("--stages")
+    os.sync()  # the corpus just written (or the last phase's files) must not be flushed on this phase's time
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=PROJECT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise SystemExit(f"phase '{name}' failed (exit {proc.returncode}):\n{stderr[-4000:]}")
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise SystemExit(f"phase '{name}' printed no result:\n{stdout[-2000:]}\n{stderr[-2000:]}")
+    got: dict[str, Any] = json.loads(lines[-1])
+    return Phase(
+        name=name,
+        wall_seconds=round(wall, 3),
+        pipeline_seconds=float(got["pipeline_seconds"]),
+        import_seconds=float(got["import_seconds"]),
+        call_seconds=float(got["call_seconds"]),
+        mb_read=round(int(got["bytes_read"]) / MB, 2),
+        peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
+        rss_self_mib=float(got["maxrss_self_mib"]),
+        rss_children_mib=float(got["maxrss_children_mib"]),
+        sessions_loaded=int(got["sessions_loaded"]),
+        sessions_rejected=int(got["sessions_rejected"]),
+        new_rejections=int(got["new_rejections"]),
+        sources_deferred=int(got["sources_deferred"]),
+        turns_loaded=int(got["turns_loaded"]),
+        plan_counts=got["plan_counts"],
+        corpus_mb=corpus_mb,
+        stages=got.get("stages", {}),
+        load_before=round(load, 2),
+    )
+
+
+def ensure_corpus(home: Path, mb: float, seed: int, mix: dict[str, float]) -> tuple[dict[str, Any], float | None]:
+    """Reuse the corpus at `home` when it was generated with the same arguments, else generate it there.
+
+    Returns (its bench-corpus.json, seconds spent generating or None when reused).
+    """
+    if (home / MANIFEST).exists():
+        summary = load_summary(home)
+        if summary["mb"] == mb and summary["seed"] == seed and summary["mix"] == mix:
+            return summary, None
+        raise SystemExit(f"{home} holds a corpus generated with other arguments; use another --keep folder")
+    if home.exists() and any(home.iterdir()):
+        raise SystemExit(f"{home} exists and is not a generated corpus")
+    home.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    generate(home, mb, seed, mix)
+    return load_summary(home), round(time.monotonic() - started, 2)
+
+
+def sources_of(summary: dict[str, Any]) -> list[str]:
+    """The agents of the corpus; each needs its extractor on this branch."""
+    from extractors.registry import registered
+
+    known = {agent.value for agent in registered()}
+    agents = sorted(summary["agents"])
+    missing = [a for a in agents if a not in known]
+    if missing:
+        raise SystemExit(
+            f"no extractor for {', '.join(missing)} on this branch (extractors/<agent>.py); "
+            "merge main once it lands, or run with a --mix without it"
+        )
+    return agents
+
+
+def corpus_mb_of(summary: dict[str, Any]) -> float:
+    return round(sum(int(a["bytes_sources"]) for a in summary["agents"].values()) / MB, 2)
+
+
+def append_one(home: Path, summary: dict[str, Any], seed: int) -> tuple[Path, int, int, str]:
+    """Append an exchange to one mid-size Claude session. Returns (file, old size, old mtime_ns, note)."""
+    import random
+
+    from bench.claude_gen import append_exchange
+    from bench.material import Material
+
+    relative = summary.get("append_candidate") or ""
+    if not relative:
+        raise SystemExit("the corpus has no Claude session to append to (the append phase needs one)")
+    path = home / str(relative)
+    st = path.stat()
+    added = append_exchange(Material(seed), random.Random(f"{seed}/append"), path)
+    return path, st.st_size, st.st_mtime_ns, f"appended {added / 1000:.0f} KB to a {st.st_size / 1000:.0f} KB session"
+
+
+def restore(path: Path, size: int, mtime_ns: int) -> None:
+    """Put the appended file back as generated, so that the corpus can be reused."""
+    os.truncate(path, size)
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def machine() -> dict[str, Any]:
+    versions: dict[str, str] = {}
+    for name in ("pyarrow", "duckdb", "polars", "prefect", "orjson"):
+        try:
+            from importlib.metadata import version
+
+            versions[name] = version(name)
+        except Exception:  # a missing package is reported as such
+            versions[name] = "?"
+    mem = ""
+    with contextlib.suppress(OSError, StopIteration):
+        mem = next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT, capture_output=True, text=True)
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "memory": mem.split(":", 1)[-1].strip(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "commit": commit.stdout.strip(),
+    }
+
+
+def fmt(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_phases(phases: list[Phase], prefect: bool) -> None:
+    head = f"{'phase':16s} {'wall s':>7s} {'pipeline s':>10s} {'MB read':>8s} {'MB/s':>6s} {'MB/s wall':>9s}"
+    head += f" {'peak RSS MiB':>12s}"
+    if prefect:
+        head += f" {'prefect s':>9s} {'server RSS':>10s}"
+    print(head)
+    for p in phases:
+        row = (
+            f"{p.name:16s} {p.wall_seconds:7.2f} {p.pipeline_seconds:10.3f} {p.mb_read:8.1f} "
+            f"{fmt(p.mbps_pipeline()):>6s} {fmt(p.mbps_wall()):>9s} {p.peak_rss_mib:12.0f}"
+        )
+        if prefect:
+            row += f" {p.prefect_seconds:9.2f} {p.rss_children_mib:10.0f}"
+        print(row + (f"   {p.note}" if p.note else ""))
+    print(
+        "MB/s = corpus MB (10^6 bytes of sources) / pipeline seconds; MB/s wall = corpus MB / wall seconds of the "
+        "process (interpreter, imports" + (", Prefect server" if prefect else "") + " included). Full load only."
+    )
+
+
+def verdicts(phases: list[Phase]) -> dict[str, Any]:
+    by = {p.name: p for p in phases}
+    full, same = by.get("full load"), by.get("no-change")
+    out: dict[str, Any] = {}
+    if full:
+        out["full_load_mbps_pipeline"] = {
+            "value": round(full.mbps_pipeline() or 0, 1),
+            "target": f">= {TARGET_FULL_MBPS}",
+            "ok": (full.mbps_pipeline() or 0) >= TARGET_FULL_MBPS,
+        }
+        out["full_load_mbps_wall"] = {
+            "value": round(full.mbps_wall() or 0, 1),
+            "target": f">= {TARGET_FULL_MBPS}",
+            "ok": (full.mbps_wall() or 0) >= TARGET_FULL_MBPS,
+        }
+        out["zero_rejections"] = {"value": full.sessions_rejected, "target": "0", "ok": full.sessions_rejected == 0}
+    if same:
+        out["no_change_pipeline_seconds"] = {
+            "value": same.pipeline_seconds,
+            "target": f"< {TARGET_NOCHANGE_SECONDS}",
+            "ok": same.pipeline_seconds < TARGET_NOCHANGE_SECONDS,
+        }
+    peak = max(p.peak_rss_mib for p in phases)
+    out["peak_rss_mib"] = {"value": peak, "target": f"< {TARGET_RSS_MIB:.0f}", "ok": peak < TARGET_RSS_MIB}
+    return out
+
+
+def print_verdicts(checks: dict[str, Any]) -> None:
+    for name, check in checks.items():
+        print(f"  {'PASS' if check['ok'] else 'FAIL'}  {name}: {check['value']} (target {check['target']})")
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    print(f"results: {path}")
+
+
+def print_profile(path: Path, top: int = 30) -> None:
+    import pstats
+
+    stats = pstats.Stats(str(path))
+    rows = []
+    whole = 0.0
+    for (file, line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append((tt, ct, f"{Path(file).name}:{line}({func})"))
+        if func == "run_etl" and file.endswith("flows/etl.py"):
+            whole = ct
+    whole = whole or stats.total_tt  # type: ignore[attr-defined]
+    print(f"\ncProfile of the full load: {whole:.1f} s in run_etl under the profiler (it slows Python code ~2x, not")
+    print(f"native Parquet/DuckDB work: use --stages for wall-clock shares); top {top} functions by own time:")
+    print(f"{'own s':>7s} {'own %':>6s} {'cum s':>7s}  function")
+    for tt, ct, name in sorted(rows, reverse=True)[:top]:
+        print(f"{tt:7.2f} {100 * tt / whole:6.1f} {ct:7.2f}  {name}")
+    print(f"full stats: {path}  (python -m pstats {path})")
+
+
+def print_stages(phase: Phase) -> None:
+    """The wall-clock time of each step of the run (inclusive; indented steps are part of the one above)."""
+    whole = phase.pipeline_seconds
+    print(f"\nstages of the full load ({whole:.2f} s pipeline, wall clock, inclusive):")
+    for _, _, label in STAGES:
+        seconds, calls = phase.stages.get(label, [-1.0, 0])
+        if seconds < 0:
+            print(f"{'':>7s}   {'':>5s}    {label}: not found in this version")
+            continue
+        print(f"{seconds:7.2f} s {100 * seconds / whole:5.1f} %  {label} ({int(calls)} calls)")
+
+
+def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
+    env = child_env(work)
+    home = args.corpus or work / "home"
+    if args.corpus:
+        summary = load_summary(args.corpus)
+        generated = None
+    else:
+        summary, generated = ensure_corpus(home, args.mb, args.seed, mix)
+    sources = sources_of(summary)
+    corpus_mb = corpus_mb_of(summary)
+    sessions = sum(a["sessions"] for a in summary["agents"].values())
+    print(
+        f"corpus: {corpus_mb:.1f} MB, {sessions} sessions ({', '.join(sources)}) at {home}"
+        + (f"; generated in {generated:.1f} s" if generated is not None else "; reused")
+    )
+    runs: list[list[Phase]] = []
+    for _ in range(args.repeat):
+        data = work / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        phases = [run_phase("full load", home, data, sources, env, prefect=args.prefect, corpus_mb=corpus_mb)]
+        phases.append(run_phase("no-change", home, data, sources, env, prefect=args.prefect, corpus_mb=corpus_mb))
+        path, size, mtime_ns, note = append_one(home, summary, args.seed)
+        try:
+            phases.append(run_phase("append one", home, data, sources, env, prefect=args.prefect, corpus_mb=corpus_mb))
+            phases[-1].note = note
+        finally:
+            restore(path, size, mtime_ns)
+        runs.append(phases)
+    # Best of the repetitions per phase (other work on the machine only ever adds time); RSS: the largest seen.
+    phases = [min((run[i] for run in runs), key=lambda p: p.pipeline_seconds) for i in range(len(runs[0]))]
+    for i, phase in enumerate(phases):
+        phase.peak_rss_mib = max(run[i].peak_rss_mib for run in runs)
+    print()
+    if args.repeat > 1:
+        print(f"best of {args.repeat} runs per phase (pipeline seconds of each run below); peak RSS: the largest")
+    print_phases(phases, args.prefect)
+    if args.repeat > 1:
+        for i, phase in enumerate(phases):
+            print(f"  {phase.name}: " + ", ".join(f"{run[i].pipeline_seconds:.2f}" for run in runs))
+    busy = max(p.load_before for run in runs for p in run)
+    if busy > 0.5:
+        print(f"note: the machine was busy (1-min load average up to {busy:.1f} at a phase start): timings inflated")
+    checks = verdicts(phases)
+    print_verdicts(checks)
+    results: dict[str, Any] = {
+        "mode": "prefect flow" if args.prefect else "run_etl(as_tasks=False)",
+        "machine": machine(),
+        "corpus": {**summary, "path": str(home), "generated_seconds": generated},
+        "phases": [{**asdict(p), "mbps_pipeline": p.mbps_pipeline(), "mbps_wall": p.mbps_wall()} for p in phases],
+        "runs": [[asdict(p) for p in run] for run in runs],
+        "targets": checks,
+    }
+    if args.prefect:
+        results["prefect_note"] = (
+            "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
+            "also migrates a fresh PREFECT_HOME), flow and task runs"
+        )
+    if args.stages:
+        shutil.rmtree(work / "data-stages", ignore_errors=True)
+        timed = run_phase(
+            "full load", home, work / "data-stages", sources, env, prefect=False, corpus_mb=corpus_mb, stages=True
+        )
+        print_stages(timed)
+        results["stages"] = {"pipeline_seconds": timed.pipeline_seconds, "steps": timed.stages}
+    if args.profile:
+        prof = OUT / "full-load.prof"
+        prof.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(work / "data-profile", ignore_errors=True)
+        profiled = run_phase(
+            "full load", home, work / "data-profile", sources, env, prefect=False, corpus_mb=corpus_mb, profile=prof
+        )
+        print_profile(prof)
+        results["profile"] = {"file": str(prof), "pipeline_seconds_under_profiler": profiled.pipeline_seconds}
+    return results
+
+
+def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
+    env = child_env(work)
+    rows: list[dict[str, Any]] = []
+    print("full load, then a no-change rerun, at each size (MB/s = corpus MB / pipeline seconds):")
+    for mb in args.scale:
+        home = work / f"home-{mb:g}mb"
+        summary, generated = ensure_corpus(home, mb, args.seed, mix)
+        sources = sources_of(summary)
+        corpus_mb = corpus_mb_of(summary)
+        data = work / f"data-{mb:g}mb"
+        shutil.rmtree(data, ignore_errors=True)
+        phase = run_phase("full load", home, data, sources, env, prefect=False, corpus_mb=corpus_mb)
+        same = run_phase("no-change", home, data, sources, env, prefect=False, corpus_mb=corpus_mb)
+        warehouse_mb = (data / "warehouse.duckdb").stat().st_size / MB
+        shutil.rmtree(data, ignore_errors=True)
+        largest = max(a["largest_session_bytes"] for a in summary["agents"].values()) / MB
+        rows.append(
+            {
+                "mb": mb,
+                "corpus_mb": corpus_mb,
+                "sessions": sum(a["sessions"] for a in summary["agents"].values()),
+                "largest_session_mb": round(largest, 1),
+                "generated_seconds": generated,
+                "phase": {**asdict(phase), "mbps_pipeline": phase.mbps_pipeline(), "mbps_wall": phase.mbps_wall()},
+                "no_change": asdict(same),
+                "warehouse_mb": round(warehouse_mb, 1),
+            }
+        )
+        print(
+            f"{corpus_mb:8.1f} MB {rows[-1]['sessions']:6d} sessions  largest {largest:5.1f} MB  "
+            f"pipeline {phase.pipeline_seconds:7.2f} s  {fmt(phase.mbps_pipeline()):>6s} MB/s  "
+            f"wall {phase.wall_seconds:6.2f} s  peak RSS {phase.peak_rss_mib:6.0f} MiB  "
+            f"| no-change {same.pipeline_seconds:5.2f} s (warehouse {warehouse_mb:.0f} MB)",
+            flush=True,
+        )
+    first, last = rows[0], rows[-1]
+    growth = last["phase"]["peak_rss_mib"] / first["phase"]["peak_rss_mib"]
+    size_ratio = last["corpus_mb"] / first["corpus_mb"]
+    print(
+        f"peak RSS x{growth:.2f} for corpus x{size_ratio:.1f}: {'flat' if growth < 1.25 else 'GROWS with corpus size'} "
+        f"(largest session {first['largest_session_mb']} MB -> {last['largest_session_mb']} MB)"
+    )
+    return {
+        "mode": "scale (full load and no-change rerun, run_etl(as_tasks=False))",
+        "machine": machine(),
+        "rows": rows,
+        "rss_growth": round(growth, 3),
+        "size_ratio": round(size_ratio, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=200.0, help="corpus size in MB (default 200)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mix", default="claude=1.0", help="byte shares, e.g. claude=0.7,codex=0.2,grok=0.1")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--keep", type=Path, help="work folder to keep (corpus, data); reused by the next run")
+    where.add_argument("--corpus", type=Path, help="an already generated corpus (a HOME from bench/generate.py)")
+    parser.add_argument("--prefect", action="store_true", help="run the phases through the Prefect flow etl_flow")
+    parser.add_argument(
+        "--scale",
+        type=lambda text: [float(x) for x in text.split(",")],
+        nargs="?",
+        const=[50.0, 100.0, 200.0],
+        help="full load and no-change rerun at these sizes in MB (default 50,100,200): does RSS grow with them?",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="run the phases N times; report the best of each")
+    parser.add_argument("--stages", action="store_true", help="also time the steps of a full load (wall clock)")
+    parser.add_argument("--profile", action="store_true", help="also cProfile a full load (bench/out/full-load.prof)")
+    parser.add_argument("--out", type=Path, help="results JSON (default bench/out/results.json or results-scale.json)")
+    args = parser.parse_args(argv)
+    try:
+        mix = parse_mix(args.mix)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.scale and args.corpus:
+        parser.error("--scale generates its corpora; use --keep to reuse them")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="transcripts-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.scale:
+            results = scale(args, mix, work)
+            write_results(args.out or OUT / "results-scale.json", results)
+        else:
+            results = bench(args, mix, work)
+            write_results(args.out or OUT / "results.json", results)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
