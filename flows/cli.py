@@ -98,7 +98,6 @@ def run(
     from flows.server import ServerError, prefect_api
     from sinks.lock import LockBusy
 
-    total_bytes = 0
     progress = None
     if sys.stdout.isatty():
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -146,7 +145,7 @@ def run(
     finally:
         if progress is not None:
             progress.stop()
-    _print_report(report, total_bytes)
+    _print_report(report)
 
 
 def _dry_run(settings: Settings, full: bool) -> None:
@@ -164,7 +163,7 @@ def _dry_run(settings: Settings, full: bool) -> None:
     console.print(table)
 
 
-def _print_report(report: Any, _total: int) -> None:
+def _print_report(report: Any) -> None:
     c = report.committed
     rows = report.plan_counts
     found = sum(v["new"] + v["changed"] + v["unchanged"] for v in rows.values())
@@ -449,7 +448,7 @@ def backfill(
     except (ServerError, LockBusy) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(3 if isinstance(exc, LockBusy) else 1) from None
-    _print_report(report, 0)
+    _print_report(report)
 
 
 @app.command()

@@ -34,7 +34,6 @@ class Committed:
 
     version_number: int
     replaced: dict[str, set[str]] = field(default_factory=dict)  # agent -> session ids whose rows were replaced
-    corpus_changed: bool = False
     counts_by_agent: dict[str, dict[str, int]] = field(default_factory=dict)
     sessions_loaded: int = 0
     sessions_rejected: int = 0
@@ -280,7 +279,6 @@ def commit_run(
         raise
     summary.version_number = version.number
     summary.replaced = replaced
-    summary.corpus_changed = bool(replaced) or bool(results) or bool(plan.deleted)
     return summary
 
 

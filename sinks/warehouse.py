@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -182,12 +182,3 @@ def cleanup(data_dir: Path) -> None:
     """Remove temporary warehouse files a killed run left behind."""
     for stray in data_dir.glob(f"{WAREHOUSE}.tmp-*"):
         stray.unlink(missing_ok=True)
-
-
-def query(data_dir: Path, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-    """Run a read-only query against the warehouse (used by `status`)."""
-    con = duckdb.connect(str(warehouse_path(data_dir)), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
