@@ -66,3 +66,67 @@ def test_touched_files_are_not_reread_but_a_changed_grok_summary_is(tmp_path: Pa
     assert titles[f"grok-{G1}"] == "renamed in Grok"
     mtimes = {r[0]: r[6] for r in table_rows(data, "sources")}
     assert mtimes[str(rollout)] == rollout.stat().st_mtime_ns, "the manifest learns the new mtime"
+
+
+def test_gemini_and_opencode_load_by_default_and_a_live_opencode_db_is_read_safely(tmp_path: Path) -> None:
+    import json
+
+    from tests.opencode_support import (
+        T0,
+        add_exchange,
+        add_message,
+        add_part,
+        add_session,
+        checksum,
+        create_db,
+        text,
+        user,
+    )
+
+    home = mixed_home(tmp_path / "home")
+    chats = home / ".gemini" / "tmp" / "abc123" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-01-16T18-34-3739ef95.json").write_text(
+        json.dumps(
+            {
+                "sessionId": "3739ef95-0000-4000-8000-000000000001",
+                "startTime": "2026-01-16T18:34:00.000Z",
+                "lastUpdated": "2026-01-16T18:35:00.000Z",
+                "messages": [
+                    {"id": "m1", "timestamp": "2026-01-16T18:34:01.000Z", "type": "user", "content": "gemini question"},
+                    {
+                        "id": "m2",
+                        "timestamp": "2026-01-16T18:34:02.000Z",
+                        "type": "gemini",
+                        "content": "gemini answer",
+                        "model": "gemini-2.5-pro",
+                    },
+                ],
+            }
+        )
+    )
+    db_path = home / ".local" / "share" / "opencode" / "opencode.db"
+    writer = create_db(db_path)  # WAL mode, and OpenCode keeps its connection open during our runs
+    add_session(writer, "ses_a")
+    add_exchange(writer, "ses_a", 3)
+    data = tmp_path / "data"
+    settings = load_settings(home=home, data_dir=data, env={"HOME": str(home)})
+    before = {p.name: checksum(p) for p in db_path.parent.iterdir() if p.name != "opencode.db-shm"}
+    try:
+        run(settings)
+        sessions = {r[0]: r[1] for r in table_rows(data, "sessions")}
+        assert sessions["opencode-ses_a"] == "opencode"
+        assert sessions["gemini-3739ef95-0000-4000-8000-000000000001"] == "gemini"
+        snap = snapshot(data)
+        run(settings)
+        assert snapshot(data) == snap, "idempotent"
+        assert {p.name: checksum(p) for p in db_path.parent.iterdir() if p.name != "opencode.db-shm"} == before
+        # OpenCode writes more of the session: it is read again and replaced whole.
+        later = T0 + 3_600_000
+        add_message(writer, "ses_a", "ses_a_msg_later_u", later, user(later))
+        add_part(writer, "ses_a", "ses_a_msg_later_u", "ses_a_msg_later_u_prt", text("one more question"))
+        run(settings)
+        turns = [r for r in table_rows(data, "turns") if r[1] == "opencode-ses_a"]
+        assert len(turns) == len({r[0] for r in turns}) == 7
+    finally:
+        writer.close()
