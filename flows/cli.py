@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,7 +14,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.server import ServerError, prefect_api
 from flows.settings import PROJECT_DIR, Settings, SettingsError, load_settings
+from sinks.lock import LockBusy
 
 if TYPE_CHECKING:
     from sinks.prune import PrunePlan
@@ -45,6 +49,26 @@ def _settings(**kwargs: Any) -> Settings:
     except SettingsError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def _reporting_failures(what: str) -> Iterator[None]:
+    """Turn the failures a person can act on into a message and an exit code (1 failed, 3 busy)."""
+    try:
+        yield
+    except LockBusy as exc:
+        err.print(f"[red]busy:[/red] {exc}")
+        raise typer.Exit(3) from None
+    except ServerError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        where = getattr(exc, "filename", None)
+        err.print(
+            f"[red]{what} failed:[/red] {exc.strerror or exc}{f' ({where})' if where else ''}; "
+            "the previous corpus is intact."
+        )
+        raise typer.Exit(1) from None
 
 
 def _human_bytes(n: int) -> str:
@@ -95,8 +119,6 @@ def run(
         return
     _quiet_prefect()
     from flows import etl
-    from flows.server import ServerError, prefect_api
-    from sinks.lock import LockBusy
 
     progress = None
     if sys.stdout.isatty():
@@ -128,20 +150,8 @@ def run(
         ours.propagate = False
     try:
         options["data_dir"] = settings.data_dir
-        with prefect_api():
+        with _reporting_failures("run"), prefect_api():
             report = etl.etl_flow(options, full=full)
-    except ServerError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from None
-    except LockBusy as exc:
-        err.print(f"[red]busy:[/red] {exc}")
-        raise typer.Exit(3) from None
-    except OSError as exc:
-        err.print(
-            f"[red]run failed:[/red] {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''}); "
-            "the previous corpus is intact."
-        )
-        raise typer.Exit(1) from None
     finally:
         if progress is not None:
             progress.stop()
@@ -304,7 +314,6 @@ def prune(
     from extractors.registry import parse_agent
     from flows import pipeline
     from flows import prune as pruning
-    from sinks.lock import LockBusy
     from sinks.prune import DurationError, parse_duration
 
     if write and dry_run:
@@ -330,17 +339,8 @@ def prune(
         if not plan.empty:
             console.print("Run again with --write to remove them.")
         return
-    try:
+    with _reporting_failures("prune"):
         report = pruning.run_prune(settings, older_than=age, agents=agents)
-    except LockBusy as exc:
-        err.print(f"[red]busy:[/red] {exc}")
-        raise typer.Exit(3) from None
-    except OSError as exc:
-        err.print(
-            f"[red]prune failed:[/red] {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''}); "
-            "the previous corpus is intact."
-        )
-        raise typer.Exit(1) from None
     _print_prune(report.plan, older_than, dry=False)
 
 
@@ -434,20 +434,14 @@ def backfill(
         return
     _quiet_prefect()
     from flows import etl
-    from flows.server import ServerError, prefect_api
-    from sinks.lock import LockBusy
 
-    try:
-        with prefect_api():
-            report = etl.backfill_flow(
-                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
-                agent.value,
-                [s.path for s in found.sources],
-                full=full,
-            )
-    except (ServerError, LockBusy) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(3 if isinstance(exc, LockBusy) else 1) from None
+    with _reporting_failures("backfill"), prefect_api():
+        report = etl.backfill_flow(
+            {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+            agent.value,
+            [s.path for s in found.sources],
+            full=full,
+        )
     _print_report(report)
 
 

@@ -140,3 +140,18 @@ def test_backfill_write_then_a_newer_export_updates_without_duplicates(tmp_path:
     con.close()
     assert sessions == {"chatgpt-c1": 4, "chatgpt-c2": 2, "chatgpt-c3": 2}
     assert len(turn_ids) == len(set(turn_ids)) == 4
+
+
+def test_a_failed_run_says_why_and_that_the_corpus_is_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+    import errno
+
+    def full_disk(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "data"))
+
+    monkeypatch.setattr("flows.cli.prefect_api", contextlib.nullcontext)
+    monkeypatch.setattr("flows.etl.etl_flow", full_disk)
+    home = small_home(tmp_path / "home")
+    result = runner.invoke(app, ["run", "--home", str(home), "--data-dir", str(tmp_path / "data")])
+    assert result.exit_code == 1
+    assert "No space left on device" in result.output and "previous corpus is intact" in result.output
