@@ -6,8 +6,8 @@
   2-space indents, as GEM's `JSON.stringify(conversation, null, 2)`;
 - newer ones: the same name ending `.jsonl`, a record stream: a metadata line, message records, a message id written
   again as its tool calls complete (status `executing`, then `success`/`error` with `result`), `{"$set": {...}}`
-  patches (`lastUpdated` after each exchange, `summary` at the end) and, in one session in 12, a `{"$rewindTo": id}`
-  that drops the last exchanges before the session goes on.
+  patches (`lastUpdated` after each exchange, `summary` at the end) and, in a few sessions of three exchanges or more,
+  a `{"$rewindTo": id}` that drops the last exchanges before the session goes on.
 Messages: `user` (Part[] content, sometimes a `displayContent` when @-files were expanded), `gemini` (text, `thoughts`,
 `toolCalls` with `functionResponse` results, `tokens`, `model`) and `info` notices.
 """

@@ -4,7 +4,7 @@
 session, message and part, `data` columns holding the message-v2 JSON minus its ids. Sessions have user messages
 (a text part, sometimes a synthetic @-file part and a file part) and assistant messages of one to four model steps
 (`step-start`, `reasoning`, `tool` parts with completed/error states, `text`, `step-finish` with tokens and cost);
-one in 25 spawns a child session through the `task` tool (`parent_id`, `state.metadata.sessionId`), one in 15 is
+4% of exchanges spawn a child session through the `task` tool (`parent_id`, `state.metadata.sessionId`), one in 15 is
 archived. Written with rollback journal off and a fixed page size in one transaction, so the file is self-contained
 (no `-wal`) and the same rows in the same order give the same bytes.
 
