@@ -30,12 +30,14 @@ if __package__ in (None, ""):
 
 from bench.claude_gen import claude_session
 from bench.codex_gen import codex_session
+from bench.gemini_gen import gemini_session
 from bench.grok_gen import grok_session
 from bench.material import Material, Project, ms_of
+from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -77,6 +79,8 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "claude": ((36 * MB, 24 * MB), 0.06, (1.0, 10.0), 9_000, 700_000, 2.65),
     "codex": ((), 0.03, (1.0, 6.0), 30_000, 700_000, 1.5),
     "grok": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.48),
+    "gemini": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "opencode": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -132,6 +136,9 @@ class AgentSummary:
     bytes_sources: int = 0
     bytes_other: int = 0
     largest_session_bytes: int = 0
+    expected_duplicates: int = (
+        0  # sources the ETL rejects as `duplicate` by design (OpenCode JSON units also in the db)
+    )
 
 
 @dataclass(slots=True)
@@ -172,10 +179,11 @@ def generate(out: Path, mb: float, seed: int = 1, mix: Mapping[str, float] | Non
         plan = SizePlan(random.Random(f"{seed}/{agent}/plan"), agent, int(mb * MB * shares[agent]))
         stats = summary.agents.setdefault(agent, AgentSummary())
         mid_sizes: list[tuple[int, str]] = []
+        store = OpenCodeStore(out) if agent == "opencode" else None
         while (item := plan.next(stats.bytes_sources)) is not None:
             rng = random.Random(f"{seed}/{agent}/{item.index}")
             project = rng.choices(projects, weights=weights)[0]
-            for number, w in enumerate(_write(material, rng, out, project, item, agent)):
+            for number, w in enumerate(_write(material, rng, out, project, item, agent, store)):
                 stats.sessions += 1 if number == 0 else 0
                 stats.files += len(w.files)
                 stats.bytes_sources += w.bytes_sources
@@ -183,6 +191,11 @@ def generate(out: Path, mb: float, seed: int = 1, mix: Mapping[str, float] | Non
                 stats.largest_session_bytes = max(stats.largest_session_bytes, w.bytes_sources)
                 if agent == "claude" and number == 0 and 100_000 <= w.bytes_sources <= 400_000:
                     mid_sizes.append((w.bytes_sources, str(w.main_path.relative_to(out))))
+        if store is not None:
+            # The database's real size (free space, page fill) replaces the per-session growth it was counted by.
+            stats.bytes_sources = store.close() + store.legacy_bytes
+            stats.files = 1 + store.legacy_files
+            stats.expected_duplicates = store.duplicates
         if agent == "claude" and mid_sizes:
             summary.append_candidate = sorted(mid_sizes)[len(mid_sizes) // 2][1]
     summary.seconds = round(time.monotonic() - started, 2)
@@ -191,7 +204,13 @@ def generate(out: Path, mb: float, seed: int = 1, mix: Mapping[str, float] | Non
 
 
 def _write(
-    material: Material, rng: random.Random, home: Path, project: Project, item: Planned, agent: str
+    material: Material,
+    rng: random.Random,
+    home: Path,
+    project: Project,
+    item: Planned,
+    agent: str,
+    store: OpenCodeStore | None = None,
 ) -> list[Written]:
     start = item.start_ms
     writers: dict[str, Callable[[], list[Written]]] = {
@@ -220,7 +239,11 @@ def _write(
             with_child=item.index % 50 == 11,
         ),
         "grok": lambda: grok_session(material, rng, home, project, start, item.target, with_child=item.index % 30 == 5),
+        "gemini": lambda: gemini_session(material, rng, home, project, start, item.target),
     }
+    if agent == "opencode":
+        assert store is not None
+        return opencode_session(store, material, rng, project, start, item.target, item.index, ms_of(START))
     return writers[agent]()
 
 

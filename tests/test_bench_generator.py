@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -14,11 +16,13 @@ import pytest
 from bench.claude_gen import append_exchange
 from bench.generate import MANIFEST, generate, load_summary, parse_mix
 from bench.material import Material
-from extractors.model import Agent, Loaded
+from extractors.errors import RejectCode
+from extractors.model import Agent, Loaded, Rejected
 from extractors.registry import extractor, registered
 from tests.support import outcomes_under
 
 MIX = {"claude": 0.7, "codex": 0.2, "grok": 0.1}
+ALL = {"claude": 0.5, "codex": 0.2, "grok": 0.1, "gemini": 0.1, "opencode": 0.1}
 
 
 def _digests(home: Path) -> dict[str, tuple[str, int]]:
@@ -30,14 +34,27 @@ def _digests(home: Path) -> dict[str, tuple[str, int]]:
     }
 
 
-def test_same_seed_same_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mix", [MIX, ALL])
+def test_same_seed_same_bytes(tmp_path: Path, mix: dict[str, float]) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
-    generate(first, 1.0, seed=7, mix=MIX)
-    generate(second, 1.0, seed=7, mix=MIX)
+    generate(first, 1.0, seed=7, mix=mix)
+    generate(second, 1.0, seed=7, mix=mix)
     a, b = _digests(first), _digests(second)
     a.pop(MANIFEST), b.pop(MANIFEST)  # it records the generation time
-    assert a == b
+    assert a == b  # opencode.db included: the same rows in the same order with the same page size
     assert len(a) > 10
+
+
+def test_opencode_db_is_self_contained_and_canonical(tmp_path: Path) -> None:
+    generate(tmp_path, 1.0, seed=7, mix={"opencode": 1.0})
+    data = tmp_path / ".local" / "share" / "opencode"
+    assert sorted(p.name for p in data.iterdir()) == ["opencode.db", "storage"]  # no -wal / -shm / -journal
+    with closing(sqlite3.connect(f"file:{data / 'opencode.db'}?mode=ro", uri=True)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        kinds = {row[0] for row in conn.execute("SELECT DISTINCT json_extract(data, '$.type') FROM part")}
+        assert {"text", "reasoning", "tool", "step-start", "step-finish"} <= kinds
+        assert conn.execute("SELECT count(*) FROM session WHERE parent_id IS NOT NULL").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM session WHERE time_archived IS NOT NULL").fetchone()[0] > 0
 
 
 def test_another_seed_other_bytes(tmp_path: Path) -> None:
@@ -57,23 +74,44 @@ def test_size_and_layout(tmp_path: Path) -> None:
     assert load_summary(tmp_path)["append_candidate"]
 
 
+def test_size_and_layout_of_gemini_and_opencode(tmp_path: Path) -> None:
+    summary = generate(tmp_path, 4.0, seed=1, mix=ALL)
+    assert set(summary.agents) == set(ALL)
+    for agent in ("gemini", "opencode"):
+        assert 0.3e6 <= summary.agents[agent].bytes_sources <= 0.6e6, agent
+    chats = tmp_path / ".gemini" / "tmp"
+    assert list(chats.glob("*/chats/session-*.json")) and list(chats.glob("*/chats/session-*.jsonl"))
+    recorded = b"".join(path.read_bytes() for path in chats.glob("*/chats/*.jsonl"))
+    assert b'{"$set":' in recorded and b'"status":"executing"' in recorded
+    data = tmp_path / ".local" / "share" / "opencode"
+    assert (data / "opencode.db").is_file()
+    assert list((data / "storage" / "session").glob("*/ses_*.json"))
+    assert summary.agents["opencode"].expected_duplicates > 0
+
+
 def test_mix_parsing() -> None:
     assert parse_mix("claude=0.7,codex=0.2,grok=0.1") == pytest.approx(MIX)
     assert parse_mix("claude=2,grok=2") == {"claude": 0.5, "grok": 0.5}
     with pytest.raises(ValueError, match="AGENT"):
-        parse_mix("gemini=1")
+        parse_mix("cursor=1")
 
 
-@pytest.mark.parametrize("agent", [Agent.CLAUDE, Agent.CODEX, Agent.GROK])
+@pytest.mark.parametrize("agent", [Agent.CLAUDE, Agent.CODEX, Agent.GROK, Agent.GEMINI, Agent.OPENCODE])
 def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
+    """Zero rejections, except the `duplicate`s the generator means: OpenCode JSON sessions also in opencode.db."""
     if agent not in registered():
         pytest.skip(f"no extractors/{agent.value}.py on this branch yet")
-    generate(tmp_path, 3.0, seed=3, mix=MIX)
+    summary = generate(tmp_path, 3.0 if agent.value in MIX else 6.0, seed=3, mix=MIX if agent.value in MIX else ALL)
     roots = [root for root in extractor(agent).default_roots(tmp_path, {}) if root.exists()]
     assert roots
     outcomes = [o for root in roots for group in outcomes_under(agent, root).values() for o in group]
-    problems = [o for o in outcomes if not isinstance(o, Loaded)]
+    duplicates = [o for o in outcomes if isinstance(o, Rejected) and o.code is RejectCode.DUPLICATE]
+    problems = [o for o in outcomes if not isinstance(o, Loaded) and o not in duplicates]
     assert not problems, problems[:3]
+    assert len(duplicates) == summary.agents[agent.value].expected_duplicates
+    if agent is Agent.OPENCODE:
+        assert duplicates
+        assert all("/storage/session/" in o.source.path for o in duplicates)
     sessions = [o.session for o in outcomes if isinstance(o, Loaded)]
     assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
