@@ -53,17 +53,17 @@ def resolve_duplicates(batches: Sequence[BatchResult]) -> dict[str, str]:
 
     Returns session id -> path of the source whose copy is kept; the other copies get a `duplicate` outcome.
     """
-    holders: dict[str, list[tuple[BatchResult, SourceResult]]] = defaultdict(list)
+    holders: dict[str, list[SourceResult]] = defaultdict(list)
     for batch in batches:
         for result in batch.sources:
             for sid, _ in result.loaded:
-                holders[sid].append((batch, result))
+                holders[sid].append(result)
     winners: dict[str, str] = {}
     for sid, copies in holders.items():
-        copies.sort(key=lambda pair: _rank(pair[1], sid))
-        kept = copies[0][1]
+        copies.sort(key=lambda result: _rank(result, sid))
+        kept = copies[0]
         winners[sid] = kept.source.path
-        for _, other in copies[1:]:
+        for other in copies[1:]:
             other.loaded = [(s, n) for s, n in other.loaded if s != sid]
             other.problems.append(duplicate_problem(other.source, sid, kept.source.path))
     return winners
