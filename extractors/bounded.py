@@ -101,7 +101,10 @@ def parse_json(raw: bytes, *, line: int | None = None, offset: int | None = None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        pass
+        return _parse_json_slowly(raw, line, offset)
+
+
+def _parse_json_slowly(raw: bytes, line: int | None, offset: int | None) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -302,11 +302,9 @@ def _top_fields(top: bytes) -> dict[str, Any]:
         pos = match.end()
         if not match.group(2):
             continue
-        try:
-            key = orjson.loads(match.group(1))
-            fields[key] = orjson.loads(match.group(2))
-        except orjson.JSONDecodeError:
-            continue
+        with contextlib.suppress(orjson.JSONDecodeError):
+            # Only a hint for naming a skipped (oversized) conversation: a field that is not plain JSON names nothing.
+            fields[orjson.loads(match.group(1))] = orjson.loads(match.group(2))
 
 
 def _expect_end(buf: _Buffer, pos: int) -> None:

@@ -13,6 +13,7 @@ migration's `part/*/*.json` glob skips them too), `project/`, `todo/`, `permissi
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,10 +121,8 @@ def list_unit(unit: Unit, root: Path) -> Listing:
         for _, pst in parts[path.stem]:
             size, newest = size + pst.st_size, max(newest, pst.st_mtime_ns)
     for folder in folders:
-        try:
+        with contextlib.suppress(FileNotFoundError):  # a session with no messages yet has no folder
             newest = max(newest, os.stat(folder).st_mtime_ns)
-        except FileNotFoundError:
-            continue
     return Listing(messages, parts, size, newest)
 
 
