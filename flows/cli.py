@@ -104,14 +104,19 @@ def run(
         "lock_wait": wait,
     }
     settings = _settings(**options)
+    from extractors.registry import extractor
     from flows import pipeline
 
+    explicit_only = [a for a in settings.agents if not extractor(a).NIGHTLY and a not in settings.explicit_roots]
+    for agent in explicit_only:
+        console.print(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
     found = pipeline.discover(settings)
     if not found.scanned:
         looked = [p for paths in found.missing_roots.values() for p in paths]
-        console.print("No agent data found. Looked in:")
-        for path in looked:
-            console.print(f"  {path} (not there)")
+        if looked:
+            console.print("No agent data found. Looked in:")
+            for path in looked:
+                console.print(f"  {path} (not there)")
         console.print("Nothing to load. Point at data with --home DIR or --root AGENT=PATH, or try --sample.")
         return
     if dry_run:

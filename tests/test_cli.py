@@ -26,6 +26,13 @@ def test_no_agent_data_is_said_plainly_and_exits_0(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
 
 
+def test_run_of_a_backfill_only_source_points_to_backfill(tmp_path: Path) -> None:
+    code, out = invoke("run", "--source", "chatgpt", "--home", str(tmp_path), "--data-dir", str(tmp_path / "d"))
+    assert code == 0
+    assert "transcripts backfill chatgpt PATH" in " ".join(out.split())
+    assert not (tmp_path / "d").exists()
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     home = mixed_home(tmp_path / "home")
     code, out = invoke("run", "--dry-run", "--home", str(home), "--data-dir", str(tmp_path / "data"))
