@@ -46,18 +46,26 @@ def extract_batch(
     limits: Limits,
     versions: dict[Agent, str],
     previous: dict[str, Previous],
+    buckets: dict[str, int],
 ) -> BatchResult:
     """Read a batch of sources and stage their rows (in a worker process when the run has a pool)."""
-    args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous)
+    args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous, buckets)
     if _pool is not None:
         return _pool.submit(stage_batch, *args).result()
     return stage_batch(*args)
 
 
 @task(name="commit", cache_policy=NO_CACHE)
-def commit(data_dir: Path, run_id: str, plan: Plan, results: list[BatchResult], row: dict[str, Any]) -> Committed:
+def commit(
+    data_dir: Path,
+    run_id: str,
+    plan: Plan,
+    results: list[BatchResult],
+    row: dict[str, Any],
+    buckets: dict[str, int],
+) -> Committed:
     """Merge the staged rows into the next Parquet version and swap it in."""
-    return pipeline.commit(Store(data_dir), run_id, plan, results, row)
+    return pipeline.commit(Store(data_dir), run_id, plan, results, row, buckets)
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
@@ -108,9 +116,10 @@ def run_etl(
             total = sum(s.size for s in plan.to_read)
             versions = pipeline.parser_versions()
             work = list(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files))
+            buckets = plan.bucket_layout(store.layout())
             results: list[BatchResult] = []
             done = 0
-            extracted = _extract(settings, run_id, plan, work, versions, as_tasks=as_tasks)
+            extracted = _extract(settings, run_id, plan, work, versions, buckets, as_tasks=as_tasks)
             for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
                 results.append(last)
                 failpoints.reach("extract")
@@ -127,7 +136,7 @@ def run_etl(
                 done += sum(s.size for s in batch)
                 if progress_hook is not None:
                     progress_hook(done, total)
-            committed = commit_step(settings.data_dir, run_id, plan, results, row)
+            committed = commit_step(settings.data_dir, run_id, plan, results, row, buckets)
             replaced = committed.replaced if previous_version else None
             load_step(settings.data_dir, run_id, previous_version, replaced)
             log.info(
@@ -159,6 +168,7 @@ def _extract(
     plan: Plan,
     work: list[list[Source]],
     versions: dict[Agent, str],
+    buckets: dict[str, int],
     *,
     as_tasks: bool,
 ) -> Iterator[BatchResult]:
@@ -168,7 +178,7 @@ def _extract(
 
     def args(number: int, batch: list[Source]) -> tuple[Any, ...]:
         previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
-        return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous)
+        return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous, buckets)
 
     with extraction_pool(min(settings.workers, len(work))) as pool:
         if pool is None:

@@ -9,7 +9,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -148,9 +148,16 @@ def prepare(settings: Settings) -> Store:
     return store
 
 
-def commit(store: Store, run_id: str, plan: Plan, results: Sequence[BatchResult], row: dict[str, Any]) -> Committed:
+def commit(
+    store: Store,
+    run_id: str,
+    plan: Plan,
+    results: Sequence[BatchResult],
+    row: dict[str, Any],
+    buckets: Mapping[str, int],
+) -> Committed:
     row["ended_at"] = datetime.now(UTC)
-    return commit_run(store, run_id, plan, results, parser_versions(), row)
+    return commit_run(store, run_id, plan, results, parser_versions(), row, buckets)
 
 
 def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:

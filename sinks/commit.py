@@ -23,7 +23,7 @@ from extractors.model import Agent, Deferred, Rejected
 from sinks.files import read_scratch
 from sinks.manifest import Plan
 from sinks.staging import SOURCE_COLUMN, BatchResult, SourceResult, Staged, duplicate_problem
-from sinks.store import BUCKETS, FileKey, NextVersion, Store
+from sinks.store import FileKey, NextVersion, Store
 from transforms.normalize import reject_table, source_row, source_table, to_table
 from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
 
@@ -86,7 +86,6 @@ MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 
 def _merge_bucket(
-    store: Store,
     version: NextVersion,
     table: Table,
     key: FileKey,
@@ -96,7 +95,7 @@ def _merge_bucket(
 ) -> None:
     """Rewrite one bucket file: its old rows minus the replaced sessions, plus the kept staged rows."""
     parts: list[pa.Table] = []
-    old = store.read(key)
+    old = version.read(key)
     if old is not None:
         parts.append(old.filter(pc.invert(pc.is_in(old.column("session_id"), pa.array(sorted(sids))))))
     for piece in deltas:
@@ -105,6 +104,36 @@ def _merge_bucket(
         return  # no old file and nothing new for this table in this bucket
     merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
     version.put(key, _sorted(table, merged))
+
+
+def _split_bucket(version: NextVersion, table: Table, agent: str, bucket: int, count: int) -> None:
+    """Spread one bucket file of a partition over the buckets of a larger (power-of-two) count."""
+    key = FileKey(table.name, agent, bucket)
+    old = version.read(key)
+    if old is None:
+        return
+    sids = old.column("session_id")
+    unique = pc.unique(sids)
+    targets = pa.array([ids.bucket_of(s, count) for s in unique.to_pylist()], type=pa.int32())
+    rows = pc.take(targets, pc.index_in(sids, value_set=unique))
+    wanted = set(targets.to_pylist())
+    for target in sorted(wanted):
+        version.put(FileKey(table.name, agent, target), _sorted(table, old.filter(pc.equal(rows, target))))
+    if bucket not in wanted:
+        version.put(key, table.arrow_schema.empty_table())  # none of its rows stay in this bucket
+
+
+def resize_partitions(version: NextVersion, buckets: Mapping[str, int]) -> None:
+    """Give each agent partition the bucket count of this run, splitting the buckets of one that grew."""
+    jobs: list[tuple[Table, str, int, int]] = []
+    for agent, count in sorted(buckets.items()):
+        current = version.buckets.get(agent)
+        if current is not None and count > current:
+            jobs += [(table, agent, b, count) for table in SESSION_TABLES for b in range(current)]
+        if current is None or count > current:
+            version.buckets[agent] = count
+    with ThreadPoolExecutor(max_workers=MERGE_WORKERS) as pool:
+        list(pool.map(lambda job: _split_bucket(version, *job), jobs))
 
 
 def _merge_session_tables(
@@ -117,7 +146,7 @@ def _merge_session_tables(
             agent = result.source.agent.value
             for sid, _ in result.loaded:
                 replaced[agent].add(sid)
-                by_bucket[(agent, ids.bucket_of(sid, BUCKETS))].add(sid)
+                by_bucket[(agent, ids.bucket_of(sid, version.buckets[agent]))].add(sid)
     staged: dict[FileKey, list[Staged]] = defaultdict(list)
     for batch in batches:  # in batch order: deterministic
         for key, pieces in batch.staged.items():
@@ -132,7 +161,7 @@ def _merge_session_tables(
     # stays bounded by MERGE_WORKERS buckets.
     def merge(job: tuple[Table, FileKey, set[str]]) -> None:
         table, key, sids = job
-        _merge_bucket(store, version, table, key, sids, staged.get(key, []), winners)
+        _merge_bucket(version, table, key, sids, staged.get(key, []), winners)
 
     with ThreadPoolExecutor(max_workers=MERGE_WORKERS) as pool:
         list(pool.map(merge, jobs))  # re-raises the first error
@@ -248,11 +277,16 @@ def commit_run(
     batches: Sequence[BatchResult],
     parser_versions: Mapping[Agent, str],
     run_row: dict[str, Any],
+    buckets: Mapping[str, int],
 ) -> Committed:
-    """Write the next version (changed files only) and swap it in. `run_row` is completed with the counts."""
+    """Write the next version (changed files only) and swap it in. `run_row` is completed with the counts.
+
+    `buckets` is the bucket count per agent partition the batches were staged with.
+    """
     winners = resolve_duplicates(batches)
     version = NextVersion(store, run_id)
     try:
+        resize_partitions(version, buckets)
         replaced = _merge_session_tables(store, version, batches, winners)
         results = [r for b in batches for r in b.sources]
         if results or plan.deleted:

@@ -8,7 +8,7 @@ from typing import Any
 
 from extractors.model import Agent, Source
 from sinks.staging import Previous
-from sinks.store import Store
+from sinks.store import Store, buckets_for
 from transforms.schema import SOURCES
 
 
@@ -26,6 +26,22 @@ class Plan:
     @property
     def to_read(self) -> list[Source]:
         return sorted(self.new + self.changed, key=lambda s: (s.agent.value, s.path))
+
+    def bucket_layout(self, current: Mapping[str, int]) -> dict[str, int]:
+        """Bucket count per agent partition for this run: sized to the partition's sources (the manifest's, with
+        this run's new and changed sizes), never fewer than the partition has now."""
+        sizes = {path: row["size_bytes"] for path, row in self.manifest.items()}
+        agents = {path: row["agent"] for path, row in self.manifest.items()}
+        for source in self.new + self.changed:
+            sizes[source.path] = source.size
+            agents[source.path] = source.agent.value
+        totals: dict[str, int] = {}
+        for path, size in sizes.items():
+            totals[agents[path]] = totals.get(agents[path], 0) + size
+        layout = dict(current)
+        for agent, total in totals.items():
+            layout[agent] = max(layout.get(agent, 1), buckets_for(total))
+        return layout
 
     @property
     def seen(self) -> int:

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from extractors import ids
 from sinks.commit import append_run
-from sinks.store import BUCKETS, FileKey, NextVersion, Store
+from sinks.store import FileKey, NextVersion, Store
 from transforms.schema import REJECTS, SESSION_LINKS, SESSION_TABLES, SESSIONS, SOURCES, Table
 
 # --- durations --------------------------------------------------------------------------------------------------
@@ -273,7 +273,7 @@ def write_prune(store: Store, version: NextVersion, plan: PrunePlan) -> None:
     by_bucket: dict[tuple[str, int], set[str]] = defaultdict(set)
     for agent, sids in plan.session_ids().items():
         for sid in sids:
-            by_bucket[(agent, ids.bucket_of(sid, BUCKETS))].add(sid)
+            by_bucket[(agent, ids.bucket_of(sid, version.buckets[agent]))].add(sid)
     for table in SESSION_TABLES:
         for (agent, bucket), sids in sorted(by_bucket.items()):
             key = FileKey(table.name, agent, bucket)

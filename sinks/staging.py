@@ -20,7 +20,7 @@ from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Source
 from extractors.registry import read_source
 from sinks.files import write_scratch
-from sinks.store import BUCKETS, FileKey, Store
+from sinks.store import FileKey, Store
 from transforms.normalize import session_tables
 
 
@@ -109,13 +109,15 @@ def stage_batch(
     limits: Limits,
     parser_versions: Mapping[Agent, str],
     previous: Mapping[str, Previous],
+    buckets: Mapping[str, int],
     *,
     flush_bytes: int = FLUSH_BYTES,
 ) -> BatchResult:
     """Read every source of the batch and stage its sessions' rows under `data/staging/<run id>/`.
 
     Sessions are normalised and written out every `flush_bytes` of text, so a batch (or one export holding
-    thousands of conversations) never holds more than that in memory.
+    thousands of conversations) never holds more than that in memory. `buckets` is the bucket count of each agent
+    partition for this run.
     """
     batch = BatchResult(batch_no, [], {})
     pending: list[Loaded] = []
@@ -141,7 +143,7 @@ def stage_batch(
                 held += _session_bytes(outcome)
                 result.loaded.append((outcome.session.session_id, len(outcome.session.turns)))
                 if held >= flush_bytes:
-                    _flush(store, run_id, batch, pending, parser_versions)
+                    _flush(store, run_id, batch, pending, parser_versions, buckets)
                     pending, held = [], 0
             else:
                 result.problems.append(outcome)
@@ -153,7 +155,7 @@ def stage_batch(
             waiting: list[Rejected | Deferred] = [p for p in result.problems if isinstance(p, Deferred)]
             result.problems = waiting[:1]
         batch.sources.append(result)
-    _flush(store, run_id, batch, pending, parser_versions)
+    _flush(store, run_id, batch, pending, parser_versions, buckets)
     return batch
 
 
@@ -167,13 +169,22 @@ class Staged:
 
 
 def _flush(
-    store: Store, run_id: str, batch: BatchResult, loaded: list[Loaded], parser_versions: Mapping[Agent, str]
+    store: Store,
+    run_id: str,
+    batch: BatchResult,
+    loaded: list[Loaded],
+    parser_versions: Mapping[Agent, str],
+    buckets: Mapping[str, int],
 ) -> None:
     """Normalise `loaded` and write one scratch file per table, its rows grouped by (agent, bucket)."""
     if not loaded:
         return
     tables = session_tables(loaded, parser_versions)
     origin = {item.session.session_id: item.source.path for item in loaded}
+    bucket_of = {
+        item.session.session_id: ids.bucket_of(item.session.session_id, buckets[item.session.agent.value])
+        for item in loaded
+    }
     batch.turns += tables["turns"].num_rows
     batch.flushes += 1
     base = staging_dir(store, run_id)
@@ -184,9 +195,9 @@ def _flush(
         unique = pc.unique(session_ids)
         unique_ids = unique.to_pylist()
         position = pc.index_in(session_ids, value_set=unique)
-        buckets = pc.take(pa.array([ids.bucket_of(s, BUCKETS) for s in unique_ids], type=pa.int32()), position)
+        buckets_of_rows = pc.take(pa.array([bucket_of[s] for s in unique_ids], type=pa.int32()), position)
         table = table.append_column(SOURCE_COLUMN, pc.take(pa.array([origin[s] for s in unique_ids]), position))
-        table = table.append_column(_BUCKET, buckets)
+        table = table.append_column(_BUCKET, buckets_of_rows)
         table = table.sort_by([("agent", "ascending"), (_BUCKET, "ascending")])
         path = base / f"{name}-{batch.batch_no:06d}-{batch.flushes:06d}.arrow"
         agents, groups = table.column("agent").to_pylist(), table.column(_BUCKET).to_pylist()

@@ -12,6 +12,7 @@ leaves the current version untouched, and its leftovers are removed by the next 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -24,15 +25,28 @@ from sinks import failpoints
 from sinks.files import fsync_dir, private_dir, remove_tree, replace_atomic, write_parquet
 from transforms.schema import Table
 
-# Files per agent partition of a session-keyed table. A session's rows live in one bucket file
-# (ids.bucket_of), so replacing a session rewrites one file per table, not the partition; a merge holds one
-# bucket in memory, about corpus / BUCKETS.
-BUCKETS = 32
+# A session's rows live in one bucket file per table (ids.bucket_of(session_id, buckets of its agent)), so
+# replacing a session rewrites one file per table, not the partition, and a merge holds one bucket in memory.
+# Each agent partition gets a power-of-two bucket count sized to hold about BUCKET_BYTES of sources per bucket;
+# when a partition grows past that, every bucket splits in two (a bucket b of N becomes b and b + N of 2N, so
+# a split reads one old file at a time). Few files for a small partition, bounded buckets for a big one.
+BUCKET_BYTES = 8 * 1024 * 1024
+MAX_BUCKETS = 4096
+LAYOUT = "layout.json"
 _VERSION = re.compile(r"^v(\d{6})$")
 
 
 def part_name(bucket: int) -> str:
     return f"part-{bucket:03d}.parquet"
+
+
+def buckets_for(partition_bytes: int) -> int:
+    """The bucket count for a partition of that many source bytes: a power of two, at least 1."""
+    wanted = max(1, -(-partition_bytes // BUCKET_BYTES))
+    count = 1
+    while count < wanted and count < MAX_BUCKETS:
+        count *= 2
+    return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +85,14 @@ class Store:
             return 0
         match = _VERSION.match(cur.name)
         return int(match.group(1)) if match else 0
+
+    def layout(self, version: Path | None = None) -> dict[str, int]:
+        """Bucket count per agent partition in a version (default: current)."""
+        base = version or self.current()
+        if base is None or not (base / LAYOUT).exists():
+            return {}
+        data = json.loads((base / LAYOUT).read_text(encoding="utf-8"))
+        return {str(agent): int(n) for agent, n in data["buckets"].items()}
 
     def files(self, table: str, version: Path | None = None) -> list[Path]:
         """Every Parquet file of `table` in a version (default: current), sorted."""
@@ -118,6 +140,15 @@ class NextVersion:
         remove_tree(self.tmp)
         private_dir(self.tmp)
         self.written: set[Path] = set()
+        self.buckets: dict[str, int] = store.layout()
+
+    def read(self, key: FileKey) -> pa.Table | None:
+        """A file as this version has it so far: what it wrote (or removed), else the base version's."""
+        rel = key.relpath()
+        if rel in self.written:
+            path = self.tmp / rel
+            return pq.read_table(path) if path.exists() else None
+        return self.store.read(key, self.base)
 
     def put(self, key: FileKey, table: pa.Table) -> None:
         """Write a file of the new version (an empty table removes the file from the new version)."""
@@ -141,6 +172,11 @@ class NextVersion:
                 except OSError:  # a filesystem without hard links: copy
                     dst.write_bytes(path.read_bytes())
                     os.chmod(dst, 0o600)
+        layout = self.tmp / LAYOUT
+        layout.write_text(json.dumps({"buckets": dict(sorted(self.buckets.items()))}, indent=1) + "\n", "utf-8")
+        os.chmod(layout, 0o600)
+        with open(layout, "rb") as handle:
+            os.fsync(handle.fileno())
         for folder in sorted({p.parent for p in self.tmp.rglob("*.parquet")} | {self.tmp}):
             fsync_dir(folder)
         final = self.store.versions / f"v{self.number:06d}"

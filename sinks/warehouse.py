@@ -19,7 +19,7 @@ import pyarrow as pa
 from extractors.ids import bucket_of
 from sinks import failpoints
 from sinks.files import FILE_MODE, replace_atomic
-from sinks.store import BUCKETS, FileKey, Store
+from sinks.store import FileKey, Store
 from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"
@@ -107,6 +107,7 @@ def _apply(
     replaced: Mapping[str, set[str]],
 ) -> None:
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
+    layout = store.layout(version)
     con.register("replaced_ids", ids)
     con.execute("BEGIN")
     for table in SESSION_TABLES:
@@ -115,7 +116,7 @@ def _apply(
             {
                 str(version / FileKey(table.name, agent, bucket).relpath())
                 for agent, sids in replaced.items()
-                for bucket in {bucket_of(s, BUCKETS) for s in sids}
+                for bucket in {bucket_of(s, layout[agent]) for s in sids}
             }
         )
         files = [f for f in files if os.path.exists(f)]

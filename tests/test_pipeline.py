@@ -256,3 +256,43 @@ def test_extraction_on_several_processes_gives_the_same_corpus(tmp_path: Path) -
     assert report.committed.sessions_loaded == 8
     run(one)
     assert snapshot(tmp_path / "two") == snapshot(tmp_path / "one")
+
+
+def test_a_small_partition_is_one_file_per_table(tmp_path: Path) -> None:
+    from sinks.store import Store
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    assert Store(data).layout() == {"claude": 1}
+    assert sorted(p.name for p in (data / "parquet" / "turns" / "agent=claude").iterdir()) == ["part-000.parquet"]
+
+
+def test_a_growing_partition_splits_its_buckets_and_keeps_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sinks.store import Store
+
+    monkeypatch.setattr("sinks.store.BUCKET_BYTES", 2000)  # a bucket per ~2 KB of sources, to grow quickly
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    first = Store(data).layout()["claude"]
+    for n in range(8):
+        sid = f"ffffffff-0000-4000-8000-00000000000{n}"
+        write_session(home, sid, claude_exchange(sid, 4, text=f"growth {n}"))
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    run(settings)
+    grown = Store(data).layout()["claude"]
+    assert grown > first and grown & (grown - 1) == 0, (first, grown)
+    files = {p.name for p in (data / "parquet" / "turns" / "agent=claude").iterdir()}
+    assert len(files) > 1
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean), "splitting moves rows between files, never changes them"
+    before = dataset_files(data)
+    run(settings)
+    assert {k: v for k, v in dataset_files(data).items() if not k.startswith("runs/")} == {
+        k: v for k, v in before.items() if not k.startswith("runs/")
+    }
