@@ -71,6 +71,21 @@ def _reporting_failures(what: str) -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
+def _structured_logs() -> None:
+    """Send our `event=...` lines to stderr (once per command: a handler from an earlier call is replaced)."""
+    import logging
+
+    ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
+    for old in [h for h in ours.handlers if getattr(h, "transcripts_cli", False)]:
+        ours.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.transcripts_cli = True  # type: ignore[attr-defined]
+    ours.addHandler(handler)
+    ours.setLevel(logging.INFO)
+    ours.propagate = False
+
+
 def _human_bytes(n: int) -> str:
     value = float(n)
     for unit in ("B", "KB", "MB", "GB"):
@@ -145,14 +160,7 @@ def run(
         etl.progress_hook = hook
         progress.start()
     else:  # cron, systemd, a pipe: one structured line per step instead of a bar
-        import logging
-
-        ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-        ours.addHandler(handler)
-        ours.setLevel(logging.INFO)
-        ours.propagate = False
+        _structured_logs()
     try:
         options["data_dir"] = settings.data_dir
         with _reporting_failures("run"), prefect_api():
@@ -438,6 +446,7 @@ def backfill(
         console.print("Run again with --write to load it.")
         return
     _quiet_prefect()
+    _structured_logs()
     from flows import etl
 
     with _reporting_failures("backfill"), prefect_api():

@@ -108,6 +108,7 @@ def test_run_goes_through_the_prefect_flow_and_status_reports_it(tmp_path: Path)
     code, out = invoke("run", "--source", "claude", "--home", str(home), "--data-dir", str(data))
     assert code == 0, out
     assert "sources found 3" in out and "rejected 1" in out
+    assert out.count("event=done") == 1, "off a terminal: one structured line per step, not a progress bar"
     code, out = invoke("status", "--json", "--data-dir", str(data))
     assert code == 0
     status = json.loads(out)
@@ -118,8 +119,12 @@ def test_run_goes_through_the_prefect_flow_and_status_reports_it(tmp_path: Path)
     assert status["skipped"] == [], "the small corpus has only conversation records"
     code, out = invoke("status", "--check", "--data-dir", str(data))
     assert code == 1 and "new rejection" in out
-    code, _ = invoke("run", "--source", "claude", "--home", str(home), "--data-dir", str(data))
+    code, out = invoke("run", "--source", "claude", "--home", str(home), "--data-dir", str(data))
     assert code == 0
+    assert out.count("event=done") == 1
+    import logging
+
+    assert len(logging.getLogger("transcripts").handlers) == 1, "a second command does not add a second handler"
     code, _ = invoke("status", "--check", "--data-dir", str(data))
     assert code == 0, "an unchanged rejected source is not a new rejection"
 
