@@ -34,10 +34,10 @@ if __package__ in (None, ""):
 # names it binds are the timed ones. A step that no longer exists is reported as missing, never an error.
 STAGES = (
     ("flows.pipeline", "plan_run", "discover + plan"),
-    ("sinks.staging", "stage_batch", "extract batches (all of the below)"),
-    ("sinks.staging", "_hash", "  content hash of each source"),
-    ("sinks.staging", "read_source", "  read sources (extractors)"),
-    ("sinks.staging", "session_tables", "  sessions -> Arrow tables"),
+    ("flows.batch", "read_batch", "extract batches (all of the below)"),
+    ("flows.batch", "_hash", "  content hash of each source"),
+    ("flows.batch", "read_source", "  read sources (extractors)"),
+    ("flows.batch", "session_tables", "  sessions -> Arrow tables"),
     ("sinks.staging", "write_scratch", "  write staged files"),
     ("sinks.commit", "commit_run", "commit (all of the below; steps on merge threads are summed over threads)"),
     ("sinks.commit", "read_scratch", "  read staged files back"),

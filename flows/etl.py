@@ -17,6 +17,7 @@ from prefect.runtime import flow_run
 from extractors.bounded import Limits
 from extractors.model import Agent, Source
 from flows import pipeline
+from flows.batch import read_batch
 from flows.settings import Settings, load_settings
 from flows.workers import extraction_pool
 from sinks import failpoints, warehouse
@@ -24,7 +25,7 @@ from sinks.commit import Committed
 from sinks.files import private_dir, private_umask
 from sinks.lock import writer_lock
 from sinks.manifest import Plan
-from sinks.staging import BatchResult, Previous, stage_batch
+from sinks.results import BatchResult, Previous
 from sinks.store import Store
 
 log = logging.getLogger("transcripts.etl")
@@ -51,15 +52,15 @@ def extract_batch(
     """Read a batch of sources and stage their rows (in a worker process when the run has a pool)."""
     args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous, buckets)
     if _pool is not None:
-        return _pool.submit(stage_batch, *args).result()
-    return stage_batch(*args)
+        return _pool.submit(read_batch, *args).result()
+    return read_batch(*args)
 
 
 @task(name="commit", cache_policy=NO_CACHE)
 def commit(
     data_dir: Path,
     run_id: str,
-    plan: Plan,
+    plan: Plan[Source],
     results: list[BatchResult],
     row: dict[str, Any],
     buckets: dict[str, int],
@@ -165,7 +166,7 @@ def run_etl(
 def _extract(
     settings: Settings,
     run_id: str,
-    plan: Plan,
+    plan: Plan[Source],
     work: list[list[Source]],
     versions: dict[Agent, str],
     buckets: dict[str, int],
@@ -192,9 +193,7 @@ def _extract(
                 for future in futures:
                     yield future.result()
             else:
-                plain = [
-                    pool.submit(stage_batch, Store(settings.data_dir), *args(n, b)[1:]) for n, b in enumerate(work)
-                ]
+                plain = [pool.submit(read_batch, Store(settings.data_dir), *args(n, b)[1:]) for n, b in enumerate(work)]
                 for done in plain:
                     yield done.result()
         finally:

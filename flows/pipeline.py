@@ -13,16 +13,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from extractors.model import Agent, Source
+from extractors.errors import RejectCode
+from extractors.model import Agent, Rejected, Source
 from extractors.registry import extractor, registered
 from flows.settings import Settings
 from sinks.commit import Committed, commit_run, record_failed_run
 from sinks.files import private_dir
 from sinks.manifest import Plan, make_plan
-from sinks.staging import BatchResult
+from sinks.results import BatchResult, SourceResult, agent_of
 from sinks.store import Store
+from transforms.normalize import reject_row
 
 log = logging.getLogger("transcripts.etl")
 
@@ -54,6 +56,10 @@ def parser_versions() -> dict[Agent, str]:
     return {agent: module.PARSER_VERSION for agent, module in registered().items()}
 
 
+def _by_value(versions: Mapping[Agent, str]) -> dict[str, str]:
+    return {agent.value: version for agent, version in versions.items()}
+
+
 def new_run_id(now: datetime | None = None) -> str:
     """A run is an event: its id is its start time (UTC) and process id."""
     moment = now or datetime.now(UTC)
@@ -78,7 +84,7 @@ def discover(settings: Settings) -> Discovery:
     return found
 
 
-def plan_counts(plan: Plan) -> dict[str, dict[str, int]]:
+def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:
     """Per agent: new / changed / unchanged / deleted sources and bytes to read."""
     counts: dict[str, dict[str, int]] = {}
 
@@ -148,16 +154,59 @@ def prepare(settings: Settings) -> Store:
     return store
 
 
+def resolve_duplicates(store: Store, plan: Plan[Source], batches: Sequence[BatchResult]) -> dict[str, str]:
+    """The one rule for a session that two sources hold: the fuller copy wins (more turns), then the first path.
+
+    The copies are those read by this run, and the copy the corpus holds now when its source is still present and
+    not read again (so that a copy added next to a loaded session, e.g. `cp a.jsonl b.jsonl`, never replaces it, and
+    a `--full` run gives what the incremental history gave). Every losing copy gets a `duplicate` outcome and is not
+    counted as loaded. Returns session id -> the path of the source whose copy this run keeps; a session whose
+    incumbent copy wins is absent (nothing staged for it reaches the dataset).
+    """
+    holders: dict[str, list[tuple[int, str, SourceResult | None]]] = {}
+    for batch in batches:
+        for result in batch.sources:
+            for sid, turns in result.loaded:
+                holders.setdefault(sid, []).append((-turns, result.source.path, result))
+    read_now = {s.path for s in plan.to_read}
+    by_agent: dict[str, set[str]] = {}
+    for batch in batches:
+        for result in batch.sources:
+            by_agent.setdefault(agent_of(result.source), set()).update(sid for sid, _ in result.loaded)
+    gone = {row["source_path"] for row in plan.deleted}
+    for sid, (path, turns) in store.session_holders(by_agent).items():
+        row = plan.manifest.get(path)
+        if path not in read_now and path not in gone and row is not None and row["present"]:
+            holders[sid].append((-turns, path, None))
+    versions = parser_versions()
+    winners: dict[str, str] = {}
+    for sid, copies in holders.items():
+        copies.sort(key=lambda copy: (copy[0], copy[1]))
+        kept_path = copies[0][1]
+        if copies[0][2] is not None:
+            winners[sid] = kept_path
+        for _, _, other in copies[1:]:
+            if other is None:
+                continue
+            other.loaded = [(s, n) for s, n in other.loaded if s != sid]
+            source = cast(Source, other.source)
+            detail = f"the same session is loaded from {kept_path}"
+            duplicate = Rejected(source, RejectCode.DUPLICATE, detail, session_hint=sid)
+            other.rejects.append(reject_row(duplicate, versions[source.agent]))
+    return winners
+
+
 def commit(
     store: Store,
     run_id: str,
-    plan: Plan,
+    plan: Plan[Source],
     results: Sequence[BatchResult],
     row: dict[str, Any],
     buckets: Mapping[str, int],
 ) -> Committed:
+    winners = resolve_duplicates(store, plan, results)
     row["ended_at"] = datetime.now(UTC)
-    return commit_run(store, run_id, plan, results, parser_versions(), row, buckets)
+    return commit_run(store, run_id, plan, results, _by_value(parser_versions()), row, buckets, winners)
 
 
 def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:
@@ -173,9 +222,10 @@ def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Except
 
 def plan_run(
     settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None
-) -> tuple[Discovery, Plan]:
+) -> tuple[Discovery, Plan[Source]]:
     found = discover(settings) if explicit is None else explicit
-    return found, make_plan(store, found.sources, found.scanned, parser_versions(), full=full)
+    scanned = {agent.value: roots for agent, roots in found.scanned.items()}
+    return found, make_plan(store, found.sources, scanned, _by_value(parser_versions()), full=full)
 
 
 def explicit_sources(agent: Agent, paths: Sequence[Path]) -> Discovery:

@@ -36,6 +36,6 @@ def extraction_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
         return
     context = multiprocessing.get_context("forkserver")
     # The fork server dies with this process, and each worker with the fork server (its parent).
-    context.set_forkserver_preload(["flows._forkserver_init", "sinks.staging"])
+    context.set_forkserver_preload(["flows._forkserver_init", "flows.batch"])
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent) as pool:
         yield pool

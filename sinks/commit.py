@@ -17,14 +17,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from extractors import ids
-from extractors.errors import BENIGN_REJECT_CODES
-from extractors.model import Agent, Deferred, Rejected
 from sinks.files import read_scratch
-from sinks.manifest import Plan
-from sinks.staging import SOURCE_COLUMN, BatchResult, SourceResult, Staged, duplicate_problem
+from sinks.manifest import Plan, S, source_row, source_table
+from sinks.results import BatchResult, SourceResult, Staged, agent_of
+from sinks.staging import SOURCE_COLUMN
 from sinks.store import FileKey, NextVersion, Store
-from transforms.normalize import reject_table, source_row, source_table, to_table
+from transforms import ids
+from transforms.normalize import rows_table, to_table
 from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
 
 
@@ -41,32 +40,6 @@ class Committed:
     new_rejections: int = 0
     turns_loaded: int = 0
     bytes_read: int = 0
-
-
-def _rank(result: SourceResult, session_id: str) -> tuple[int, str]:
-    turns = next(n for sid, n in result.loaded if sid == session_id)
-    return (-turns, result.source.path)
-
-
-def resolve_duplicates(batches: Sequence[BatchResult]) -> dict[str, str]:
-    """When two sources of this run hold the same session, keep the fuller one (then the first path).
-
-    Returns session id -> path of the source whose copy is kept; the other copies get a `duplicate` outcome.
-    """
-    holders: dict[str, list[SourceResult]] = defaultdict(list)
-    for batch in batches:
-        for result in batch.sources:
-            for sid, _ in result.loaded:
-                holders[sid].append(result)
-    winners: dict[str, str] = {}
-    for sid, copies in holders.items():
-        copies.sort(key=lambda result: _rank(result, sid))
-        kept = copies[0]
-        winners[sid] = kept.source.path
-        for other in copies[1:]:
-            other.loaded = [(s, n) for s, n in other.loaded if s != sid]
-            other.problems.append(duplicate_problem(other.source, sid, kept.source.path))
-    return winners
 
 
 def _sorted(table: Table, data: pa.Table) -> pa.Table:
@@ -143,7 +116,7 @@ def _merge_session_tables(
     by_bucket: dict[tuple[str, int], set[str]] = defaultdict(set)
     for batch in batches:
         for result in batch.sources:
-            agent = result.source.agent.value
+            agent = agent_of(result.source)
             for sid, _ in result.loaded:
                 replaced[agent].add(sid)
                 by_bucket[(agent, ids.bucket_of(sid, version.buckets[agent]))].add(sid)
@@ -172,13 +145,13 @@ def _merge_session_tables(
 def _merge_sources_and_rejects(
     store: Store,
     version: NextVersion,
-    plan: Plan,
+    plan: Plan[S],
     results: Sequence[SourceResult],
-    parser_versions: Mapping[Agent, str],
+    parser_versions: Mapping[str, str],
 ) -> None:
     updates: dict[str, dict[str, Any]] = {}
     reread: set[str] = set()
-    problems: list[Rejected | Deferred] = []
+    problems: list[dict[str, Any]] = []
     for result in results:
         src = result.source
         if result.touched_only:
@@ -197,11 +170,11 @@ def _merge_sources_and_rejects(
             updates[src.path] = row
             continue
         reread.add(src.path)
-        problems.extend(result.problems)
+        problems.extend(result.rejects)
         updates[src.path] = source_row(
             src,
             content_sha256=result.content_sha256,
-            parser_version=parser_versions[src.agent],
+            parser_version=parser_versions[agent_of(src)],
             loaded=len(result.loaded),
             rejected=result.rejected,
             deferred=result.deferred,
@@ -223,7 +196,7 @@ def _merge_sources_and_rejects(
                 old.filter(pc.invert(pc.is_in(old.column("source_path"), pa.array(sorted(reread), type=pa.string()))))
             ]
         )
-        parts.append(reject_table([p for p in problems if p.source.agent.value == agent], parser_versions))
+        parts.append(rows_table(REJECTS, [p for p in problems if p["agent"] == agent]))
         merged = pa.concat_tables([p.cast(REJECTS.arrow_schema) for p in parts])
         version.put(rkey, _sorted(REJECTS, merged))
 
@@ -239,28 +212,26 @@ def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -
     version.put(key, _sorted(RUNS, merged))
 
 
-def summarize(batches: Sequence[BatchResult], plan: Plan) -> Committed:
+def summarize(batches: Sequence[BatchResult], plan: Plan[S]) -> Committed:
     out = Committed(version_number=0)
     per_agent: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for batch in batches:
         out.turns_loaded += batch.turns
         for result in batch.sources:
-            agent = result.source.agent.value
+            agent = agent_of(result.source)
             counts = per_agent[agent]
             out.bytes_read += result.bytes_read
             counts["sessions_loaded"] += len(result.loaded)
             counts["sessions_rejected"] += result.rejected
             counts["sources_deferred"] += int(result.deferred)
             counts["sources_read"] += int(not result.touched_only)
-            out.new_rejections += sum(
-                1 for p in result.problems if isinstance(p, Rejected) and p.code not in BENIGN_REJECT_CODES
-            )
+            out.new_rejections += result.alarms
     for source in plan.new:
-        per_agent[source.agent.value]["sources_new"] += 1
+        per_agent[agent_of(source)]["sources_new"] += 1
     for source in plan.changed:
-        per_agent[source.agent.value]["sources_changed"] += 1
+        per_agent[agent_of(source)]["sources_changed"] += 1
     for source in plan.unchanged:
-        per_agent[source.agent.value]["sources_unchanged"] += 1
+        per_agent[agent_of(source)]["sources_unchanged"] += 1
     for row in plan.deleted:
         per_agent[row["agent"]]["sources_deleted"] += 1
     out.counts_by_agent = {a: dict(sorted(c.items())) for a, c in sorted(per_agent.items())}
@@ -273,17 +244,19 @@ def summarize(batches: Sequence[BatchResult], plan: Plan) -> Committed:
 def commit_run(
     store: Store,
     run_id: str,
-    plan: Plan,
+    plan: Plan[S],
     batches: Sequence[BatchResult],
-    parser_versions: Mapping[Agent, str],
+    parser_versions: Mapping[str, str],
     run_row: dict[str, Any],
     buckets: Mapping[str, int],
+    winners: Mapping[str, str],
 ) -> Committed:
     """Write the next version (changed files only) and swap it in. `run_row` is completed with the counts.
 
-    `buckets` is the bucket count per agent partition the batches were staged with.
+    `buckets` is the bucket count per agent partition the batches were staged with; `winners` names, for every
+    session loaded by this run, the one source whose copy is kept (the batches' results already say `duplicate`
+    for the others): only rows staged from that source reach the dataset.
     """
-    winners = resolve_duplicates(batches)
     version = NextVersion(store, run_id)
     try:
         resize_partitions(version, buckets)

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from extractors import ids
 from sinks.commit import append_run
 from sinks.store import FileKey, NextVersion, Store
+from transforms import ids
 from transforms.schema import REJECTS, SESSION_LINKS, SESSION_TABLES, SESSIONS, SOURCES, Table
 
 # --- durations --------------------------------------------------------------------------------------------------

@@ -15,17 +15,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sinks import failpoints
 from sinks.files import fsync_dir, private_dir, remove_tree, replace_atomic, write_parquet
+from transforms.ids import bucket_of
 from transforms.schema import Table
 
-# A session's rows live in one bucket file per table (ids.bucket_of(session_id, buckets of its agent)), so
+# A session's rows live in one bucket file per table (transforms.ids.bucket_of(session_id, buckets of its agent)), so
 # replacing a session rewrites one file per table, not the partition, and a merge holds one bucket in memory.
 # Each agent partition gets a power-of-two bucket count sized to hold about BUCKET_BYTES of sources per bucket;
 # when a partition grows past that, every bucket splits in two (a bucket b of N becomes b and b + N of 2N, so
@@ -101,12 +104,34 @@ class Store:
             return []
         return sorted((base / table).rglob("*.parquet"))
 
-    def read(self, key: FileKey, version: Path | None = None) -> pa.Table | None:
+    def read(self, key: FileKey, version: Path | None = None, columns: list[str] | None = None) -> pa.Table | None:
         base = version or self.current()
         if base is None:
             return None
         path = base / key.relpath()
-        return pq.read_table(path) if path.exists() else None
+        return pq.read_table(path, columns=columns) if path.exists() else None
+
+    def session_holders(self, session_ids: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, int]]:
+        """For sessions of the current version (agent -> session ids): session id -> (source path, turn count).
+
+        Reads only the `sessions` bucket files those sessions live in, so the cost follows the sessions asked for.
+        """
+        layout = self.layout()
+        found: dict[str, tuple[str, int]] = {}
+        for agent, sids in session_ids.items():
+            wanted = sorted(set(sids))
+            if agent not in layout or not wanted:
+                continue
+            for bucket in sorted({bucket_of(s, layout[agent]) for s in wanted}):
+                data = self.read(
+                    FileKey("sessions", agent, bucket), columns=["session_id", "source_path", "turn_count"]
+                )
+                if data is None:
+                    continue
+                rows = data.filter(pc.is_in(data.column("session_id"), pa.array(wanted, type=pa.string())))
+                for sid, path, turns in zip(*(rows.column(n).to_pylist() for n in rows.column_names), strict=True):
+                    found[sid] = (path, turns)
+        return found
 
     def read_table(self, table: Table, version: Path | None = None) -> pa.Table:
         """All rows of a table in a version (small tables: sources, rejects, runs)."""

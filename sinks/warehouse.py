@@ -16,10 +16,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from extractors.ids import bucket_of
 from sinks import failpoints
 from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import FileKey, Store
+from transforms.ids import bucket_of
 from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"

@@ -11,10 +11,10 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extractors import ids
 from extractors.model import Agent, Disposition, Loaded, Role, Session, Source, ToolCall, Turn, Usage
 from sinks import warehouse
 from sinks.store import FileKey, NextVersion, Store
+from transforms import ids
 from transforms.normalize import session_tables
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

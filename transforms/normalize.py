@@ -6,14 +6,13 @@ No filesystem, no clock, no environment: the same outcomes give the same rows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
-from extractors import ids
-from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Source
-from transforms.schema import REJECTS, SESSION_TABLES, SOURCES, Table
+from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session, Turn
+from transforms import ids
+from transforms.schema import SESSION_TABLES, Table
 
 
 def _empty(table: Table) -> dict[str, list[Any]]:
@@ -25,9 +24,30 @@ def to_table(table: Table, columns: Mapping[str, list[Any]]) -> pa.Table:
     return pa.table({c.name: pa.array(columns[c.name], type=c.type) for c in table.columns}, schema=table.arrow_schema)
 
 
-def session_tables(loaded: Iterable[Loaded], parser_versions: Mapping[Agent, str]) -> dict[str, pa.Table]:
-    """Rows of every session-keyed table (sessions, turns, tool_calls, usage, session_links, record_kinds)."""
+def _kept(turn: Turn) -> bool:
+    """An empty turn is dropped (an image-only prompt is not empty); the others keep their index."""
+    return bool(turn.text.strip() or turn.attachments)
+
+
+def kept_turns(session: Session) -> int:
+    """How many turns of a session become rows."""
+    return sum(1 for turn in session.turns if _kept(turn))
+
+
+def _height(columns: Mapping[str, list[Any]]) -> int:
+    return len(columns[next(iter(columns))])
+
+
+def session_tables(
+    loaded: Iterable[Loaded], parser_versions: Mapping[Agent, str], *, source_column: str | None = None
+) -> dict[str, pa.Table]:
+    """Rows of every session-keyed table (sessions, turns, tool_calls, usage, session_links, record_kinds).
+
+    With `source_column`, every table gets one more string column of that name: the path of the source each row was
+    read from (staging uses it to keep one copy of a session that two sources hold).
+    """
     cols = {t.name: _empty(t) for t in SESSION_TABLES}
+    origin: dict[str, list[str]] = {t.name: [] for t in SESSION_TABLES}
     s, t, c, u, lk, rk = (
         cols["sessions"],
         cols["turns"],
@@ -37,14 +57,15 @@ def session_tables(loaded: Iterable[Loaded], parser_versions: Mapping[Agent, str
         cols["record_kinds"],
     )
     for item in loaded:
+        before = {name: _height(columns) for name, columns in cols.items()}
         ses = item.session
         sid = ses.session_id
         agent = ses.agent.value
         start = ses.started_at
         users = assistants = 0
         for turn in ses.turns:
-            if not turn.text.strip() and not turn.attachments:
-                continue  # an empty turn is dropped (an image-only prompt is not empty); the others keep their index
+            if not _kept(turn):
+                continue
             if turn.role is Role.USER:
                 users += 1
             else:
@@ -123,74 +144,32 @@ def session_tables(loaded: Iterable[Loaded], parser_versions: Mapping[Agent, str
         s["skipped_record_count"].append(ses.count(Disposition.SKIPPED))
         s["record_count"].append(records)
         s["parser_version"].append(parser_versions[ses.agent])
-    return {table.name: to_table(table, cols[table.name]) for table in SESSION_TABLES}
+        if source_column is not None:
+            for name, columns in cols.items():
+                origin[name].extend([item.source.path] * (_height(columns) - before[name]))
+    tables = {table.name: to_table(table, cols[table.name]) for table in SESSION_TABLES}
+    if source_column is not None:
+        for name, data in tables.items():
+            tables[name] = data.append_column(source_column, pa.array(origin[name], type=pa.string()))
+    return tables
 
 
-def reject_table(outcomes: Iterable[Rejected | Deferred], parser_versions: Mapping[Agent, str]) -> pa.Table:
-    """Rows of `rejects` for rejected and deferred outcomes."""
-    cols = _empty(REJECTS)
-    for out in outcomes:
-        cols["source_path"].append(out.source.path)
-        cols["agent"].append(out.source.agent.value)
-        if isinstance(out, Rejected):
-            cols["session_id"].append(out.session_hint)
-            cols["outcome"].append("rejected")
-            cols["line"].append(out.line)
-            cols["byte_offset"].append(out.offset)
-        else:
-            cols["session_id"].append(None)
-            cols["outcome"].append("deferred")
-            cols["line"].append(None)
-            cols["byte_offset"].append(None)
-        cols["reason_code"].append(out.code.value)
-        cols["detail"].append(out.detail)
-        cols["parser_version"].append(parser_versions[out.source.agent])
-    return to_table(REJECTS, cols)
-
-
-def source_outcome(loaded: int, rejected: int, deferred: bool) -> str:
-    """The manifest's outcome word for a source."""
-    if deferred:
-        return "deferred"
-    if rejected and loaded:
-        return "partial"
-    if rejected:
-        return "rejected"
-    return "loaded"
-
-
-def source_row(
-    source: Source,
-    *,
-    content_sha256: str | None,
-    parser_version: str,
-    loaded: int,
-    rejected: int,
-    deferred: bool,
-    present: bool = True,
-) -> dict[str, Any]:
-    """One manifest row."""
+def reject_row(outcome: Rejected | Deferred, parser_version: str) -> dict[str, Any]:
+    """One row of `rejects` for a rejected or deferred outcome."""
+    rejected = isinstance(outcome, Rejected)
     return {
-        "source_path": source.path,
-        "agent": source.agent.value,
-        "kind": source.kind,
-        "root": source.root,
-        "size_bytes": source.size,
-        "mtime": datetime.fromtimestamp(source.mtime_ns / 1e9, tz=UTC),
-        "mtime_ns": source.mtime_ns,
-        "content_sha256": content_sha256,
+        "source_path": outcome.source.path,
+        "agent": outcome.source.agent.value,
+        "session_id": outcome.session_hint if isinstance(outcome, Rejected) else None,
+        "outcome": "rejected" if rejected else "deferred",
+        "reason_code": outcome.code.value,
+        "detail": outcome.detail,
+        "line": outcome.line if isinstance(outcome, Rejected) else None,
+        "byte_offset": outcome.offset if isinstance(outcome, Rejected) else None,
         "parser_version": parser_version,
-        "outcome": source_outcome(loaded, rejected, deferred),
-        "sessions_loaded": loaded,
-        "sessions_rejected": rejected,
-        "present": present,
     }
 
 
-def source_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Manifest rows -> an Arrow table of `sources`."""
-    cols = _empty(SOURCES)
-    for row in rows:
-        for name in SOURCES.column_names:
-            cols[name].append(row[name])
-    return to_table(SOURCES, cols)
+def rows_table(table: Table, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Rows (dicts with every column of `table`) -> an Arrow table with exactly the schema's types."""
+    return to_table(table, {name: [row[name] for row in rows] for name in table.column_names})
