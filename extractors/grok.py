@@ -183,31 +183,65 @@ def read_facts(session_dir: Path, limits: Limits) -> Facts:
     )
 
 
+# Bucket folder -> (its mtime when indexed, subagent id -> the parent session folder holding its meta.json). A run
+# reads the sessions of one bucket one after the other, so one listing of the bucket serves all its subagents: the
+# cost of finding parents grows with the bucket, not with the bucket times its subagents (thousands of sessions of
+# one project folder made this quadratic). A new session in the bucket changes the bucket's mtime: indexed again.
+_SUBAGENT_INDEX: dict[str, tuple[int, dict[str, str]]] = {}
+_INDEXED_BUCKETS = 256  # buckets kept per process; more are indexed again when met again
+
+
+def _subagent_index(bucket: Path) -> dict[str, str]:
+    """Subagent id -> parent folder name, for every `<bucket>/<parent>/subagents/<id>/meta.json` (first parent by
+    name when several claim one id)."""
+    try:
+        mtime = os.stat(bucket).st_mtime_ns
+        cached = _SUBAGENT_INDEX.get(str(bucket))
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        parents = sorted(entry.name for entry in os.scandir(bucket) if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return {}
+    index: dict[str, str] = {}
+    for parent in parents:
+        try:
+            children = [e.name for e in os.scandir(bucket / parent / "subagents") if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue  # no subagents/ folder: not a parent
+        for child in sorted(children):
+            if (
+                child not in index
+                and child != parent
+                and (bucket / parent / "subagents" / child / "meta.json").is_file()
+            ):
+                index[child] = parent
+    if len(_SUBAGENT_INDEX) >= _INDEXED_BUCKETS:
+        _SUBAGENT_INDEX.clear()
+    _SUBAGENT_INDEX[str(bucket)] = (mtime, index)
+    return index
+
+
 def find_parent(session_dir: Path, limits: Limits) -> str | None:
     """The parent session of a subagent: the sibling `<bucket>/<parent>/subagents/<child id>/meta.json`.
 
-    Looks only in the child's own bucket (one directory listing). Returns the native parent id, or None.
-    Raises RejectError(inconsistent_source) when meta.json names another parent than the folder it sits in.
+    Looks only in the child's own bucket (indexed once per bucket, see `_subagent_index`). Returns the native
+    parent id, or None. Raises RejectError(inconsistent_source) when meta.json names another parent than the folder
+    it sits in.
     """
     child = session_dir.name
-    try:
-        siblings = sorted(entry.name for entry in os.scandir(session_dir.parent) if entry.is_dir(follow_symlinks=False))
-    except OSError:
+    name = _subagent_index(session_dir.parent).get(child)
+    if name is None:
         return None
-    for name in siblings:
-        meta_path = session_dir.parent / name / "subagents" / child / "meta.json"
-        if name == child or not meta_path.is_file():
-            continue
-        meta = read_json_document(meta_path, limits, max_bytes=_MAX_META_BYTES)
-        said = meta.get("parent_session_id") if isinstance(meta, dict) else None
-        if isinstance(said, str) and said and said != name:
-            raise RejectError(
-                RejectCode.INCONSISTENT_SOURCE,
-                f"{meta_path} names parent {said!r} but lies under session {name!r}",
-                session_hint=session_id(AGENT, child),
-            )
-        return name
-    return None
+    meta_path = session_dir.parent / name / "subagents" / child / "meta.json"
+    meta = read_json_document(meta_path, limits, max_bytes=_MAX_META_BYTES)
+    said = meta.get("parent_session_id") if isinstance(meta, dict) else None
+    if isinstance(said, str) and said and said != name:
+        raise RejectError(
+            RejectCode.INCONSISTENT_SOURCE,
+            f"{meta_path} names parent {said!r} but lies under session {name!r}",
+            session_hint=session_id(AGENT, child),
+        )
+    return name
 
 
 def _text(value: Any) -> str | None:
