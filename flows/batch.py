@@ -17,6 +17,7 @@ from extractors.bounded import Limits, content_sha256
 from extractors.errors import BENIGN_REJECT_CODES
 from extractors.model import Agent, Deferred, Loaded, Rejected, Source
 from extractors.registry import read_source
+from sinks import failpoints
 from sinks.results import BatchResult, Previous, SourceResult
 from sinks.staging import SOURCE_COLUMN, stage_tables
 from sinks.store import Store
@@ -89,6 +90,7 @@ def read_batch(
     Sessions are normalised and staged every `flush_bytes` of text, so a batch (or one export holding thousands of
     conversations) never holds more than that in memory. `buckets` is the bucket count of each agent partition.
     """
+    failpoints.reach("batch")
     batch = BatchResult(batch_no, [], {})
     pending: list[Loaded] = []
     held = 0

@@ -105,6 +105,9 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a run would do; write nothing.")] = False,
     sample: Annotated[bool, typer.Option("--sample", help="Load the sample corpus shipped in data/sample.")] = False,
     wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    dask: Annotated[
+        str | None, typer.Option("--dask", help="Read on a Dask cluster: a scheduler ADDRESS, or 'local'.")
+    ] = None,
     config: Config = None,
 ) -> None:
     """Discover new and changed sessions and load them into the corpus."""
@@ -117,6 +120,7 @@ def run(
         "roots": root or [],
         "config": config,
         "lock_wait": wait,
+        "dask": dask,
     }
     settings = _settings(**options)
     from extractors.registry import extractor

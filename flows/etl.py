@@ -173,7 +173,8 @@ def _extract(
     *,
     as_tasks: bool,
 ) -> Iterator[BatchResult]:
-    """Extract every batch, in order; on several processes when there are several batches."""
+    """Extract every batch, in order; on several processes when there are several batches, or on the Dask
+    cluster of `settings.dask` (as Prefect tasks only: a cluster is the flow's business)."""
     global _pool
     step = extract_batch if as_tasks else extract_batch.fn
 
@@ -181,6 +182,20 @@ def _extract(
         previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
         return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous, buckets)
 
+    if settings.dask is not None and work:
+        if not as_tasks:
+            raise ValueError("a Dask cluster runs the extraction as Prefect tasks: run the flow")
+        from flows.cluster import dask_runner
+
+        names = ("data_dir", "run_id", "batch_no", "sources", "limits", "versions", "previous", "buckets")
+        with dask_runner(settings.dask, workers=settings.workers) as runner:
+            futures = [
+                runner.submit(extract_batch, parameters=dict(zip(names, args(n, b), strict=True)))
+                for n, b in enumerate(work)
+            ]
+            for future in futures:
+                yield future.result()
+        return
     with extraction_pool(min(settings.workers, len(work))) as pool:
         if pool is None:
             for number, batch in enumerate(work):

@@ -2,7 +2,7 @@
 
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
-TRANSCRIPTS_WORKERS,
+TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK,
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, and TRANSCRIPTS_CONFIG (the TOML file; default
 `$XDG_CONFIG_HOME/transcripts/config.toml`).
 """
@@ -51,6 +51,9 @@ class Settings:
     lock_wait_seconds: float = 60.0
     schedule_cron: str = "0 3 * * *"
     schedule_timezone: str | None = None
+    # Run the extraction tasks on a Dask cluster: a scheduler address (tcp://host:8786) or "local" (a LocalCluster
+    # on this machine); None: worker processes on this machine (`workers`).
+    dask: str | None = None
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def roots(self, agent: Agent, module: Extractor) -> list[Path]:
@@ -105,6 +108,7 @@ def load_settings(
     config: Path | None = None,
     limits: Mapping[str, Any] | None = None,
     lock_wait: float | None = None,
+    dask: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Resolve settings from flags (arguments), the environment and the TOML file. Raises SettingsError."""
@@ -175,6 +179,7 @@ def load_settings(
         lock_wait_seconds=wait,
         schedule_cron=env.get("TRANSCRIPTS_SCHEDULE_CRON") or schedule.get("cron", "0 3 * * *"),
         schedule_timezone=env.get("TRANSCRIPTS_SCHEDULE_TIMEZONE") or schedule.get("timezone"),
+        dask=dask or env.get("TRANSCRIPTS_DASK") or run.get("dask") or None,
         env=env,
     )
 

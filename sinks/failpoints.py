@@ -1,6 +1,7 @@
 """Named points where a crash test can kill the run (`TRANSCRIPTS_FAILPOINT=<name>`): proof of crash safety.
 
-Points: `extract` (a batch staged), `parquet` (new version half written), `publish` (version folder in place,
+Points: `batch` (inside the process reading a batch: a worker process or a Dask worker), `extract` (a batch
+staged), `parquet` (new version half written), `publish` (version folder in place,
 not yet swapped in), `warehouse` (new warehouse built, not yet swapped in). Unset, `reach()` is one dict lookup.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("extract", "parquet", "publish", "warehouse")
+POINTS = ("batch", "extract", "parquet", "publish", "warehouse")
 
 
 def reach(name: str) -> None:
