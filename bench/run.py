@@ -396,8 +396,10 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         )
     if args.stages:
         shutil.rmtree(work / "data-stages", ignore_errors=True)
+        # Timers live in this one process: extraction in worker processes would neither be timed nor pickle them.
+        one = {**env, "TRANSCRIPTS_WORKERS": "1"}
         timed = run_phase(
-            "full load", home, work / "data-stages", sources, env, prefect=False, corpus_mb=corpus_mb, stages=True
+            "full load", home, work / "data-stages", sources, one, prefect=False, corpus_mb=corpus_mb, stages=True
         )
         print_stages(timed)
         results["stages"] = {"pipeline_seconds": timed.pipeline_seconds, "steps": timed.stages}
@@ -405,8 +407,16 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         prof = OUT / "full-load.prof"
         prof.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(work / "data-profile", ignore_errors=True)
+        one_process = {**env, "TRANSCRIPTS_WORKERS": "1"}  # cProfile sees this process only
         profiled = run_phase(
-            "full load", home, work / "data-profile", sources, env, prefect=False, corpus_mb=corpus_mb, profile=prof
+            "full load",
+            home,
+            work / "data-profile",
+            sources,
+            one_process,
+            prefect=False,
+            corpus_mb=corpus_mb,
+            profile=prof,
         )
         print_profile(prof)
         results["profile"] = {"file": str(prof), "pipeline_seconds_under_profiler": profiled.pipeline_seconds}
