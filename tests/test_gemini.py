@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from extractors import gemini
 from extractors.bounded import Limits
 from extractors.errors import DeferCode, RejectCode
@@ -376,3 +378,102 @@ def test_ok_integers_past_64_bits_in_tool_args_do_not_crash(tmp_path: Path) -> N
     )
     [tool_call] = one(path).tool_calls
     assert tool_call.input == '{"n":123456789012345678901234567890,"x":NaN}'
+
+
+# --- text Gemini CLI writes as the user (USER_INJECTIONS) ------------------------------------------------------------
+
+PROMPT = msg("u0", "user", "fix the failing test")
+REPLY = msg("g1", "gemini", "Looking at it.")
+
+
+@pytest.mark.parametrize(
+    ("fixture", "content", "name"),
+    [
+        ("ok_harness_next_speaker_please_continue", "Please continue.", "next_speaker"),
+        ("ok_harness_invalid_stream_retry", [{"text": "System: Please continue."}], "invalid_stream_retry"),
+        (
+            "ok_harness_loop_recovery",
+            "System: Potential loop detected. Details: Repeated tool call: read_file. Please take a step back.",
+            "loop_recovery",
+        ),
+        (
+            "ok_harness_ide_context_full",
+            "Here is the user's editor context as a JSON object. This is for your information only.\n```json\n{}\n```",
+            "ide_context",
+        ),
+        (
+            "ok_harness_ide_context_delta",
+            "Here is a summary of changes in the user's editor context, in JSON format. This is for your information "
+            'only.\n```json\n{"changes": {}}\n```',
+            "ide_context",
+        ),
+        (
+            "ok_harness_compression_summary",
+            "<state_snapshot>\n<overall_goal>x</overall_goal>\n</state_snapshot>",
+            "compression_summary",
+        ),
+        ("ok_harness_hook_context_only", [{"text": "<hook_context>branch: main</hook_context>"}], "hook_context"),
+    ],
+)
+def test_injected_user_text_is_harness_not_a_turn(tmp_path: Path, fixture: str, content: Any, name: str) -> None:
+    for path in (
+        legacy(
+            tmp_path / fixture / "chats" / "session-x.json",
+            [PROMPT, REPLY, msg("u2", "user", content), REPLY | {"id": "g3"}],
+        ),
+        write_jsonl(
+            tmp_path / fixture / "chats" / "session-y.jsonl",
+            [META, PROMPT, REPLY, msg("u2", "user", content), REPLY | {"id": "g3"}],
+        ),
+    ):
+        session = one(path)
+        assert [(t.index, t.role, t.text) for t in session.turns] == [
+            (PROMPT_INDEX[path.suffix], Role.USER, "fix the failing test"),
+            (PROMPT_INDEX[path.suffix] + 1, Role.ASSISTANT, "Looking at it."),
+            (PROMPT_INDEX[path.suffix] + 3, Role.ASSISTANT, "Looking at it."),
+        ], path
+        assert session.census[(f"message/user/{name}", "", Disposition.HARNESS)] == 1
+        assert session.census[("message/user", "", Disposition.TURN)] == 1
+
+
+PROMPT_INDEX = {".json": 0, ".jsonl": 1}  # JSONL indexes are line numbers: line 0 is the metadata record
+
+
+def test_ok_harness_retry_carrying_the_previous_display_content_does_not_double_the_prompt(tmp_path: Path) -> None:
+    # Newer GEM passes the person's displayContent on into its recursive "System: Please continue." request; read
+    # by displayContent, the person's prompt would appear twice.
+    retry = msg("u2", "user", [{"text": "System: Please continue."}], displayContent=[{"text": "fix the failing test"}])
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", [META, PROMPT, REPLY, retry]))
+    assert [t.text for t in session.turns if t.role is Role.USER] == ["fix the failing test"]
+    assert session.census[("message/user/invalid_stream_retry", "", Disposition.HARNESS)] == 1
+
+
+def test_ok_person_text_that_only_resembles_an_injection_is_a_turn(tmp_path: Path) -> None:
+    texts = ["Please continue. And add tests.", "please continue", "Here is the user's editor", "System: hi"]
+    session = one(
+        write_jsonl(tmp_path / "chats" / "s.jsonl", [META, *(msg(f"u{i}", "user", t) for i, t in enumerate(texts))])
+    )
+    assert [t.text for t in session.turns] == texts
+
+
+def test_ok_hook_context_part_is_cut_out_of_the_prompt(tmp_path: Path) -> None:
+    record = msg("u1", "user", [{"text": "deploy it"}, {"text": "<hook_context>on-call: ana</hook_context>"}])
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", [META, record]))
+    assert [(t.index, t.text) for t in session.turns] == [(1, "deploy it")]
+    assert session.census[("message/user", "", Disposition.TURN)] == 1
+
+
+def test_ok_harness_subagent_task_is_not_a_person_turn(tmp_path: Path) -> None:
+    nested = write_jsonl(
+        tmp_path / "chats" / "parent-uuid" / "child-uuid.jsonl",
+        [META | {"sessionId": "child-uuid"}, msg("u1", "user", "Investigate the auth module"), REPLY],
+    )
+    flagged = legacy(
+        tmp_path / "other" / "chats" / "session-z.json",
+        [msg("u1", "user", "Investigate the auth module"), REPLY],
+        kind="subagent",
+    )
+    for path in (nested, flagged):
+        session = one(path)
+        assert [t.role for t in session.turns] == [Role.ASSISTANT], path
+        assert session.census[("message/user/subagent_prompt", "", Disposition.HARNESS)] == 1
