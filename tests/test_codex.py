@@ -302,6 +302,10 @@ FRAGMENT_SAMPLES: dict[str, str] = {
     "hook_prompt": '<hook_prompt hook_run_id="r1">check the tests</hook_prompt>',
     "internal_model_context": '<codex_internal_context source="goals">\nkeep going\n</codex_internal_context>',
     "legacy_goal_context": "<goal_context>\nobjective\n</goal_context>",
+    "next_prompt_suggestion": "<next_prompt_suggestion>\n[SUGGESTION MODE: Suggest what the user might naturally type next "
+    "into Codex.]\n</next_prompt_suggestion>",
+    "agent_message_board_notification": "<agent_message_board_notification>\nNew post 0190 in discussion 0191. Use "
+    "collaboration.read_post or collaboration.read_thread to read it.\n</agent_message_board_notification>",
     "additional_context": "<external_calendar>meeting at 3</external_calendar>",
     "legacy_warning": "Warning: The maximum number of unified exec processes you can keep open is 8.",
 }
