@@ -125,12 +125,34 @@ USER_INJECTIONS: tuple[Injection, ...] = (
         "core/client.ts getIdeContextParts: the delta form of the IDE context (same path as above)",
     ),
     Injection(
+        "session_context",
+        "<session_context>",
+        False,
+        "utils/environmentContext.ts getEnvironmentContext (newer builds): `This is the Gemini CLI. We are setting up "
+        "the context for our chat.` + OS, workspace, folder tree, recorded as the first user message (bare or in the "
+        "seed `$set.messages`; a peer reader's tests quote the real block)",
+    ),
+    Injection(
+        "session_context",
+        "This is the Gemini CLI. We are setting up the context for our chat.",
+        False,
+        "the same environment context without the tag (older builds; the first USER entry of real `/chat share` "
+        "exports)",
+    ),
+    Injection(
         "compression_summary",
         "<state_snapshot>",
         False,
         "chat compression (core/prompts.ts getCompressionPrompt): the summary becomes a user Content followed by the "
         "model's `Got it. Thanks for the additional context!`; seen as a user message in exported histories",
     ),
+)
+# An @-file in a prompt is expanded into what was sent: `<prompt>\n--- Content from referenced files ---\nContent from
+# @a.py:\n...\n--- End of content ---` (cli/src/ui/hooks/atCommandProcessor.ts). Builds that record no
+# displayContent leave only that `content`; GEM's own rewind viewer (RewindViewer.test.tsx "removes reference
+# markers") shows displayContent when present, else the content with this span cut. We do the same.
+REFERENCED_FILES_SPAN = re.compile(
+    r"\n?--- Content from referenced files ---.*?(?:--- End of content ---|\Z)", re.DOTALL
 )
 # A BeforeAgent hook's `additionalContext` is appended to the person's request as one more part,
 # `<hook_context>...</hook_context>` (core/client.ts sendMessageStream): cut out of the text; a user record with
@@ -478,6 +500,8 @@ def _session(
                 shown if shown not in (None, "", []) else message.get("content"), skip_thoughts=False
             )
             text = HOOK_CONTEXT_SPAN.sub("", text)
+            if REFERENCED_FILES_SPAN.search(text):
+                text = REFERENCED_FILES_SPAN.sub("", text).rstrip()
         else:
             text, attachments = _text_and_attachments(message.get("content"), skip_thoughts=True)
             for call in _tool_calls(message, entry.index, limits):

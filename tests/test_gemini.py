@@ -412,6 +412,21 @@ REPLY = msg("g1", "gemini", "Looking at it.")
             "<state_snapshot>\n<overall_goal>x</overall_goal>\n</state_snapshot>",
             "compression_summary",
         ),
+        (
+            "ok_harness_session_context_tagged",
+            [
+                {
+                    "text": "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+                    "My operating system is: linux\n</session_context>"
+                }
+            ],
+            "session_context",
+        ),
+        (
+            "ok_harness_session_context_untagged",
+            "This is the Gemini CLI. We are setting up the context for our chat.\nToday's date is Monday.",
+            "session_context",
+        ),
         ("ok_harness_hook_context_only", [{"text": "<hook_context>branch: main</hook_context>"}], "hook_context"),
     ],
 )
@@ -477,3 +492,20 @@ def test_ok_harness_subagent_task_is_not_a_person_turn(tmp_path: Path) -> None:
         session = one(path)
         assert [t.role for t in session.turns] == [Role.ASSISTANT], path
         assert session.census[("message/user/subagent_prompt", "", Disposition.HARNESS)] == 1
+
+
+def test_ok_referenced_file_contents_are_cut_when_there_is_no_display_content(tmp_path: Path) -> None:
+    # Older builds record only what was sent; the @-file bodies are not the person's words (GEM's rewind viewer cuts
+    # them the same way). With displayContent, that is what the person typed.
+    block = "\n--- Content from referenced files ---\nContent from @a.py:\nprint(1)\n--- End of content ---"
+    unterminated = "and @b.py\n--- Content from referenced files ---\nContent from @b.py:\nx = 2\n"
+    records = [
+        META,
+        msg("u1", "user", [{"text": "explain @a.py please"}, {"text": block}]),
+        msg("u2", "user", unterminated),
+        msg("u3", "user", "explain @a.py" + block, displayContent="explain @a.py please!"),
+    ]
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", records))
+    assert [t.text for t in session.turns] == ["explain @a.py please", "and @b.py", "explain @a.py please!"]
+    assert "print(1)" not in repr(session.turns)
+    assert session.census[("message/user", "", Disposition.TURN)] == 3
