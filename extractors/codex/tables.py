@@ -93,6 +93,11 @@ EVENT_KINDS: dict[str, Disposition] = {
     "guardian_assessment": Disposition.SKIPPED,  # auto-review of a command
     "sub_agent_activity": Disposition.SKIPPED,
     "undo_completed": Disposition.SKIPPED,
+    # `{"num_turns": N}` (protocol.rs ThreadRolledBackEvent: "Number of user turns that were removed from context"):
+    # the person went back (Esc Esc, edit a previous prompt) and Codex dropped the last N user turns and what followed
+    # them. Those prompts and answers are left behind, as ChatGPT's abandoned branches are: counted
+    # `<kind>/rolled_back`, not turns. Codex's own `user_message_positions_in_rollout` pops N positions the same way.
+    "thread_rolled_back": Disposition.METADATA,
     "error": Disposition.SKIPPED,  # an error banner; the transcript continues
 }
 
