@@ -302,6 +302,39 @@ def test_ok_synthetic_reason_human_is_a_person_turn(tmp_path: Path) -> None:
     assert [(t.index, t.role, t.text) for t in load(home.parents[2]).turns] == [(0, Role.USER, "typed by me")]
 
 
+def test_ok_interjection_typed_while_the_model_worked_is_a_person_turn(tmp_path: Path) -> None:
+    # Grok marks it synthetic (it wraps the text in a lead-in), but the words inside <user_query> are the person's.
+    records = [
+        user("<user_query>\nfix the parser\n</user_query>", 0),
+        assistant("on it"),
+        user(
+            "The user sent a message while you were working:\n<user_query>\nalso the tests\n</user_query>",
+            None,
+            synthetic_reason="interjection",
+        ),
+        user("Background task finished", 1, synthetic_reason="task_completed"),
+        user(
+            "The user interrupted the previous turn:\n<user_query>\nstop, use tabs\n</user_query>\nIf the user is "
+            "asking you to change course, do so.",
+            2,
+        ),
+    ]
+    session = load(session_dir(tmp_path, records, summary()).parents[2])
+    assert [(t.index, t.role, t.text) for t in session.turns] == [
+        (0, Role.USER, "fix the parser"),
+        (1, Role.ASSISTANT, "on it"),
+        (2, Role.USER, "also the tests"),
+        (4, Role.USER, "stop, use tabs"),
+    ]
+    assert session.census[("user/interjection/user_query", "1", Disposition.TURN)] == 1
+    assert session.census[("user/synthetic/task_completed", "1", Disposition.HARNESS)] == 1
+
+
+def test_ok_an_unhashable_synthetic_reason_is_harness_not_a_crash(tmp_path: Path) -> None:
+    home = session_dir(tmp_path, [user("x", 0, synthetic_reason=["odd"]), user("real", 1)], summary())
+    assert [t.text for t in load(home.parents[2]).turns] == ["real"]
+
+
 def test_ok_user_query_envelope_keeps_only_the_typed_prompt(tmp_path: Path) -> None:
     wrapped = {
         "type": "user",
