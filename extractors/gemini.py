@@ -149,8 +149,9 @@ USER_INJECTIONS: tuple[Injection, ...] = (
 )
 # An @-file in a prompt is expanded into what was sent: `<prompt>\n--- Content from referenced files ---\nContent from
 # @a.py:\n...\n--- End of content ---` (cli/src/ui/hooks/atCommandProcessor.ts). Builds that record no
-# displayContent leave only that `content`; GEM's own rewind viewer (RewindViewer.test.tsx "removes reference
-# markers") shows displayContent when present, else the content with this span cut. We do the same.
+# displayContent leave only that `content`. GEM's rewind viewer (RewindViewer.tsx getCleanedRewindText) takes
+# displayContent when present, else the content through `stripReferenceContent` (cli/src/ui/utils/formatters.ts),
+# which cuts these blocks; we do the same, and also cut a block left without its end marker to the end of the text.
 REFERENCED_FILES_SPAN = re.compile(
     r"\n?--- Content from referenced files ---.*?(?:--- End of content ---|\Z)", re.DOTALL
 )
