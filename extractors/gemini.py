@@ -126,18 +126,10 @@ USER_INJECTIONS: tuple[Injection, ...] = (
     ),
     Injection(
         "session_context",
-        "<session_context>",
-        False,
-        "utils/environmentContext.ts getEnvironmentContext (newer builds): `This is the Gemini CLI. We are setting up "
-        "the context for our chat.` + OS, workspace, folder tree, recorded as the first user message (bare or in the "
-        "seed `$set.messages`; a peer reader's tests quote the real block)",
-    ),
-    Injection(
-        "session_context",
         "This is the Gemini CLI. We are setting up the context for our chat.",
         False,
-        "the same environment context without the tag (older builds; the first USER entry of real `/chat share` "
-        "exports)",
+        "utils/environmentContext.ts getEnvironmentContext, older builds: OS, cwd, folder tree, untagged (the first "
+        "USER entry of real `/chat share` exports); newer builds tag it, see HARNESS_SPANS",
     ),
     Injection(
         "compression_summary",
@@ -155,10 +147,18 @@ USER_INJECTIONS: tuple[Injection, ...] = (
 REFERENCED_FILES_SPAN = re.compile(
     r"\n?--- Content from referenced files ---.*?(?:--- End of content ---|\Z)", re.DOTALL
 )
-# A BeforeAgent hook's `additionalContext` is appended to the person's request as one more part,
-# `<hook_context>...</hook_context>` (core/client.ts sendMessageStream): cut out of the text; a user record with
-# nothing else is harness (`message/user/hook_context`).
-HOOK_CONTEXT_SPAN = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
+# Tagged harness blocks inside a user message: cut out of the text; a user record with nothing else is harness
+# (census `message/user/<name>`).
+HARNESS_SPANS: dict[str, re.Pattern[str]] = {
+    # utils/environmentContext.ts, newer builds: `<session_context>\nThis is the Gemini CLI. We are setting up the
+    # context for our chat.\n...OS, workspace, folder tree...</session_context>`, recorded as the first user message
+    # (bare, or in the seed `$set.messages`; a peer reader's tests quote the real block; real `/chat share` exports
+    # show it as the first USER entry).
+    "session_context": re.compile(r"<session_context>.*?</session_context>", re.DOTALL),
+    # A BeforeAgent hook's `additionalContext`, appended to the person's request as one more part (core/client.ts
+    # sendMessageStream).
+    "hook_context": re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL),
+}
 # Not detectable, and so still a turn: an AfterAgent hook that blocks sends its `reason` (free text) as the next
 # request (core/client.ts, `continueRequest`).
 # In a subagent recording (`kind: "subagent"`, or `chats/<parentId>/<id>.jsonl`) no user message is a person's: the
@@ -341,9 +341,16 @@ def _injected(message: dict[str, Any], subagent: bool) -> str | None:
     for injection in USER_INJECTIONS:
         if injection.matches(sent):
             return injection.name
-    if HOOK_CONTEXT_SPAN.search(sent) and not HOOK_CONTEXT_SPAN.sub("", sent).strip():
-        return "hook_context"
+    found = [name for name, span in HARNESS_SPANS.items() if span.search(sent)]
+    if found and not _without_spans(sent).strip():
+        return found[0]
     return None
+
+
+def _without_spans(text: str) -> str:
+    for span in HARNESS_SPANS.values():
+        text = span.sub("", text)
+    return text
 
 
 def _kind(message: dict[str, Any], subagent: bool) -> str:
@@ -500,7 +507,7 @@ def _session(
             text, attachments = _text_and_attachments(
                 shown if shown not in (None, "", []) else message.get("content"), skip_thoughts=False
             )
-            text = HOOK_CONTEXT_SPAN.sub("", text)
+            text = _without_spans(text)
             if REFERENCED_FILES_SPAN.search(text):
                 text = REFERENCED_FILES_SPAN.sub("", text).rstrip()
         else:

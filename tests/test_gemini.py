@@ -478,6 +478,14 @@ def test_ok_hook_context_part_is_cut_out_of_the_prompt(tmp_path: Path) -> None:
     assert session.census[("message/user", "", Disposition.TURN)] == 1
 
 
+def test_ok_session_context_block_before_a_prompt_in_one_message_leaves_the_prompt(tmp_path: Path) -> None:
+    block = "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n</session_context>"
+    record = msg("u1", "user", [{"text": block}, {"text": "\nwhy does the build fail?"}])
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", [META, record]))
+    assert [t.text for t in session.turns] == ["\nwhy does the build fail?"]
+    assert "setting up the context" not in repr(session.turns)
+
+
 def test_ok_harness_subagent_task_is_not_a_person_turn(tmp_path: Path) -> None:
     nested = write_jsonl(
         tmp_path / "chats" / "parent-uuid" / "child-uuid.jsonl",
