@@ -23,6 +23,7 @@ grows).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -52,7 +53,7 @@ from extractors.model import (
 from extractors.timeutil import parse_iso
 
 AGENT = Agent.GEMINI
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 NIGHTLY = True
 
 # Message `type` -> (role of its turn or None, disposition in the census).
@@ -63,6 +64,108 @@ MESSAGE_TYPES: dict[str, tuple[Role | None, Disposition]] = {
     "error": (None, Disposition.HARNESS),  # CLI error notices, not the model's words
     "warning": (None, Disposition.HARNESS),  # CLI warnings
 }
+
+# --- Text Gemini CLI writes as the user ------------------------------------------------------------------------------
+# GEM's `GeminiChat.sendMessageStream` records EVERY request it sends as a `type: "user"` message (only function
+# responses are left out), so a request the CLI makes up itself is recorded exactly like a typed prompt. The
+# injection is in `content` (what was sent); newer builds pass the person's earlier `displayContent` on into the
+# recursive call, so such a record can even carry the person's PREVIOUS prompt as its displayContent: the rule is
+# read on `content`, and a matching record is harness whatever its displayContent says (else that prompt doubles).
+# Census kind: `message/user/<name>`, disposition HARNESS. A subagent recording is handled separately below.
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """A request Gemini CLI sends (and records) as the user. `text` is matched on the whole stripped `content`:
+    `exact`, or as its start (`prefix`)."""
+
+    name: str
+    text: str
+    exact: bool
+    where: str  # the GEM source that writes it, and what triggers it
+
+    def matches(self, content: str) -> bool:
+        return content == self.text if self.exact else content.startswith(self.text)
+
+
+USER_INJECTIONS: tuple[Injection, ...] = (
+    Injection(
+        "next_speaker",
+        "Please continue.",
+        True,
+        "core/client.ts sendMessageStream: checkNextSpeaker (utils/nextSpeakerChecker.ts) decided the model speaks "
+        "next after a turn without pending tool calls; the CLI sends this to let it go on. A person who types exactly "
+        "`Please continue.` is read the same way (the record carries no other signal)",
+    ),
+    Injection(
+        "invalid_stream_retry",
+        "System: Please continue.",
+        True,
+        "core/client.ts: a GeminiEventType.InvalidStream (empty or malformed stream) with continueOnFailedApiCall; "
+        "sent once per prompt (isInvalidStreamRetry). Seen in a real session 2 s after a tool call (issue 9)",
+    ),
+    Injection(
+        "loop_recovery",
+        "System: Potential loop detected.",
+        False,
+        "core/client.ts _recoverFromLoop: the first strike of LoopDetectionService; the text goes on with "
+        "`Details: <what repeated>. Please take a step back ...`. Seen as a user message in a rendered real recording",
+    ),
+    Injection(
+        "ide_context",
+        "Here is the user's editor context as a JSON object. This is for your information only.",
+        False,
+        "core/client.ts getIdeContextParts (IDE mode): open files, cursor, selection; added with addHistory, which "
+        "GEM does not record, so listed for builds or forks that send it as a request",
+    ),
+    Injection(
+        "ide_context",
+        "Here is a summary of changes in the user's editor context, in JSON format. This is for your information only.",
+        False,
+        "core/client.ts getIdeContextParts: the delta form of the IDE context (same path as above)",
+    ),
+    Injection(
+        "session_context",
+        "This is the Gemini CLI. We are setting up the context for our chat.",
+        False,
+        "utils/environmentContext.ts getEnvironmentContext, older builds: OS, cwd, folder tree, untagged (the first "
+        "USER entry of real `/chat share` exports); newer builds tag it, see HARNESS_SPANS",
+    ),
+    Injection(
+        "compression_summary",
+        "<state_snapshot>",
+        False,
+        "chat compression (core/prompts.ts getCompressionPrompt): the summary becomes a user Content followed by the "
+        "model's `Got it. Thanks for the additional context!`; seen as a user message in exported histories",
+    ),
+)
+# An @-file in a prompt is expanded into what was sent: `<prompt>\n--- Content from referenced files ---\nContent from
+# @a.py:\n...\n--- End of content ---` (cli/src/ui/hooks/atCommandProcessor.ts). Builds that record no
+# displayContent leave only that `content`. GEM's rewind viewer (RewindViewer.tsx getCleanedRewindText) takes
+# displayContent when present, else the content through `stripReferenceContent` (cli/src/ui/utils/formatters.ts),
+# which cuts these blocks; we do the same, and also cut a block left without its end marker to the end of the text.
+REFERENCED_FILES_SPAN = re.compile(
+    r"\n?--- Content from referenced files ---.*?(?:--- End of content ---|\Z)", re.DOTALL
+)
+# Tagged harness blocks inside a user message: cut out of the text; a user record with nothing else is harness
+# (census `message/user/<name>`).
+HARNESS_SPANS: dict[str, re.Pattern[str]] = {
+    # utils/environmentContext.ts, newer builds: `<session_context>\nThis is the Gemini CLI. We are setting up the
+    # context for our chat.\n...OS, workspace, folder tree...</session_context>`, recorded as the first user message
+    # (bare, or in the seed `$set.messages`; a peer reader's tests quote the real block; real `/chat share` exports
+    # show it as the first USER entry).
+    "session_context": re.compile(r"<session_context>.*?</session_context>", re.DOTALL),
+    # A BeforeAgent hook's `additionalContext`, appended to the person's request as one more part (core/client.ts
+    # sendMessageStream).
+    "hook_context": re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL),
+}
+# Not detectable, and so still a turn: an AfterAgent hook that blocks sends its `reason` (free text) as the next
+# request (core/client.ts, `continueRequest`).
+# In a subagent recording (`kind: "subagent"`, or `chats/<parentId>/<id>.jsonl`) no user message is a person's: the
+# first is the task the parent model delegated (the agent's query filled in from the parent's tool call), as Claude's
+# subagent prompts are. Census `message/user/subagent_prompt`.
+SUBAGENT_KIND = "subagent"
+
 # JSONL record kinds other than messages (GEM `isRewindRecord` / `isMetadataUpdateRecord` / partial metadata).
 METADATA_KINDS = {
     "metadata": Disposition.METADATA,  # {sessionId, projectHash, startTime, lastUpdated, kind}
@@ -134,10 +237,11 @@ def _read_legacy(path: Path, limits: Limits) -> Session:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} messages")
     census: Counter[tuple[str, str, Disposition]] = Counter()
     entries = []
+    subagent = _is_subagent(doc, path)
     for position, message in enumerate(messages):
         _check_message(message, position)
         entries.append(_Entry(message, position, position))
-        census[(_kind(message), "", _disposition(message))] += 1
+        census[(_kind(message, subagent), "", _disposition(message, subagent))] += 1
     return _session(doc, entries, census, path, limits)
 
 
@@ -171,13 +275,16 @@ def _read_jsonl(path: Path, limits: Limits) -> Session:
         else:
             census[("unknown", "", Disposition.SKIPPED)] += 1
     live = {(e.line, id_) for id_, e in entries.items()}
+    subagent = _is_subagent(meta, path)
     for index, id_, record in lines:
         if (index, id_) in live:
-            census[(_kind(record), "", _disposition(record))] += 1
+            census[(_kind(record, subagent), "", _disposition(record, subagent))] += 1
         elif id_ in entries:
-            census[(f"{_kind(record)}/superseded", "", Disposition.SKIPPED)] += 1  # an older version of a message
+            census[(f"message/{record['type']}/superseded", "", Disposition.SKIPPED)] += (
+                1  # an older version of a message
+            )
         else:
-            census[(f"{_kind(record)}/removed", "", Disposition.SKIPPED)] += 1  # rewound or replaced away
+            census[(f"message/{record['type']}/removed", "", Disposition.SKIPPED)] += 1  # rewound or replaced away
     return _session(meta, list(entries.values()), census, path, limits)
 
 
@@ -217,11 +324,43 @@ def _check_message(message: Any, line: int) -> None:
         raise RejectError(RejectCode.BAD_SHAPE, f"message {message['id']} without a type", line=line)
 
 
-def _kind(message: dict[str, Any]) -> str:
-    return f"message/{message['type']}"
+def _is_subagent(meta: dict[str, Any], path: Path) -> bool:
+    """A subagent's recording: `kind: "subagent"`, or the `chats/<parentSessionId>/<id>.jsonl` place."""
+    nested = path.suffix == ".jsonl" and path.parent.name != "chats" and path.parent.parent.name == "chats"
+    return nested or meta.get("kind") == SUBAGENT_KIND
 
 
-def _disposition(message: dict[str, Any]) -> Disposition:
+def _injected(message: dict[str, Any], subagent: bool) -> str | None:
+    """The name of the harness text a `user` message is (USER_INJECTIONS, hook context, a subagent's task), or None
+    when it is what a person sent. Read on `content`, never on `displayContent` (see USER_INJECTIONS)."""
+    if message["type"] != "user":
+        return None
+    if subagent:
+        return "subagent_prompt"
+    sent = _text_and_attachments(message.get("content"), skip_thoughts=False)[0].strip()
+    for injection in USER_INJECTIONS:
+        if injection.matches(sent):
+            return injection.name
+    found = [name for name, span in HARNESS_SPANS.items() if span.search(sent)]
+    if found and not _without_spans(sent).strip():
+        return found[0]
+    return None
+
+
+def _without_spans(text: str) -> str:
+    for span in HARNESS_SPANS.values():
+        text = span.sub("", text)
+    return text
+
+
+def _kind(message: dict[str, Any], subagent: bool) -> str:
+    injected = _injected(message, subagent)
+    return f"message/{message['type']}" + (f"/{injected}" if injected else "")
+
+
+def _disposition(message: dict[str, Any], subagent: bool) -> Disposition:
+    if _injected(message, subagent):
+        return Disposition.HARNESS
     return MESSAGE_TYPES.get(message["type"], (None, Disposition.SKIPPED))[1]
 
 
@@ -351,13 +490,14 @@ def _session(
     models: list[str] = []
     times: list[datetime] = []
     seen_calls: set[str] = set()
+    subagent = _is_subagent(meta, path)
     for entry in entries:
         message = entry.record
         when = parse_iso(message.get("timestamp"))
         if when is not None:
             times.append(when)
         role = MESSAGE_TYPES.get(message["type"], (None, Disposition.SKIPPED))[0]
-        if entry.index is None or role is None:
+        if entry.index is None or role is None or _injected(message, subagent):
             continue
         model = message.get("model") if isinstance(message.get("model"), str) else None
         if model and model not in models:
@@ -367,6 +507,9 @@ def _session(
             text, attachments = _text_and_attachments(
                 shown if shown not in (None, "", []) else message.get("content"), skip_thoughts=False
             )
+            text = _without_spans(text)
+            if REFERENCED_FILES_SPAN.search(text):
+                text = REFERENCED_FILES_SPAN.sub("", text).rstrip()
         else:
             text, attachments = _text_and_attachments(message.get("content"), skip_thoughts=True)
             for call in _tool_calls(message, entry.index, limits):

@@ -8,7 +8,9 @@ unit covers both files. Journals beside them (`updates.jsonl`, `events.jsonl`, `
 The verified signal for a person's turn (FORMATS.md 3.1, agent-sessions GrokSessionParser.isGenuinePrompt,
 "verified against 141 real sessions"): a `user` record with `prompt_index` present and no `synthetic_reason`.
 Synthetic user records (environment_context `<user_info>...`, project_instructions, system_reminder, interrupt
-notices) and user records without `prompt_index` are harness.
+notices, wake-ups) and user records without `prompt_index` are harness; a `synthetic_reason` of PERSON_REASONS
+(`interjection`: typed while the model worked) says the opposite and is a turn; a `<user_query>` envelope is reduced
+to the typed text (the tables below).
 
 The community `superagent-ai/grok-cli` also lives in `~/.grok`, as a SQLite `grok.db`: a different product. The root
 is the Grok home, so discovery sees `grok.db` beside `sessions/` and lists it; read() rejects it as
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +51,7 @@ from extractors.model import (
 from extractors.timeutil import parse_iso
 
 AGENT = Agent.GROK
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 NIGHTLY = True
 
 # `chat_history.jsonl` record `type` -> disposition.
@@ -61,8 +64,35 @@ RECORD_KINDS: dict[str, Disposition] = {
     "reasoning": Disposition.HARNESS,  # summaries and encrypted reasoning
 }
 
-# `synthetic_reason` values seen (FORMATS.md 3.1); any value, known or not, makes a user record harness.
-KNOWN_SYNTHETIC_REASONS = frozenset({"environment_context", "project_instructions", "system_reminder", "interrupt"})
+# --- Text Grok writes as the user ------------------------------------------------------------------------------------
+# `synthetic_reason` values -> where seen and what they are. Each makes a user record harness (census
+# `user/synthetic/<reason>`); so does any value not listed here, except those in PERSON_REASONS. "Wake-ups" carry a
+# `prompt_index` too (`task_completed` below), so the reason, not the index, decides.
+SYNTHETIC_REASONS: dict[str, str] = {
+    "environment_context": "`<user_info>OS Version ... Workspace Path ...</user_info>` at start (AS fixture l.1)",
+    "project_instructions": "AGENTS.md / CLAUDE.md contents injected at spawn (AS Grok PRD; xai_grok_sampling_types)",
+    "system_reminder": "`<system-reminder>` the runtime adds between turns (AS Grok PRD; xai_grok_sampling_types)",
+    "interrupt": "the notice written after the person stops a turn (AS Grok PRD)",
+    "compaction_meta": "what a compaction carries over (re-read files, the summary) as `user_meta` items "
+    "(SyntheticReason::CompactionMeta in a vendored copy of the Grok engine's compaction report)",
+    "task_completed": '"Background task finished" wake-up, written WITH a prompt_index (a peer reader\'s tests citing '
+    "Grok's conversation.rs; a lab script counting them in real chat_history.jsonl)",
+    "skills": "a skill's body injected when the person invokes it (a Grok skill project's test of real transcripts)",
+}
+# Values that SAY the record is a person's words; they are turns even without a `prompt_index`.
+PERSON_REASONS: dict[str, str] = {
+    "interjection": "what the person typed while the model worked: `The user sent a message while you were working:"
+    "\n<user_query>...</user_query>` (a peer reader's tests citing Grok's conversation.rs). Without this entry the "
+    "any-value rule drops the person's words",
+    "human": "one vendored branch of the Grok engine makes `synthetic_reason` non-optional with "
+    '`SyntheticReason::Human` for typed input (its compaction report: `Human => "user message"`)',
+}
+# Builds that wrap the typed prompt: `<user_query>\n...\n</user_query>`, alone, with context such as `<user_info>`
+# around it, or after a lead-in (`The user interrupted the previous turn:\n<user_query>...</user_query>\nIf the user
+# is asking...`). Seen: a public agent transcript reads a real `~/.grok/sessions/.../chat_history.jsonl` by extracting
+# exactly these spans; peer readers (citing Grok's conversation.rs) unwrap the same envelope. When a person's record
+# has such a span, the turn is the text inside the spans and the rest is dropped (census kind `user/user_query`).
+USER_QUERY_SPAN = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 
 CHAT_HISTORY = "chat_history.jsonl"
 SUMMARY = "summary.json"
@@ -289,16 +319,20 @@ class _Parser:
             raise RejectError(RejectCode.BAD_SHAPE, "a user record whose prompt_index is not an integer", line=index)
         texts, attachments = _content(record.get("content"), index)
         reason = record.get("synthetic_reason")
-        if reason:
+        person = isinstance(reason, str) and reason in PERSON_REASONS
+        if reason and not person:
             self.count(f"user/synthetic/{reason}", Disposition.HARNESS)
-        elif prompt_index is None:
+        elif prompt_index is None and not person:
             self.count("user/no_prompt_index", Disposition.HARNESS)
         elif not "".join(texts).strip() and not attachments:
             self.count("user/empty", Disposition.SKIPPED)
         else:
-            text = clip("\n".join(texts), self.limits)
-            self.turns.append(Turn(index, Role.USER, text, None, None, tuple(attachments)))
-            self.count("user", Disposition.TURN)
+            text = "\n".join(texts)
+            queries = USER_QUERY_SPAN.findall(text)
+            text = "\n".join(queries) if queries else text
+            self.turns.append(Turn(index, Role.USER, clip(text, self.limits), None, None, tuple(attachments)))
+            kind = f"user/{reason}" if person else "user"
+            self.count(f"{kind}/user_query" if queries else kind, Disposition.TURN)
 
     def assistant(self, record: dict[str, Any], index: int) -> None:
         texts, attachments = _content(record.get("content"), index)

@@ -523,3 +523,23 @@ def test_id_stability_when_a_newer_export_appends(tmp_path: Path) -> None:
 def test_roles_are_user_and_assistant_only(tmp_path: Path) -> None:
     s = session(tmp_path, conversation([text("user", "Q"), text("assistant", "A")]))
     assert {t.role for t in s.turns} == {Role.USER, Role.ASSISTANT}
+
+
+def test_ok_harness_agent_mode_auto_proceed_continue_is_not_a_person_turn(tmp_path: Path) -> None:
+    # Shape of a real agent-mode export: ChatGPT writes a role-user "Continue" itself between two agent steps.
+    auto = {"is_auto_proceed_message": True, "system_hints": ["agent"], "can_save": False}
+    conv = conversation(
+        [
+            text("user", "Write chapters 5 and 6"),
+            text("assistant", "Chapter 5 ..."),
+            text("user", "Continue", meta=auto),
+            text("assistant", "Chapter 6 ..."),
+        ]
+    )
+    s = session(tmp_path, conv)
+    assert turns(s) == [
+        (1, "user", "Write chapters 5 and 6"),
+        (2, "assistant", "Chapter 5 ..."),
+        (4, "assistant", "Chapter 6 ..."),
+    ]
+    assert s.census["user/text/auto_proceed", "", Disposition.HARNESS] == 1

@@ -302,6 +302,10 @@ FRAGMENT_SAMPLES: dict[str, str] = {
     "hook_prompt": '<hook_prompt hook_run_id="r1">check the tests</hook_prompt>',
     "internal_model_context": '<codex_internal_context source="goals">\nkeep going\n</codex_internal_context>',
     "legacy_goal_context": "<goal_context>\nobjective\n</goal_context>",
+    "next_prompt_suggestion": "<next_prompt_suggestion>\n[SUGGESTION MODE: Suggest what the user might naturally "
+    "type next into Codex.]\n</next_prompt_suggestion>",
+    "agent_message_board_notification": "<agent_message_board_notification>\nNew post 0190 in discussion 0191. Use "
+    "collaboration.read_post or collaboration.read_thread to read it.\n</agent_message_board_notification>",
     "additional_context": "<external_calendar>meeting at 3</external_calendar>",
     "legacy_warning": "Warning: The maximum number of unified exec processes you can keep open is 8.",
 }
@@ -571,3 +575,67 @@ def test_ok_tool_calls_are_joined_to_outputs_with_error_flags(tmp_path: Path) ->
     assert spawn.spawned_session_id == f"codex-{PARENT}" and spawn.turn_index == 12
     assert session.census[("response_item/function_call_output/orphan", "0.129.0", Disposition.TOOL)] == 1
     assert all(c.started_at is not None for c in session.tool_calls)
+
+
+# ---- going back: thread_rolled_back ------------------------------------------------------------------------------
+
+
+def rolled_back(turns: int) -> dict[str, Any]:
+    return env("event_msg", {"type": "thread_rolled_back", "num_turns": turns})
+
+
+def test_ok_rolled_back_prompt_and_answer_are_left_behind_and_the_edit_is_the_turn(tmp_path: Path) -> None:
+    # Esc Esc: the person edits their last prompt; Codex drops it (and the answer) from context and writes the edit.
+    records = [
+        meta(),
+        user_event("first question"),  # 1
+        assistant("first answer"),  # 2
+        user_event("second question, badly put"),  # 3
+        call("function_call", "c1", name="shell", arguments='{"cmd":"ls"}'),  # 4
+        assistant("second answer"),  # 5
+        rolled_back(1),  # 6
+        user_event("second question, put well"),  # 7
+        assistant("better answer"),  # 8
+    ]
+    session = load(rollout(tmp_path, records))
+    assert [(t.index, t.role, t.text) for t in session.turns] == [
+        (1, Role.USER, "first question"),
+        (2, Role.ASSISTANT, "first answer"),
+        (7, Role.USER, "second question, put well"),
+        (8, Role.ASSISTANT, "better answer"),
+    ]
+    assert [c.call_id for c in session.tool_calls] == ["c1"]  # it ran: tool calls and usage stay
+    assert session.census[("event_msg/user_message/rolled_back", "0.129.0", Disposition.SKIPPED)] == 1
+    assert session.census[("response_item/message/assistant/rolled_back", "0.129.0", Disposition.SKIPPED)] == 1
+    assert session.census[("event_msg/thread_rolled_back", "0.129.0", Disposition.METADATA)] == 1
+    assert session.census[("event_msg/user_message", "0.129.0", Disposition.TURN)] == 2
+
+
+def test_ok_rollbacks_apply_in_order_and_never_past_the_first_prompt(tmp_path: Path) -> None:
+    records = [
+        meta(),
+        user_event("q1"),  # 1
+        user_event("q2"),  # 2
+        user_event("q3"),  # 3
+        rolled_back(2),  # 4: drops q2, q3
+        user_event("q4"),  # 5
+        rolled_back(0),  # 6: nothing
+        rolled_back(9),  # 7: more than there are: drops q1 and q4
+        user_item("fallback stream is not read here"),  # 8 (a duplicate copy: event stream wins)
+        user_event("q5"),  # 9
+    ]
+    session = load(rollout(tmp_path, records))
+    assert [(t.index, t.text) for t in session.turns] == [(9, "q5")]
+    assert session.census[("event_msg/user_message/rolled_back", "0.129.0", Disposition.SKIPPED)] == 4
+
+
+def test_ok_rollback_in_a_rollout_without_event_user_messages_uses_the_item_stream(tmp_path: Path) -> None:
+    records = [meta(), user_item("old"), assistant("a"), rolled_back(1), user_item("new"), assistant("b")]
+    session = load(rollout(tmp_path, records))
+    assert texts(session, Role.USER) == ["new"] and texts(session, Role.ASSISTANT) == ["b"]
+
+
+def test_reject_bad_shape_for_a_rollback_without_a_count(tmp_path: Path) -> None:
+    bad = env("event_msg", {"type": "thread_rolled_back", "num_turns": "one"})
+    rejected = reject(rollout(tmp_path, [meta(), user_event("q"), bad]))
+    assert rejected.code is RejectCode.BAD_SHAPE and rejected.line == 2

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from extractors import gemini
 from extractors.bounded import Limits
 from extractors.errors import DeferCode, RejectCode
@@ -376,3 +378,142 @@ def test_ok_integers_past_64_bits_in_tool_args_do_not_crash(tmp_path: Path) -> N
     )
     [tool_call] = one(path).tool_calls
     assert tool_call.input == '{"n":123456789012345678901234567890,"x":NaN}'
+
+
+# --- text Gemini CLI writes as the user (USER_INJECTIONS) ------------------------------------------------------------
+
+PROMPT = msg("u0", "user", "fix the failing test")
+REPLY = msg("g1", "gemini", "Looking at it.")
+
+
+@pytest.mark.parametrize(
+    ("fixture", "content", "name"),
+    [
+        ("ok_harness_next_speaker_please_continue", "Please continue.", "next_speaker"),
+        ("ok_harness_invalid_stream_retry", [{"text": "System: Please continue."}], "invalid_stream_retry"),
+        (
+            "ok_harness_loop_recovery",
+            "System: Potential loop detected. Details: Repeated tool call: read_file. Please take a step back.",
+            "loop_recovery",
+        ),
+        (
+            "ok_harness_ide_context_full",
+            "Here is the user's editor context as a JSON object. This is for your information only.\n```json\n{}\n```",
+            "ide_context",
+        ),
+        (
+            "ok_harness_ide_context_delta",
+            "Here is a summary of changes in the user's editor context, in JSON format. This is for your information "
+            'only.\n```json\n{"changes": {}}\n```',
+            "ide_context",
+        ),
+        (
+            "ok_harness_compression_summary",
+            "<state_snapshot>\n<overall_goal>x</overall_goal>\n</state_snapshot>",
+            "compression_summary",
+        ),
+        (
+            "ok_harness_session_context_tagged",
+            [
+                {
+                    "text": "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+                    "My operating system is: linux\n</session_context>"
+                }
+            ],
+            "session_context",
+        ),
+        (
+            "ok_harness_session_context_untagged",
+            "This is the Gemini CLI. We are setting up the context for our chat.\nToday's date is Monday.",
+            "session_context",
+        ),
+        ("ok_harness_hook_context_only", [{"text": "<hook_context>branch: main</hook_context>"}], "hook_context"),
+    ],
+)
+def test_injected_user_text_is_harness_not_a_turn(tmp_path: Path, fixture: str, content: Any, name: str) -> None:
+    for path in (
+        legacy(
+            tmp_path / fixture / "chats" / "session-x.json",
+            [PROMPT, REPLY, msg("u2", "user", content), REPLY | {"id": "g3"}],
+        ),
+        write_jsonl(
+            tmp_path / fixture / "chats" / "session-y.jsonl",
+            [META, PROMPT, REPLY, msg("u2", "user", content), REPLY | {"id": "g3"}],
+        ),
+    ):
+        session = one(path)
+        assert [(t.index, t.role, t.text) for t in session.turns] == [
+            (PROMPT_INDEX[path.suffix], Role.USER, "fix the failing test"),
+            (PROMPT_INDEX[path.suffix] + 1, Role.ASSISTANT, "Looking at it."),
+            (PROMPT_INDEX[path.suffix] + 3, Role.ASSISTANT, "Looking at it."),
+        ], path
+        assert session.census[(f"message/user/{name}", "", Disposition.HARNESS)] == 1
+        assert session.census[("message/user", "", Disposition.TURN)] == 1
+
+
+PROMPT_INDEX = {".json": 0, ".jsonl": 1}  # JSONL indexes are line numbers: line 0 is the metadata record
+
+
+def test_ok_harness_retry_carrying_the_previous_display_content_does_not_double_the_prompt(tmp_path: Path) -> None:
+    # Newer GEM passes the person's displayContent on into its recursive "System: Please continue." request; read
+    # by displayContent, the person's prompt would appear twice.
+    retry = msg("u2", "user", [{"text": "System: Please continue."}], displayContent=[{"text": "fix the failing test"}])
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", [META, PROMPT, REPLY, retry]))
+    assert [t.text for t in session.turns if t.role is Role.USER] == ["fix the failing test"]
+    assert session.census[("message/user/invalid_stream_retry", "", Disposition.HARNESS)] == 1
+
+
+def test_ok_person_text_that_only_resembles_an_injection_is_a_turn(tmp_path: Path) -> None:
+    texts = ["Please continue. And add tests.", "please continue", "Here is the user's editor", "System: hi"]
+    session = one(
+        write_jsonl(tmp_path / "chats" / "s.jsonl", [META, *(msg(f"u{i}", "user", t) for i, t in enumerate(texts))])
+    )
+    assert [t.text for t in session.turns] == texts
+
+
+def test_ok_hook_context_part_is_cut_out_of_the_prompt(tmp_path: Path) -> None:
+    record = msg("u1", "user", [{"text": "deploy it"}, {"text": "<hook_context>on-call: ana</hook_context>"}])
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", [META, record]))
+    assert [(t.index, t.text) for t in session.turns] == [(1, "deploy it")]
+    assert session.census[("message/user", "", Disposition.TURN)] == 1
+
+
+def test_ok_session_context_block_before_a_prompt_in_one_message_leaves_the_prompt(tmp_path: Path) -> None:
+    block = "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n</session_context>"
+    record = msg("u1", "user", [{"text": block}, {"text": "\nwhy does the build fail?"}])
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", [META, record]))
+    assert [t.text for t in session.turns] == ["\nwhy does the build fail?"]
+    assert "setting up the context" not in repr(session.turns)
+
+
+def test_ok_harness_subagent_task_is_not_a_person_turn(tmp_path: Path) -> None:
+    nested = write_jsonl(
+        tmp_path / "chats" / "parent-uuid" / "child-uuid.jsonl",
+        [META | {"sessionId": "child-uuid"}, msg("u1", "user", "Investigate the auth module"), REPLY],
+    )
+    flagged = legacy(
+        tmp_path / "other" / "chats" / "session-z.json",
+        [msg("u1", "user", "Investigate the auth module"), REPLY],
+        kind="subagent",
+    )
+    for path in (nested, flagged):
+        session = one(path)
+        assert [t.role for t in session.turns] == [Role.ASSISTANT], path
+        assert session.census[("message/user/subagent_prompt", "", Disposition.HARNESS)] == 1
+
+
+def test_ok_referenced_file_contents_are_cut_when_there_is_no_display_content(tmp_path: Path) -> None:
+    # Older builds record only what was sent; the @-file bodies are not the person's words (GEM's rewind viewer cuts
+    # them the same way). With displayContent, that is what the person typed.
+    block = "\n--- Content from referenced files ---\nContent from @a.py:\nprint(1)\n--- End of content ---"
+    unterminated = "and @b.py\n--- Content from referenced files ---\nContent from @b.py:\nx = 2\n"
+    records = [
+        META,
+        msg("u1", "user", [{"text": "explain @a.py please"}, {"text": block}]),
+        msg("u2", "user", unterminated),
+        msg("u3", "user", "explain @a.py" + block, displayContent="explain @a.py please!"),
+    ]
+    session = one(write_jsonl(tmp_path / "chats" / "s.jsonl", records))
+    assert [t.text for t in session.turns] == ["explain @a.py please", "and @b.py", "explain @a.py please!"]
+    assert "print(1)" not in repr(session.turns)
+    assert session.census[("message/user", "", Disposition.TURN)] == 3

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from extractors import grok
 from extractors.errors import RejectCode
 from extractors.grok import default_roots, discover
 from extractors.model import Agent, Disposition, LinkKind, Loaded, Rejected, Role, Session
@@ -281,3 +282,73 @@ def test_reject_inconsistent_source_when_meta_json_names_another_parent(tmp_path
     session_dir(tmp_path, [user("x")], summary(native=CHILD, session_kind="subagent"), native=CHILD)
     codes = {o.code for o in outcomes(tmp_path) if isinstance(o, Rejected)}
     assert codes == {RejectCode.INCONSISTENT_SOURCE}
+
+
+# ---- text Grok writes as the user (SYNTHETIC_REASONS, PERSON_REASONS, USER_QUERY_SPAN) -----------------------------
+
+
+def test_every_known_synthetic_reason_is_harness(tmp_path: Path) -> None:
+    for n, reason in enumerate(sorted(grok.SYNTHETIC_REASONS)):
+        home = session_dir(
+            tmp_path / str(n), [user("injected", 0, synthetic_reason=reason), user("real", 1)], summary()
+        )
+        session = load(home.parents[2])
+        assert [t.text for t in session.turns] == ["real"], reason
+        assert session.census[(f"user/synthetic/{reason}", "1", Disposition.HARNESS)] == 1
+
+
+def test_ok_synthetic_reason_human_is_a_person_turn(tmp_path: Path) -> None:
+    home = session_dir(tmp_path, [user("typed by me", 0, synthetic_reason="human")], summary())
+    assert [(t.index, t.role, t.text) for t in load(home.parents[2]).turns] == [(0, Role.USER, "typed by me")]
+
+
+def test_ok_interjection_typed_while_the_model_worked_is_a_person_turn(tmp_path: Path) -> None:
+    # Grok marks it synthetic (it wraps the text in a lead-in), but the words inside <user_query> are the person's.
+    records = [
+        user("<user_query>\nfix the parser\n</user_query>", 0),
+        assistant("on it"),
+        user(
+            "The user sent a message while you were working:\n<user_query>\nalso the tests\n</user_query>",
+            None,
+            synthetic_reason="interjection",
+        ),
+        user("Background task finished", 1, synthetic_reason="task_completed"),
+        user(
+            "The user interrupted the previous turn:\n<user_query>\nstop, use tabs\n</user_query>\nIf the user is "
+            "asking you to change course, do so.",
+            2,
+        ),
+    ]
+    session = load(session_dir(tmp_path, records, summary()).parents[2])
+    assert [(t.index, t.role, t.text) for t in session.turns] == [
+        (0, Role.USER, "fix the parser"),
+        (1, Role.ASSISTANT, "on it"),
+        (2, Role.USER, "also the tests"),
+        (4, Role.USER, "stop, use tabs"),
+    ]
+    assert session.census[("user/interjection/user_query", "1", Disposition.TURN)] == 1
+    assert session.census[("user/synthetic/task_completed", "1", Disposition.HARNESS)] == 1
+
+
+def test_ok_an_unhashable_synthetic_reason_is_harness_not_a_crash(tmp_path: Path) -> None:
+    home = session_dir(tmp_path, [user("x", 0, synthetic_reason=["odd"]), user("real", 1)], summary())
+    assert [t.text for t in load(home.parents[2]).turns] == ["real"]
+
+
+def test_ok_user_query_envelope_keeps_only_the_typed_prompt(tmp_path: Path) -> None:
+    wrapped = {
+        "type": "user",
+        "content": [
+            {"type": "text", "text": "<user_info>\nOS Version: linux\nWorkspace Path: /w\n</user_info>"},
+            {"type": "text", "text": "<user_query>\nrename the flag\n</user_query>"},
+        ],
+        "prompt_index": 0,
+    }
+    session = load(
+        session_dir(
+            tmp_path, [wrapped, user("<user_query>a</user_query> and <user_query>b</user_query>", 1)], summary()
+        ).parents[2]
+    )
+    assert [(t.index, t.text) for t in session.turns] == [(0, "rename the flag"), (1, "a\nb")]
+    assert session.census[("user/user_query", "1", Disposition.TURN)] == 2
+    assert "OS Version" not in repr(session.turns)

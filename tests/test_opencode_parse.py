@@ -6,8 +6,11 @@ import base64
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from extractors.errors import RejectCode
 from extractors.model import Disposition, LinkKind, Rejected, Role, Session, SessionLink
+from extractors.opencode.records import SYNTHETIC_TEXTS
 from tests.opencode_support import T0, add_message, add_part, add_session, assistant, create_db, text, user
 from tests.support import loaded_sessions
 from tests.test_opencode_db import read_db
@@ -58,8 +61,25 @@ def test_ok_user_text_excludes_synthetic_and_ignored_parts(tmp_path: Path) -> No
     )
     [turn] = session.turns
     assert (turn.index, turn.role, turn.text) == (0, Role.USER, "look at @src/app.py please")
-    assert session.census[("part/text/synthetic", "1.2.3", Disposition.HARNESS)] == 2
+    # The @-mention text is named from SYNTHETIC_TEXTS; the file body is synthetic without a known text.
+    assert session.census[("part/text/synthetic/file_mention", "1.2.3", Disposition.HARNESS)] == 1
+    assert session.census[("part/text/synthetic", "1.2.3", Disposition.HARNESS)] == 1
     assert session.census[("part/text/ignored", "1.2.3", Disposition.HARNESS)] == 1
+
+
+@pytest.mark.parametrize(("prefix", "name"), [(prefix, name) for prefix, name, _ in SYNTHETIC_TEXTS])
+def test_ok_harness_known_synthetic_text_is_named_in_the_census(tmp_path: Path, prefix: str, name: str) -> None:
+    parts = [text("fix it"), text(prefix + " ...", synthetic=True)]
+    session = one_session(tmp_path, [("m1", T0, user(T0), parts)])
+    assert [t.text for t in session.turns] == ["fix it"]
+    assert session.census[(f"part/text/synthetic/{name}", "1.2.3", Disposition.HARNESS)] == 1
+
+
+def test_ok_person_text_that_starts_like_a_synthetic_text_stays_a_turn(tmp_path: Path) -> None:
+    # The flag decides, not the text: an unflagged part is the person's even when it quotes OpenCode's wording.
+    quoted = "Continue if you have next steps, otherwise stop"
+    session = one_session(tmp_path, [("m1", T0, user(T0), [text(quoted)])])
+    assert [t.text for t in session.turns] == [quoted]
 
 
 def test_ok_all_synthetic_user_message_makes_no_turn_and_indexes_stay(tmp_path: Path) -> None:

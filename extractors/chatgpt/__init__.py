@@ -28,7 +28,7 @@ from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected, Source
 
 AGENT = Agent.CHATGPT
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 NIGHTLY = False  # exports are loaded by `transcripts backfill chatgpt PATH`, never discovered under $HOME
 
 EXPORT_MEMBER = "conversations.json"

@@ -10,8 +10,9 @@ or the model's real turn from injected text, applied in this order to each messa
    `"recipient": "browser.search"` with `parts: ["{\"query\": ...}"]` (POLY native fixture), or `code` to `python`.
 5. a content type outside TEXT_CONTENT -> not a turn: TOOL_CONTENT / HARNESS are known, anything else is an
    unknown new kind, skipped and counted (never a rejection).
-6. `metadata.is_visually_hidden_from_conversation` or `metadata.is_user_system_message` -> harness (hidden system
-   nodes, custom instructions: `"is_user_system_message": true` in POLY real simple.json).
+6. a flag of HIDDEN_FLAGS (`is_visually_hidden_from_conversation`, `is_user_system_message`,
+   `is_auto_proceed_message`) -> harness (hidden system nodes, custom instructions: `"is_user_system_message": true` in
+   POLY real simple.json; agent mode's automatic "Continue").
 7. assistant with `channel` not null/"final" (e.g. `"channel": "commentary"` + `is_thinking_preamble_message`,
    PIONXZH fixtures) -> harness: a preamble, not the answer.
 8. role user -> user turn; role assistant -> assistant turn; any other role -> skipped and counted.
@@ -53,7 +54,22 @@ SPOKEN_PARTS = frozenset({"audio_transcription"})
 # Channels that carry the answer; `commentary` (preambles) and `analysis` are not the answer.
 ANSWER_CHANNELS = frozenset({None, "final"})
 
-HIDDEN_FLAGS = ("is_visually_hidden_from_conversation", "is_user_system_message")
+# `message.metadata` flags that make a message harness whoever wrote it: flag -> (census suffix, why and where seen).
+HIDDEN_FLAGS: dict[str, tuple[str, str]] = {
+    "is_visually_hidden_from_conversation": (
+        "hidden",
+        "context the app sends but never shows: rebase system messages, custom-instruction nodes (POLY real)",
+    ),
+    "is_user_system_message": (
+        "hidden",
+        "custom instructions (`user_editable_context`, or text) written as role user (POLY real simple.json)",
+    ),
+    "is_auto_proceed_message": (
+        "auto_proceed",
+        'agent mode\'s own role-user `"Continue"` between steps (`system_hints: ["agent"]`, `weight: 0`; a real '
+        "export of 2025-08 in a public repository): the app wrote it, no person typed it",
+    ),
+}
 
 # Citation entities `\ue200filecite\ue202turn0file0\ue201` (POLY real) are removed whole; any other marker of that
 # private-use scheme (U+E200..U+E2FF, e.g. the \ue203 / \ue204 around a cited span) is removed but its text kept.
@@ -149,8 +165,9 @@ def classify(msg: Message) -> tuple[Kind, str]:
         return Kind.TOOL_CALL, f"{base}/tool_call"
     if msg.content_type not in TEXT_CONTENT:
         return (Kind.HARNESS if msg.content_type in TOOL_CONTENT else Kind.UNKNOWN), base
-    if any(msg.metadata.get(flag) is True for flag in HIDDEN_FLAGS):
-        return Kind.HARNESS, f"{base}/hidden"
+    flagged = next((suffix for flag, (suffix, _) in HIDDEN_FLAGS.items() if msg.metadata.get(flag) is True), None)
+    if flagged:
+        return Kind.HARNESS, f"{base}/{flagged}"
     if msg.role == "user":
         return Kind.USER, base
     if msg.role == "assistant":

@@ -19,7 +19,7 @@ from extractors.ids import session_id
 from extractors.model import Agent, Loaded, Outcome, Source
 
 AGENT = Agent.CODEX
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 NIGHTLY = True
 
 SESSIONS = "sessions"

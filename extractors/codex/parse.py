@@ -13,6 +13,9 @@ Rules this parse applies (each tested in tests/test_codex*.py):
   armed part held a turn marker it could not date, or records but no turn marker at all; a replay whose turns all
   predate the fork is a fork never continued (loaded without turns). A meta of another thread after own
   conversation is `inconsistent_source`.
+- Rollback: `event_msg/thread_rolled_back {num_turns: N}` drops the last N user turns before it and every turn after
+  the first of them, up to the rollback (counted `<kind>/rolled_back`); their tool calls ran and their tokens were
+  spent, so tool calls and usage stay.
 - Usage: see `extractors.codex.usage` (cumulative totals -> one row per change; input stored net of cache).
 - Start: `session_meta.payload.timestamp`, else the earliest envelope timestamp. The file name's time is local time
   without a zone and is NOT used: a rollout with no usable time is rejected `missing_timestamp`.
@@ -52,6 +55,7 @@ CALL_KINDS = frozenset(
 )
 OUTPUT_KINDS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+_ROLLED = {False: Disposition.TURN, True: Disposition.SKIPPED}  # a rolled-back turn is counted, never a turn
 
 
 def uuid7_ms(value: Any) -> int | None:
@@ -115,6 +119,7 @@ class RolloutParser:
     event_assistants: _Candidates = field(default_factory=_Candidates)
     usage: UsageLedger = field(default_factory=UsageLedger)
     tools: ToolLedger | None = None
+    rollbacks: list[tuple[int, int]] = field(default_factory=list)  # (line, num_turns) of each thread_rolled_back
 
     # ---- dispatch ------------------------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -365,6 +370,12 @@ class RolloutParser:
             self.event_assistants.add(turn, self.version)
         elif kind == "token_count":
             self._token_count(payload, index, at)
+        elif kind == "thread_rolled_back":
+            turns = payload.get("num_turns")
+            if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
+                raise RejectError(RejectCode.BAD_SHAPE, "a thread_rolled_back without a num_turns count", line=index)
+            self.rollbacks.append((index, turns))
+            self._count("event_msg/thread_rolled_back", Disposition.METADATA)
         elif kind == "thread_name_updated":
             name = payload.get("thread_name")
             if isinstance(name, str) and name.strip():
@@ -432,7 +443,11 @@ class RolloutParser:
         assistants = self._choose(
             self.item_assistants, self.event_assistants, "response_item/message/assistant", "event_msg/agent_message"
         )
-        turns = sorted(users + assistants, key=lambda t: t.index)
+        turns = []
+        for turn, kind, version, rolled_back in self._roll_back(sorted(users + assistants, key=lambda c: c[0].index)):
+            self.census[(kind + "/rolled_back" if rolled_back else kind, version, _ROLLED[rolled_back])] += 1
+            if not rolled_back:
+                turns.append(turn)
         assert self.tools is not None
         models = tuple(self.models) or ((self.fallback_model,) if self.fallback_model else ())
         ended = max(t for t in (self.last_time, started) if t is not None)
@@ -456,23 +471,38 @@ class RolloutParser:
             census=self.census,
         )
 
-    def _choose(self, primary: _Candidates, fallback: _Candidates, primary_kind: str, fallback_kind: str) -> list[Turn]:
-        """Turns from the primary stream if the rollout has any record of it, else from the fallback stream."""
+    def _choose(
+        self, primary: _Candidates, fallback: _Candidates, primary_kind: str, fallback_kind: str
+    ) -> list[tuple[Turn, str, str]]:
+        """(turn, census kind, writer version) from the primary stream if the rollout has any record of it, else from
+        the fallback stream. The kept turns are counted by the caller, after the rollbacks."""
         chosen, chosen_kind, other, other_kind = (
             (primary, primary_kind, fallback, fallback_kind)
             if primary.records
             else (fallback, fallback_kind, primary, primary_kind)
         )
-        kept: list[Turn] = []
+        kept: list[tuple[Turn, str, str]] = []
         for turn, version in chosen.turns:
             if turn.text.strip() or turn.attachments:
-                kept.append(turn)
-                self.census[(chosen_kind, version, Disposition.TURN)] += 1
+                kept.append((turn, chosen_kind, version))
             else:
                 self.census[(chosen_kind + "/empty", version, Disposition.SKIPPED)] += 1
         for _, version in other.turns:
             self.census[(other_kind, version, Disposition.SKIPPED)] += 1  # the duplicate copy of the same text
         return kept
+
+    def _roll_back(self, candidates: list[tuple[Turn, str, str]]) -> list[tuple[Turn, str, str, bool]]:
+        """Each candidate with whether a later `thread_rolled_back` dropped it, applied in file order."""
+        dropped: set[int] = set()
+        for at, count in self.rollbacks:
+            users = [
+                t.index for t, _, _ in candidates if t.role is Role.USER and t.index < at and t.index not in dropped
+            ]
+            if not users or count == 0:
+                continue
+            cut = users[-min(count, len(users))]
+            dropped.update(t.index for t, _, _ in candidates if cut <= t.index < at)
+        return [(t, kind, version, t.index in dropped) for t, kind, version in candidates]
 
 
 def parse_rollout(lines: Iterable[Line], limits: Limits, *, archived: bool = False) -> Session:

@@ -93,6 +93,11 @@ EVENT_KINDS: dict[str, Disposition] = {
     "guardian_assessment": Disposition.SKIPPED,  # auto-review of a command
     "sub_agent_activity": Disposition.SKIPPED,
     "undo_completed": Disposition.SKIPPED,
+    # `{"num_turns": N}` (protocol.rs ThreadRolledBackEvent: "Number of user turns that were removed from context"):
+    # the person went back (Esc Esc, edit a previous prompt) and Codex dropped the last N user turns and what followed
+    # them. Those prompts and answers are left behind, as ChatGPT's abandoned branches are: counted
+    # `<kind>/rolled_back`, not turns. Codex's own `user_message_positions_in_rollout` pops N positions the same way.
+    "thread_rolled_back": Disposition.METADATA,
     "error": Disposition.SKIPPED,  # an error banner; the transcript continues
 }
 
@@ -121,26 +126,49 @@ class Fragment:
         return head.lower() == self.start.lower() and tail.lower() == self.end.lower()
 
 
-# Codex's own list (CONTEXTUAL_USER_FRAGMENTS and the hook-prompt fragment), across versions.
+# Codex's own list (CONTEXTUAL_USER_FRAGMENTS and the hook-prompt fragment), across versions; each entry names the
+# openai/codex `codex-rs/core/src/context/` file that defines it (checked against contextual_user_message.rs @43da282
+# and @109c40d) and what makes Codex write it.
 CONTEXTUAL_FRAGMENTS: tuple[Fragment, ...] = (
+    # user_instructions.rs: AGENTS.md / project docs, sent at session start (CODEMIE real rollout l.4).
     Fragment("user_instructions", "# AGENTS.md instructions for ", "</INSTRUCTIONS>"),
+    # user_instructions.rs, older builds: the same instructions in a tag of their own.
     Fragment("user_instructions_legacy", "<user_instructions>", "</user_instructions>"),
+    # environment_context.rs: cwd, shell, date, timezone, sandbox; at start and when they change (CODEMIE real l.4).
     Fragment("environment_context", "<environment_context>", "</environment_context>"),
+    # extension_context.rs (@109c40d): context an extension/IDE integration steers in.
     Fragment("extension_context", "<extension_context>", "</extension_context>"),
+    # skill_instructions.rs: a skill's SKILL.md body, injected when the skill is used.
     Fragment("skill", "<skill>", "</skill>"),
+    # user_shell_command.rs: a `!cmd` the person ran themselves and its output (a command, not words to the model).
     Fragment("user_shell_command", "<user_shell_command>", "</user_shell_command>"),
+    # turn_aborted.rs: the notice Codex adds after the person interrupts a turn.
     Fragment("turn_aborted", "<turn_aborted>", "</turn_aborted>"),
+    # subagent_notification.rs: a spawned agent reporting back to its parent thread.
     Fragment("subagent_notification", "<subagent_notification>", "</subagent_notification>"),
+    # codex_protocol items::parse_hook_prompt_fragment: the prompt a hook feeds back to the model.
     Fragment("hook_prompt", "<hook_prompt", "</hook_prompt>"),
+    # internal_model_context.rs (@43da282): context Codex's own features (goals, ...) add for the model.
     Fragment("internal_model_context", "<codex_internal_context", "</codex_internal_context>"),
+    # legacy_goal_context.rs (@109c40d): the older form of goal context; kept to read old rollouts.
     Fragment("legacy_goal_context", "<goal_context>", "</goal_context>"),
+    # next_prompt_suggestion.rs (@43da282): "[SUGGESTION MODE: Suggest what the user might naturally type next ...]",
+    # the request behind the composer's suggested next prompt; the model is asked, no person spoke.
+    Fragment("next_prompt_suggestion", "<next_prompt_suggestion>", "</next_prompt_suggestion>"),
+    # agent_message_board_notification.rs (newest): "New post <id> in discussion <id>. Use collaboration.read_post
+    # ..." written with role user when another agent posts to a shared discussion.
+    Fragment(
+        "agent_message_board_notification", "<agent_message_board_notification>", "</agent_message_board_notification>"
+    ),
 )
 
 # Additional (external) context: `<external_<key>>value</external_<key>>`, newer `<external_context ...>` /
 # `<application_context ...>` with attributes.
 ADDITIONAL_CONTEXT = re.compile(r"^<(external_[A-Za-z0-9_.-]+|application_context)\b[^>]*>.*</\1>$", re.DOTALL)
 
-# Legacy warnings Codex injected as user text (no longer produced; still in old rollouts).
+# Legacy warnings Codex injected as user text (no longer produced; still in old rollouts). context/ files:
+# LegacyUnifiedExecProcessLimitWarning, LegacyModelMismatchWarning (the "flagged for ... cyber activity" one), and
+# LegacyApplyPatchExecCommandWarning (start + end below).
 LEGACY_WARNING_PREFIXES: tuple[str, ...] = (
     "Warning: The maximum number of unified exec processes you can keep open is",
     "Warning: Your account was flagged for potentially high-risk cyber activity",

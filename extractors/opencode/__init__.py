@@ -16,7 +16,7 @@ from extractors.model import Agent, Outcome, Source
 from extractors.opencode import db, storage
 
 AGENT = Agent.OPENCODE
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 NIGHTLY = True
 
 

@@ -43,8 +43,58 @@ PART_KINDS: dict[str, Disposition] = {
     "agent": Disposition.SKIPPED,  # "@agent" mention marker; the typed text is in the text part
     "retry": Disposition.SKIPPED,  # an API retry record (attempt, error)
 }
-# A text part with one of these flags set is not the party's own words (message-v2.ts TextPart).
+# A text part with one of these flags set is not the party's own words (message-v2.ts TextPart): `synthetic` is
+# text OpenCode wrote into the message, `ignored` text it keeps but does not send to the model.
 TEXT_FLAGS = ("synthetic", "ignored")
+
+# The texts OpenCode writes as `synthetic` user parts, by how they start (case-insensitive), with where they are
+# written. They only NAME the census kind (`part/text/synthetic/<name>`); the decision is the flag, so a new
+# synthetic text is still harness (`part/text/synthetic`), and a person's text that starts like one stays theirs.
+SYNTHETIC_TEXTS: tuple[tuple[str, str, str], ...] = (
+    # (prefix, name, where it is written and why)
+    (
+        "Called the Read tool with the following input:",
+        "file_mention",
+        "session/prompt.ts: an @-mentioned file, followed by the file body as another synthetic part (FORMATS.md 5.4)",
+    ),
+    ("Called the Read tool on ", "file_mention", "session/prompt.ts (older builds): an @-mentioned resource or folder"),
+    (
+        "Read tool failed to read",
+        "file_mention",
+        "session/prompt.ts: an @-mentioned file that could not be read (OC prompt tests)",
+    ),
+    (
+        "Attached image(s) from tool result:",
+        "tool_attachment",
+        "message-v2.ts SYNTHETIC_ATTACHMENT_PROMPT: images a tool returned, re-sent as a user message",
+    ),
+    (
+        "Continue if you have next steps",
+        "compaction_continue",
+        "session/compaction.ts: the auto-continue message after "
+        "an automatic compaction (OC compaction tests; a reader's `Auto-continued after compaction` label)",
+    ),
+    (
+        "Summarize the task tool output above and continue with your task",
+        "subtask_summary",
+        "session/prompt.ts: after a command ran as a subtask, so the parent agent goes on",
+    ),
+    (
+        "The following tool was executed by the user",
+        "shell_command",
+        "session/prompt.ts shell(): a `!cmd` the person ran; the command itself is the tool part beside it",
+    ),
+    ("<system-reminder>", "system_reminder", "session/prompt.ts insertReminders: plan / build mode switch reminders"),
+)
+
+
+def synthetic_kind(text: str) -> str:
+    """The census name of a synthetic text part: `synthetic/<name>` for a known text, else `synthetic`."""
+    head = text.lstrip().lower()
+    for prefix, name, _ in SYNTHETIC_TEXTS:
+        if head.startswith(prefix.lower()):
+            return f"synthetic/{name}"
+    return "synthetic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +300,8 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
                     raise _reject(RejectCode.BAD_SHAPE, f"text part {part.id} without text", native)
                 flag = next((f for f in TEXT_FLAGS if pdata.get(f) is True), None)
                 if flag:
-                    census[(f"part/text/{flag}", version, Disposition.HARNESS)] += 1
+                    named = synthetic_kind(pdata["text"]) if flag == "synthetic" else flag
+                    census[(f"part/text/{named}", version, Disposition.HARNESS)] += 1
                     continue
                 texts.append(pdata["text"])
             elif kind == "file":
