@@ -251,7 +251,12 @@ def _tools(rows: list[dict[str, Any]]) -> Chart:
         mark={"type": "bar", "tooltip": True},
         encoding={
             "y": {"field": "tool", "type": "nominal", "sort": "-x", "title": None},
-            "x": {"field": "calls", "type": "quantitative", "title": "calls"},
+            "x": {
+                "field": "calls",
+                "type": "quantitative",
+                "title": "calls",
+                "axis": {"tickMinStep": 1, "format": "d"},
+            },
             "color": {
                 "field": "error_rate",
                 "type": "quantitative",
@@ -278,8 +283,14 @@ def _tools(rows: list[dict[str, Any]]) -> Chart:
 
 
 def _longest(rows: list[dict[str, Any]]) -> Chart:
+    seen: set[str] = set()
     for r in rows:
-        r["label"] = _clip(str(r["label"]), 60)
+        # The label is the y axis' key: two untitled sessions in one folder must not become one bar.
+        label = f"{r['started']}  {_clip(str(r['label']), 50)}"
+        while label in seen:
+            label += " "
+        seen.add(label)
+        r["label"] = label
     spec = _spec(
         rows,
         height={"step": 22},
@@ -320,7 +331,13 @@ def _projects(rows: list[dict[str, Any]]) -> Chart:
         mark={"type": "bar", "tooltip": True},
         encoding={
             "y": {"field": "project", "type": "nominal", "sort": "-x", "title": None},
-            "x": {"aggregate": "sum", "field": "turns", "type": "quantitative", "title": "turns"},
+            "x": {
+                "aggregate": "sum",
+                "field": "turns",
+                "type": "quantitative",
+                "title": "turns",
+                "axis": {"tickMinStep": 1, "format": "d"},
+            },
             "color": {"field": "kind", "type": "nominal"},
             "tooltip": [
                 {"field": "project"},
@@ -354,7 +371,9 @@ def _template() -> Template:
 
 
 def _money(value: float | None) -> str:
-    return "—" if value is None else f"${value:,.2f}"
+    if value is None:
+        return "—"
+    return f"${value:,.2f}" if abs(value) >= 1 or value == 0 else f"${value:,.4f}"  # cents hide small sums
 
 
 def _summary_html(report: Report) -> str:
