@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -12,7 +13,11 @@ import genai_prices
 import pytest
 from genai_prices import Usage as PriceUsage
 
-from sinks import prices
+from extractors import ids
+from extractors.model import Agent, Loaded, Role, Session, Source, Turn, Usage
+from sinks import prices, warehouse
+from sinks.store import FileKey, NextVersion, Store
+from transforms.normalize import session_tables
 from transforms.schema import USAGE, duckdb_ddl
 
 MTOK = Decimal(1_000_000)
@@ -252,3 +257,55 @@ def test_computed_cost_equals_genai_prices_calc_price(con: duckdb.DuckDBPyConnec
             genai_request_timestamp=row["timestamp"].astimezone(UTC),
         )
         assert got[row["usage_id"]]["computed_cost_usd"] == expected.total_price, row
+
+
+def _publish(data: Path, sessions: list[Session]) -> None:
+    store = Store(data)
+    version = NextVersion(store, "t")
+    for session in sessions:
+        agent = session.agent
+        tables = session_tables([Loaded(Source(agent, f"/x/{session.native_id}", 1, 1), session)], {agent: "1"})
+        version.buckets[agent.value] = 1
+        for name, table in tables.items():
+            if name in ("sessions", "turns", "usage", "tool_calls", "session_links", "record_kinds"):
+                version.put(FileKey(name, agent.value, 0), table)
+    version.publish()
+
+
+def _session(agent: Agent, native: str, model: str) -> Session:
+    at = datetime(2026, 5, 11, 11, 26, tzinfo=UTC)
+    return Session(
+        agent,
+        ids.session_id(agent, native),
+        native,
+        at,
+        turns=(Turn(0, Role.USER, "q", at), Turn(1, Role.ASSISTANT, "a", at, model)),
+        usage=(Usage(1, model, 3000, 300, 6000, timestamp=at),),
+    )
+
+
+def test_an_incremental_load_prices_a_model_it_brings_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The warehouse's incremental path (_apply) re-installs prices and price_models: a model first seen in
+    # this run is priced, and the earlier sessions' costs are unchanged.
+    data = tmp_path / "data"
+    data.mkdir()
+    _publish(data, [_session(Agent.CLAUDE, "c1", "claude-opus-4-6")])
+    warehouse.refresh(data, Store(data), "r1", previous_version=0, replaced=None)
+    codex = _session(Agent.CODEX, "x1", "gpt-5.4")
+    _publish(data, [codex])
+
+    def no_rebuild(*args: object) -> None:
+        raise AssertionError("the second load must take the incremental path")
+
+    monkeypatch.setattr(warehouse, "_build", no_rebuild)
+    warehouse.refresh(data, Store(data), "r2", previous_version=1, replaced={"codex": {codex.session_id}})
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT value FROM transcripts_meta WHERE key = 'parquet_version'").fetchone() == ("2",)
+        rows = con.execute("SELECT agent, model, computed_cost_usd, priced FROM cost_daily ORDER BY agent").fetchall()
+    finally:
+        con.close()
+    assert rows == [
+        ("claude", "claude-opus-4-6", Decimal("0.0150") + Decimal("0.0075") + Decimal("0.0030"), True),
+        ("codex", "gpt-5.4", Decimal("0.0075") + Decimal("0.0045") + Decimal("0.0015"), True),
+    ]
