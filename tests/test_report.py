@@ -337,7 +337,7 @@ def test_a_broken_chart_shows_as_a_console_error_in_the_same_harness(browser: De
     assert browser.evaluate("document.querySelectorAll('.chart-error').length") == 1
 
 
-def test_arrow_types_of_the_report_rows_are_json(data_dir: Path) -> None:
+def test_chart_rows_are_plain_json(data_dir: Path) -> None:
     # Chart rows go into the page as JSON: dates as ISO strings, decimals as numbers.
     import duckdb
 
