@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from sinks import failpoints
+from sinks import failpoints, prices
 from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
@@ -96,6 +96,7 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
     _set_meta(con, version_number)
     for name, sql in VIEWS.items():
         con.execute(f"CREATE VIEW {name} AS {sql}")
+    prices.install(con)
     con.execute("COMMIT")
 
 
@@ -131,6 +132,7 @@ def _apply(
             con.execute(f"DELETE FROM {table.name}")
             _insert_all(con, store, table, version)
     _set_meta(con, version_number)
+    prices.install(con)
     con.execute("COMMIT")
     con.unregister("replaced_ids")
 
