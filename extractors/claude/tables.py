@@ -23,7 +23,6 @@ NON_TURN_TYPES: dict[str, tuple[Disposition, str]] = {
         "hook runs; agent_progress copies of subagent lines (their own file has them)",
     ),
     "file-history-snapshot": (Disposition.SKIPPED, "checkpoint bookkeeping; only its snapshot.timestamp is read"),
-    "queue-operation": (Disposition.SKIPPED, "typed-while-busy text; the same text is written again as a user line"),
     "summary": (Disposition.METADATA, "a title candidate, used only when its leafUuid is a uuid of this file"),
     "custom-title": (Disposition.METADATA, "the title the person gave the session"),
     "ai-title": (Disposition.METADATA, "a generated title"),
@@ -46,6 +45,66 @@ SYSTEM_SUBTYPES: dict[str, tuple[Disposition, str]] = {
 }
 # Any other subtype (api_error, session_start, ... from hand-written fixtures) or a v1.0 hook line without one:
 SYSTEM_OTHER = Disposition.SKIPPED
+
+# --- Queued prompts: `queue-operation` records (FORMATS.md 1.3) ------------------------------------------------------
+# A prompt typed while the model works is queued: `{"type":"queue-operation","operation":"enqueue","content":"/mcp",
+# "timestamp":...}` (SPOTTER tool_heavy.jsonl l.9, v2.1.38; CODEMIE session-196820da.jsonl l.133, v2.0.76). The queue is
+# FIFO and no record carries an id linking the operations, so every other operation takes the oldest prompt still
+# waiting (the one whose `content` it names, when it names one). What each operation means, from real captures
+# and from peer parsers that measured real corpora (in each, every enqueue was closed by exactly one of the other
+# three, over 116 and over 5 real transcripts; none saw another operation):
+QUEUE_TYPE = "queue-operation"
+QUEUE_ENQUEUE = "enqueue"  # typed while busy; also how task notifications and teammate messages arrive
+QUEUE_OPERATIONS: dict[str, str] = {
+    QUEUE_ENQUEUE: "a prompt joins the queue",
+    # Taken at the end of the turn; the text is then written as an ordinary user line about 30 ms later
+    # (CODEMIE 196820da l.135 -> l.137), or a queued /cmd runs and is recorded as that command.
+    "dequeue": "delivered as the next turn",
+    # Delivered into the running turn (after a tool result) instead of waiting for its end. v2.1.38 writes no
+    # user line for it (SPOTTER tool_heavy l.10); newer CLIs (2.1.133+) add `"reason":"absorbed_mid_turn"` and an
+    # `attachment` of type `queued_command` carrying the same prompt. One peer note reads a bare `remove` as the
+    # person cancelling the queued prompt (the x in the UI); the 1:1 with `queued_command` measured by another
+    # contradicts it, as does a real 2.1.183 session quoted in that note, whose next reply answers the removed
+    # prompt ("A queued message came in ... 2+2 = 4"). So a `remove` is a delivery.
+    "remove": "delivered into the running turn",
+    # The person pressed Up ("Press up to edit queued messages"): the queued prompts go back into the input box,
+    # withdrawn. Sent again, they are written as ordinary user lines of their own.
+    "popAll": "withdrawn into the input box",
+}
+# The signal relied on: the operation that takes the prompt out of the queue.
+QUEUE_DELIVERED = frozenset({"dequeue", "remove"})
+QUEUE_WITHDRAWN = frozenset({"popAll"})
+# `remove` reasons that mean "delivered into THIS session". Others seen (`delivered_to_agent`, `agent_stopped`: a
+# subagent's queue, whose delivery lands in the subagent's own file) are not this session's turn.
+QUEUE_DELIVERED_REASONS = frozenset({"absorbed_mid_turn"})
+# The matching rule. A delivered prompt (its text read by the user-line rules below, so a queued
+# `<task-notification>` is harness) is the SAME turn as a later person's turn of this file (a user line or a
+# recorded command) when (order) that record comes after the enqueue line and is not already another queued
+# prompt's, (text) its text equals the prompt's (whitespace at the ends aside; a queued `/mcp` equals the command
+# `/mcp`), and (time) it is written at most QUEUE_MATCH_WINDOW_SECONDS after the prompt left the queue (a dequeued
+# prompt is written ~30 ms later; SPOTTER tool_heavy's removed `/mcp` ran 9 s later, after an interrupt); either
+# order of that record and the `remove` line. Then the record's turn is the one turn, and the enqueue is counted as
+# QUEUE_MATCHED. A delivered prompt that matches nothing is a user turn at the enqueue line's index with the
+# enqueue's timestamp (QUEUE_DELIVERED_AS_TURN): the queue is the only record of those words. A prompt still
+# waiting when the file ends (QUEUE_PENDING) or withdrawn (QUEUE_WITHDRAWN_KIND) is not a turn.
+QUEUE_MATCH_WINDOW_SECONDS = 60.0
+QUEUE_DELIVERED_AS_TURN = "queue-operation/delivered_as_turn"
+QUEUE_MATCHED = "queue-operation/matched_user_record"
+QUEUE_WITHDRAWN_KIND = "queue-operation/withdrawn"
+QUEUE_PENDING = "queue-operation/pending"
+
+# --- A slash command recorded twice --------------------------------------------------------------------------------
+# v2.1.38 may write a built-in command as a `user` line with the `<command-name>/mcp</command-name>` wrapper and,
+# after its `<local-command-stdout>`, again as a `system` `local_command` line with the same wrapper (SPOTTER
+# tool_heavy.jsonl l.21 user at 22:58:08.126, l.23 system at 22:58:11.673). One command, one turn: a system
+# command line whose command equals the latest person's turn, a `user` command line with no assistant record
+# between them, is that command's second record. The turn keeps the user line's index and time (it is written when
+# the command runs; the system copy after its output); the system line is counted as DOUBLED_COMMAND_KIND.
+DOUBLED_COMMAND_KIND = "system/local_command/recorded_twice"
+
+# A JSONL line holding several records glued together (extractors.bounded.glued_index): counted once per line, on
+# top of the records it holds, which are read and counted as usual.
+GLUED_LINE_KIND = "glued_line"
 
 # --- User records: the decision rules of FORMATS.md 1.8, in order ---------------------------------------------------
 # 1. `isMeta: true`: caveats, expanded slash-command/skill bodies, hook `<system-reminder>` context -> HARNESS.
