@@ -209,9 +209,8 @@ def _unreadable_number_or_depth(exc: Exception, line: int | None, offset: int | 
     if isinstance(exc, RecursionError):
         detail = "not JSON: nested too deeply to read"
     else:
-        detail = (
-            f"not JSON this reader can hold: an integer literal of more than {sys.get_int_max_str_digits()} digits"
-        )
+        digits = sys.get_int_max_str_digits()
+        detail = f"not JSON this reader can hold: an integer literal of more than {digits} digits"
     return RejectError(RejectCode.INVALID_JSON, detail, line=line, offset=offset)
 
 
