@@ -13,6 +13,7 @@ import re
 import stat
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import orjson
 
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
+from extractors.model import Disposition
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -73,6 +75,17 @@ class Limits:
 GLUED_INDEX_BASE = 10**15
 GLUED_INDEX_STRIDE = 1000
 GLUED_MAX_VALUES = GLUED_INDEX_STRIDE
+
+
+# The census kind of a line that held several records, the same in every JSONL reader: counted once per line, on
+# top of its records (which are counted under their own kinds as usual).
+GLUED_LINE_KIND = "glued_line"
+
+
+def count_glued_line(line: Line, census: Counter[tuple[str, str, Disposition]]) -> None:
+    """Count `line` under GLUED_LINE_KIND when it is the first record of a glued line (so once per line)."""
+    if line.starts_glued_line:
+        census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
 
 
 def glued_index(line: int, part: int) -> int:

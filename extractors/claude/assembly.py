@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from extractors import ids
+from extractors.bounded import GLUED_LINE_KIND
 from extractors.claude import tables
 from extractors.claude.records import Entry, Layout, Part, Result, int_value
 from extractors.claude.repeats import merge_doubled_commands, resolve_queue
@@ -113,7 +114,7 @@ def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None, 
         else:
             own.append(entry)
     if glued_lines:
-        census[(tables.GLUED_LINE_KIND, "", Disposition.SKIPPED)] += glued_lines
+        census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += glued_lines
     # One action written twice is one turn: first a command's second record, then queued prompts (which may be
     # the same turn as a later command or user line).
     merge_doubled_commands(own)

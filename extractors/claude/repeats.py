@@ -56,7 +56,7 @@ def resolve_queue(entries: list[Entry]) -> None:
         if closing is None:
             entry.kind = tables.QUEUE_PENDING
         elif not _delivered(closing[1]):
-            entry.kind = tables.QUEUE_WITHDRAWN_KIND
+            entry.kind = tables.QUEUE_NOT_DELIVERED
         elif queue.prompt is None:
             # Harness text that rode the queue (a `<task-notification>`), an empty prompt, a subagent's queue.
             entry.kind = f"{tables.QUEUE_TYPE}/{queue.kind.removeprefix('user/') or 'empty'}"

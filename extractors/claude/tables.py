@@ -86,11 +86,11 @@ QUEUE_DELIVERED_REASONS = frozenset({"absorbed_mid_turn"})
 # order of that record and the `remove` line. Then the record's turn is the one turn, and the enqueue is counted as
 # QUEUE_MATCHED. A delivered prompt that matches nothing is a user turn at the enqueue line's index with the
 # enqueue's timestamp (QUEUE_DELIVERED_AS_TURN): the queue is the only record of those words. A prompt still
-# waiting when the file ends (QUEUE_PENDING) or withdrawn (QUEUE_WITHDRAWN_KIND) is not a turn.
+# waiting when the file ends (QUEUE_PENDING) or withdrawn (QUEUE_NOT_DELIVERED) is not a turn.
 QUEUE_MATCH_WINDOW_SECONDS = 60.0
 QUEUE_DELIVERED_AS_TURN = "queue-operation/delivered_as_turn"
 QUEUE_MATCHED = "queue-operation/matched_user_record"
-QUEUE_WITHDRAWN_KIND = "queue-operation/withdrawn"
+QUEUE_NOT_DELIVERED = "queue-operation/not_delivered"
 QUEUE_PENDING = "queue-operation/pending"
 
 # --- A slash command recorded twice --------------------------------------------------------------------------------
@@ -102,9 +102,8 @@ QUEUE_PENDING = "queue-operation/pending"
 # the command runs; the system copy after its output); the system line is counted as DOUBLED_COMMAND_KIND.
 DOUBLED_COMMAND_KIND = "system/local_command/recorded_twice"
 
-# A JSONL line holding several records glued together (extractors.bounded.glued_index): counted once per line, on
-# top of the records it holds, which are read and counted as usual.
-GLUED_LINE_KIND = "glued_line"
+# A JSONL line holding several records glued together (`extractors.bounded.glued_index`) is counted once per line
+# as `extractors.bounded.GLUED_LINE_KIND`, on top of the records it holds, which are read and counted as usual.
 
 # --- User records: the decision rules of FORMATS.md 1.8, in order ---------------------------------------------------
 # 1. `isMeta: true`: caveats, expanded slash-command/skill bodies, hook `<system-reminder>` context -> HARNESS.
