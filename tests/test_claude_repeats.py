@@ -333,3 +333,18 @@ def test_ok_progress_and_summary_glued_is_not_a_turn(tmp_path: Path) -> None:
     lines = [json.dumps(user("q", ts=T0)), glued, json.dumps(assistant([text("a")], ts=T1))]
     session = load(tmp_path, "ok_glued_progress_summary.jsonl", lines)
     assert [(t.index, t.text) for t in session.turns] == [(0, "q"), (2, "a")]
+
+
+def test_ok_remove_naming_its_prompt_with_nothing_queued_stands_for_its_enqueue(tmp_path: Path) -> None:
+    # claude-code-log test data (session_id_steering_order.jsonl): a steering `remove` with content, no enqueue.
+    records = [*busy(), queue("remove", content="actually, focus on the parser first"), *answer()]
+    session = load(tmp_path, "ok_remove_without_enqueue.jsonl", records)
+    assert said(session, Role.USER) == [(0, "start phoenix in background"), (2, "actually, focus on the parser first")]
+    assert session.census[(tables.QUEUE_DELIVERED_AS_TURN, "", Disposition.TURN)] == 1
+
+
+def test_ok_enqueue_without_content_is_counted_as_empty(tmp_path: Path) -> None:
+    records = [*busy(), queue("enqueue"), queue("remove"), *answer()]
+    session = load(tmp_path, "ok_enqueue_without_content.jsonl", records)
+    assert said(session, Role.USER) == [(0, "start phoenix in background")]
+    assert session.census[("queue-operation/empty", "", Disposition.SKIPPED)] == 1

@@ -182,7 +182,7 @@ class Parser:
         if isinstance(raw, str) or (isinstance(raw, list) and all(isinstance(b, dict) for b in raw)):
             content = raw
         prompt, kind = None, ""
-        if operation == tables.QUEUE_ENQUEUE and content is not None:
+        if content is not None:
             # The queued text is what the person typed: the user-line rules decide whether it is a person's.
             kind, _, prompt = classify_user({}, content)
             if self.layout.is_subagent:

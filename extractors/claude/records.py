@@ -68,8 +68,8 @@ class QueueOp:
     operation: str
     content: str | None  # the raw `content` when it is a string (an enqueue's prompt; some removes name theirs)
     reason: str | None  # `reason` of a remove (`absorbed_mid_turn`, ...), when given
-    prompt: str | None = None  # an enqueue's text when it is a person's (harness rules applied), else None
-    kind: str = ""  # an enqueue's user-line census kind (`user`, `user/command`, `user/task-notification`, ...)
+    prompt: str | None = None  # the `content` when it is a person's text (harness rules applied), else None
+    kind: str = ""  # the `content`'s user-line census kind (`user`, `user/command`, `user/task-notification`, ...)
 
 
 @dataclass(slots=True)

@@ -50,17 +50,18 @@ def resolve_queue(entries: list[Entry]) -> None:
     taken: set[int] = set()
     for position, entry in enumerate(entries):
         queue = entry.queue
-        if queue is None or queue.operation != tables.QUEUE_ENQUEUE:
-            continue
         closing = closed.get(position)
+        if queue is None or (queue.operation != tables.QUEUE_ENQUEUE and (closing is None or closing[0] is not entry)):
+            continue
         if closing is None:
             entry.kind = tables.QUEUE_PENDING
         elif not _delivered(closing[1]):
             entry.kind = tables.QUEUE_NOT_DELIVERED
         elif queue.prompt is None:
             # Harness text that rode the queue (a `<task-notification>`), an empty prompt, a subagent's queue.
-            entry.kind = f"{tables.QUEUE_TYPE}/{queue.kind.removeprefix('user/') or 'empty'}"
-            entry.disposition = Disposition.SKIPPED if queue.kind == "user/empty" else Disposition.HARNESS
+            empty = queue.kind in ("", "user/empty")
+            entry.kind = f"{tables.QUEUE_TYPE}/{'empty' if empty else queue.kind.removeprefix('user/')}"
+            entry.disposition = Disposition.SKIPPED if empty else Disposition.HARNESS
         else:
             match = _match(entries, said.get(queue.prompt.strip(), []), position, closing[0], taken)
             if match is not None:
@@ -84,6 +85,8 @@ def _close(entries: list[Entry]) -> dict[int, tuple[Entry, QueueOp]]:
             continue
         if queue.operation == tables.QUEUE_ENQUEUE:
             waiting.append(position)
+        elif not waiting and queue.operation in tables.QUEUE_DELIVERED and queue.content is not None:
+            closed[position] = (entry, queue)  # a delivery naming its prompt, whose enqueue is not in this file
         elif queue.operation in tables.QUEUE_OPERATIONS and waiting:
             if queue.operation in tables.QUEUE_WITHDRAWN and queue.content is None:
                 taken = list(waiting)  # `popAll` without content: the whole queue back into the input box

@@ -86,7 +86,10 @@ QUEUE_DELIVERED_REASONS = frozenset({"absorbed_mid_turn"})
 # order of that record and the `remove` line. Then the record's turn is the one turn, and the enqueue is counted as
 # QUEUE_MATCHED. A delivered prompt that matches nothing is a user turn at the enqueue line's index with the
 # enqueue's timestamp (QUEUE_DELIVERED_AS_TURN): the queue is the only record of those words. A prompt still
-# waiting when the file ends (QUEUE_PENDING) or withdrawn (QUEUE_NOT_DELIVERED) is not a turn.
+# waiting when the file ends (QUEUE_PENDING) or withdrawn (QUEUE_NOT_DELIVERED) is not a turn. A delivery that
+# names its prompt (`remove` with `content`) while nothing is waiting stands for its own enqueue (written before a
+# resume into another file; claude-code-log's test data has such a `remove` as a mid-turn steering message): the
+# same rules, at the remove's index and time.
 QUEUE_MATCH_WINDOW_SECONDS = 60.0
 QUEUE_DELIVERED_AS_TURN = "queue-operation/delivered_as_turn"
 QUEUE_MATCHED = "queue-operation/matched_user_record"
