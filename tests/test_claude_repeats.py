@@ -348,3 +348,30 @@ def test_ok_enqueue_without_content_is_counted_as_empty(tmp_path: Path) -> None:
     session = load(tmp_path, "ok_enqueue_without_content.jsonl", records)
     assert said(session, Role.USER) == [(0, "start phoenix in background")]
     assert session.census[("queue-operation/empty", "", Disposition.SKIPPED)] == 1
+
+
+def _queued_command(prompt: Any) -> dict[str, Any]:
+    return envelope("attachment", ts=T_OUT, attachment={"type": "queued_command", "prompt": prompt})
+
+
+def test_ok_in_a_cli_that_writes_queued_command_attachments_a_remove_without_one_is_the_x(tmp_path: Path) -> None:
+    # tugtool's survey of 2.1.133-2.1.177: remove + queued_command attachment is a delivery; a remove alone, the x.
+    records = [
+        *busy(),
+        enqueue("what's 2+2?"),  # 2
+        queue("remove"),
+        _queued_command("what's 2+2?"),
+        enqueue("never mind that"),  # 5
+        queue("remove"),
+        *answer(),
+    ]
+    session = load(tmp_path, "ok_remove_without_attachment_is_withdrawn.jsonl", records)
+    assert said(session, Role.USER) == [(0, "start phoenix in background"), (2, "what's 2+2?")]
+    assert kinds(session)[tables.QUEUE_NOT_DELIVERED] == 1
+    assert session.census[("attachment/queued_command", "2.1.38", Disposition.SKIPPED)] == 1
+
+
+def test_ok_queued_command_attachment_with_content_blocks_vouches_for_its_prompt(tmp_path: Path) -> None:
+    records = [*busy(), enqueue("look at this"), _queued_command([text("look at this")]), queue("remove"), *answer()]
+    session = load(tmp_path, "ok_attachment_blocks.jsonl", records)
+    assert said(session, Role.USER) == [(0, "start phoenix in background"), (2, "look at this")]

@@ -19,6 +19,7 @@ from extractors.claude.content import (
     classify_user,
     command_text,
     json_text,
+    text_of,
     tool_result_output,
 )
 from extractors.claude.records import Entry, Layout, Part, QueueOp, Result, Use, text_value
@@ -76,6 +77,13 @@ class Parser:
             self._progress(entry, record)
         elif rtype == tables.QUEUE_TYPE:
             self._queue(entry, record)
+        elif rtype == "attachment" and _attachment_type(record) == tables.QUEUED_COMMAND_ATTACHMENT:
+            # The record of a queued prompt delivered into the running turn (2.1.1xx+): evidence for the queue
+            # rules, never a turn of its own (the enqueue is).
+            entry.kind = f"attachment/{tables.QUEUED_COMMAND_ATTACHMENT}"
+            prompt = record["attachment"].get("prompt")
+            if isinstance(prompt, str) or (isinstance(prompt, list) and all(isinstance(b, dict) for b in prompt)):
+                entry.delivered = text_of(prompt)
         else:
             entry.disposition = tables.NON_TURN_TYPES.get(rtype, (Disposition.SKIPPED, ""))[0]
             entry.title = _title(rtype, record)
@@ -232,6 +240,11 @@ def _title(rtype: str, record: dict[str, Any]) -> tuple[str, str, str | None] | 
     field_name = {"summary": "summary", "custom-title": "customTitle", "ai-title": "aiTitle"}.get(rtype)
     text = text_value(record.get(field_name)) if field_name else None
     return (rtype, text, text_value(record.get("leafUuid"))) if text else None
+
+
+def _attachment_type(record: dict[str, Any]) -> str | None:
+    attachment = record.get("attachment")
+    return text_value(attachment.get("type")) if isinstance(attachment, dict) else None
 
 
 def _tool_use_result_agent(record: dict[str, Any]) -> str | None:

@@ -94,6 +94,7 @@ class Entry:
     spawn: tuple[str, str] | None = None  # (tool_use_id, agentId) of a subagent spawn
     title: tuple[str, str, str | None] | None = None  # (source kind, title, leafUuid)
     queue: QueueOp | None = None  # set for a `queue-operation` record
+    delivered: str | None = None  # the prompt text of a `queued_command` attachment
 
 
 def text_value(value: Any) -> str | None:

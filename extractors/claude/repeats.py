@@ -8,7 +8,7 @@ captures they come from, are in `extractors.claude.tables` (queued prompts, a sl
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import timedelta
 
 from extractors.claude import tables
@@ -17,6 +17,7 @@ from extractors.model import Disposition
 
 _WINDOW = timedelta(seconds=tables.QUEUE_MATCH_WINDOW_SECONDS)
 _PERSON_RECORDS = frozenset({"user", "system"})
+_ATTACHMENT_KIND = f"attachment/{tables.QUEUED_COMMAND_ATTACHMENT}"
 
 
 def merge_doubled_commands(entries: list[Entry]) -> None:
@@ -42,6 +43,8 @@ def merge_doubled_commands(entries: list[Entry]) -> None:
 def resolve_queue(entries: list[Entry]) -> None:
     """Decide what became of every enqueued prompt: a turn of its own, the same turn as a later record, or none."""
     closed = _close(entries)
+    vouched = Counter(e.delivered.strip() for e in entries if e.delivered is not None)
+    attachments = any(e.kind == _ATTACHMENT_KIND for e in entries)
     # Later person's turns by text, in file order: the candidates a delivered prompt may be the same turn as.
     said: defaultdict[str, list[int]] = defaultdict(list)
     for position, entry in enumerate(entries):
@@ -55,7 +58,7 @@ def resolve_queue(entries: list[Entry]) -> None:
             continue
         if closing is None:
             entry.kind = tables.QUEUE_PENDING
-        elif not _delivered(closing[1]):
+        elif not _delivered(closing[1], queue, vouched, attachments):
             entry.kind = tables.QUEUE_NOT_DELIVERED
         elif queue.prompt is None:
             # Harness text that rode the queue (a `<task-notification>`), an empty prompt, a subagent's queue.
@@ -108,10 +111,19 @@ def _named(entries: list[Entry], waiting: list[int], content: str | None) -> int
     return waiting[0]
 
 
-def _delivered(queue: QueueOp) -> bool:
-    if queue.operation not in tables.QUEUE_DELIVERED:
+def _delivered(closing: QueueOp, queued: QueueOp, vouched: Counter[str], attachments: bool) -> bool:
+    """Whether the operation that took `queued` out of the queue delivered it (the order of rules in tables)."""
+    if closing.operation not in tables.QUEUE_DELIVERED:
         return False
-    return queue.reason is None or queue.reason in tables.QUEUE_DELIVERED_REASONS
+    if closing.reason is not None:
+        return closing.reason in tables.QUEUE_DELIVERED_REASONS
+    if closing.operation != "remove" or not attachments:
+        return True
+    text = (queued.content or "").strip()
+    if vouched[text] > 0:
+        vouched[text] -= 1
+        return True
+    return False
 
 
 def _match(entries: list[Entry], candidates: list[int], enqueue: int, closing: Entry, taken: set[int]) -> int | None:

@@ -71,12 +71,24 @@ QUEUE_OPERATIONS: dict[str, str] = {
     # withdrawn. Sent again, they are written as ordinary user lines of their own.
     "popAll": "withdrawn into the input box",
 }
-# The signal relied on: the operation that takes the prompt out of the queue.
+# The signal relied on: the operation that takes the prompt out of the queue, and for a `remove` (which can also be
+# the person deleting a queued prompt, the x: tugtool's survey of 2.1.133-2.1.177, and a peer's test of a `remove`
+# after the turn ended with no reply) what the CLI says beside it, in this order:
+# 1. its `reason`: delivered into THIS session when it is one of QUEUE_DELIVERED_REASONS; any other reason seen
+#    (`delivered_to_agent`, `agent_stopped`: a subagent's queue, delivered into the subagent's own file) is not
+#    this session's turn;
+# 2. no reason, in a file whose CLI writes QUEUED_COMMAND_ATTACHMENT records (2.1.1xx+, one per delivered prompt,
+#    measured 1:1 with `remove` by a peer over 470 deliveries): delivered only when such an attachment carries
+#    the same prompt text (each attachment vouches for one prompt); a `remove` without one is the x;
+# 3. no reason, no such attachments anywhere in the file (2.1.38 and older: SPOTTER tool_heavy, and a real
+#    early-2026 session in a peer's bug report whose 5 removed prompts were answered by the model and never written
+#    as user lines): delivered.
 QUEUE_DELIVERED = frozenset({"dequeue", "remove"})
 QUEUE_WITHDRAWN = frozenset({"popAll"})
-# `remove` reasons that mean "delivered into THIS session". Others seen (`delivered_to_agent`, `agent_stopped`: a
-# subagent's queue, whose delivery lands in the subagent's own file) are not this session's turn.
 QUEUE_DELIVERED_REASONS = frozenset({"absorbed_mid_turn"})
+QUEUED_COMMAND_ATTACHMENT = (
+    "queued_command"  # `{"type":"attachment","attachment":{"type":"queued_command","prompt":…}}`
+)
 # The matching rule. A delivered prompt (its text read by the user-line rules below, so a queued
 # `<task-notification>` is harness) is the SAME turn as a later person's turn of this file (a user line or a
 # recorded command) when (order) that record comes after the enqueue line and is not already another queued
