@@ -375,3 +375,17 @@ def test_ok_queued_command_attachment_with_content_blocks_vouches_for_its_prompt
     records = [*busy(), enqueue("look at this"), _queued_command([text("look at this")]), queue("remove"), *answer()]
     session = load(tmp_path, "ok_attachment_blocks.jsonl", records)
     assert said(session, Role.USER) == [(0, "start phoenix in background"), (2, "look at this")]
+
+
+def test_ok_dequeued_prompt_is_never_a_turn_of_its_own_even_when_its_user_line_reads_differently(
+    tmp_path: Path,
+) -> None:
+    # The idle path: the CLI writes the prompt again as the next user line, here with the paste expanded.
+    records = [*busy(), *answer(), enqueue("fix this: [Pasted text #1 +3 lines]"), queue("dequeue")]
+    records.append(user("fix this: Traceback (most recent call last):\n  File ...", ts="2026-02-10T22:58:02.040Z"))
+    session = load(tmp_path, "ok_dequeued_prompt_rewritten.jsonl", records)
+    assert said(session, Role.USER) == [
+        (0, "start phoenix in background"),
+        (6, "fix this: Traceback (most recent call last):\n  File ..."),
+    ]
+    assert kinds(session)[tables.QUEUE_WRITTEN_AGAIN] == 1

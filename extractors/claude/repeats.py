@@ -70,6 +70,8 @@ def resolve_queue(entries: list[Entry]) -> None:
             if match is not None:
                 taken.add(match)
                 entry.kind = tables.QUEUE_MATCHED
+            elif closing[1].operation in tables.QUEUE_REWRITTEN:
+                entry.kind = tables.QUEUE_WRITTEN_AGAIN
             else:
                 entry.kind, entry.disposition, entry.prompt = (
                     tables.QUEUE_DELIVERED_AS_TURN,

@@ -60,12 +60,10 @@ QUEUE_OPERATIONS: dict[str, str] = {
     # Taken at the end of the turn; the text is then written as an ordinary user line about 30 ms later
     # (CODEMIE 196820da l.135 -> l.137), or a queued /cmd runs and is recorded as that command.
     "dequeue": "delivered as the next turn",
-    # Delivered into the running turn (after a tool result) instead of waiting for its end. v2.1.38 writes no
-    # user line for it (SPOTTER tool_heavy l.10); newer CLIs (2.1.133+) add `"reason":"absorbed_mid_turn"` and an
-    # `attachment` of type `queued_command` carrying the same prompt. One peer note reads a bare `remove` as the
-    # person cancelling the queued prompt (the x in the UI); the 1:1 with `queued_command` measured by another
-    # contradicts it, as does a real 2.1.183 session quoted in that note, whose next reply answers the removed
-    # prompt ("A queued message came in ... 2+2 = 4"). So a `remove` is a delivery.
+    # Delivered into the running turn (after a tool result) instead of waiting for its end: v2.1.38 writes no
+    # user line for it (SPOTTER tool_heavy l.10), newer CLIs add `"reason":"absorbed_mid_turn"` and an `attachment`
+    # of type `queued_command` carrying the prompt. A `remove` can also be the person deleting the queued prompt
+    # (the x): which one it is, is decided by the rules below.
     "remove": "delivered into the running turn",
     # The person pressed Up ("Press up to edit queued messages"): the queued prompts go back into the input box,
     # withdrawn. Sent again, they are written as ordinary user lines of their own.
@@ -85,10 +83,14 @@ QUEUE_OPERATIONS: dict[str, str] = {
 #    as user lines): delivered.
 QUEUE_DELIVERED = frozenset({"dequeue", "remove"})
 QUEUE_WITHDRAWN = frozenset({"popAll"})
+# After these the CLI writes the prompt again itself, as the next user line (peers measured it ~30 ms later, every
+# time): that line is the turn even when its text is not the queued text (a paste placeholder expanded, an image
+# added), so the queued copy is never a turn of its own; it is QUEUE_MATCHED or, when no text matches,
+# QUEUE_WRITTEN_AGAIN. Only a `remove`d prompt can be a turn at its enqueue.
+QUEUE_REWRITTEN = frozenset({"dequeue"})
 QUEUE_DELIVERED_REASONS = frozenset({"absorbed_mid_turn"})
-QUEUED_COMMAND_ATTACHMENT = (
-    "queued_command"  # `{"type":"attachment","attachment":{"type":"queued_command","prompt":…}}`
-)
+# `{"type":"attachment","attachment":{"type":"queued_command","prompt":"...","commandMode":"prompt"}}`
+QUEUED_COMMAND_ATTACHMENT = "queued_command"
 # The matching rule. A delivered prompt (its text read by the user-line rules below, so a queued
 # `<task-notification>` is harness) is the SAME turn as a later person's turn of this file (a user line or a
 # recorded command) when (order) that record comes after the enqueue line and is not already another queued
@@ -96,7 +98,7 @@ QUEUED_COMMAND_ATTACHMENT = (
 # `/mcp`), and (time) it is written at most QUEUE_MATCH_WINDOW_SECONDS after the prompt left the queue (a dequeued
 # prompt is written ~30 ms later; SPOTTER tool_heavy's removed `/mcp` ran 9 s later, after an interrupt); either
 # order of that record and the `remove` line. Then the record's turn is the one turn, and the enqueue is counted as
-# QUEUE_MATCHED. A delivered prompt that matches nothing is a user turn at the enqueue line's index with the
+# QUEUE_MATCHED. A `remove`d prompt that matches nothing is a user turn at the enqueue line's index with the
 # enqueue's timestamp (QUEUE_DELIVERED_AS_TURN): the queue is the only record of those words. A prompt still
 # waiting when the file ends (QUEUE_PENDING) or withdrawn (QUEUE_NOT_DELIVERED) is not a turn. A delivery that
 # names its prompt (`remove` with `content`) while nothing is waiting stands for its own enqueue (written before a
@@ -107,6 +109,7 @@ QUEUE_DELIVERED_AS_TURN = "queue-operation/delivered_as_turn"
 QUEUE_MATCHED = "queue-operation/matched_user_record"
 QUEUE_NOT_DELIVERED = "queue-operation/not_delivered"
 QUEUE_PENDING = "queue-operation/pending"
+QUEUE_WRITTEN_AGAIN = "queue-operation/dequeued_unmatched"
 
 # --- A slash command recorded twice --------------------------------------------------------------------------------
 # v2.1.38 may write a built-in command as a `user` line with the `<command-name>/mcp</command-name>` wrapper and,
