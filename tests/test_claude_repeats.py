@@ -16,6 +16,7 @@ import pytest
 
 from extractors.bounded import GLUED_LINE_KIND, glued_index
 from extractors.claude import tables
+from extractors.ids import stable_hash
 from extractors.model import Disposition, Role
 from tests.claude_records import SID, assistant, envelope, load, said, text, tool_result, tool_use, user
 
@@ -389,3 +390,13 @@ def test_ok_dequeued_prompt_is_never_a_turn_of_its_own_even_when_its_user_line_r
         (6, "fix this: Traceback (most recent call last):\n  File ..."),
     ]
     assert kinds(session)[tables.QUEUE_WRITTEN_AGAIN] == 1
+
+
+def test_ok_queued_prompt_with_an_image_is_vouched_for_by_its_attachment(tmp_path: Path) -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    prompt = [image, text("look at this")]
+    records = [*busy(), enqueue(prompt), queue("remove"), _queued_command(prompt), *answer()]
+    session = load(tmp_path, "ok_queued_prompt_with_image.jsonl", records)
+    assert said(session, Role.USER) == [(0, "start phoenix in background"), (2, "look at this")]
+    [queued] = [t for t in session.turns if t.index == 2]
+    assert queued.attachments == ("image/png sha256:" + stable_hash("AAAA") + " 3 bytes",)

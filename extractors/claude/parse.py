@@ -193,11 +193,11 @@ class Parser:
         if content is not None:
             # The queued text is what the person typed: the user-line rules decide whether it is a person's.
             kind, _, prompt = classify_user({}, content)
+            entry.attachments = attachments_of(content)  # kept for the turn it may become
             if self.layout.is_subagent:
                 kind, prompt = tables.SUBAGENT_PROMPT_KIND, None
-        entry.queue = QueueOp(
-            operation, raw if isinstance(raw, str) else None, text_value(record.get("reason")), prompt, kind
-        )
+        text = None if content is None else text_of(content)
+        entry.queue = QueueOp(operation, text, text_value(record.get("reason")), prompt, kind)
 
     def _progress(self, entry: Entry, record: dict[str, Any]) -> None:
         data = record.get("data")

@@ -66,7 +66,7 @@ class QueueOp:
     """One `queue-operation` record: what it did, and for an enqueue the text as the user-line rules read it."""
 
     operation: str
-    content: str | None  # the raw `content` when it is a string (an enqueue's prompt; some removes name theirs)
+    content: str | None  # the text of `content` (an enqueue's prompt; some removes and popAlls name theirs)
     reason: str | None  # `reason` of a remove (`absorbed_mid_turn`, ...), when given
     prompt: str | None = None  # the `content` when it is a person's text (harness rules applied), else None
     kind: str = ""  # the `content`'s user-line census kind (`user`, `user/command`, `user/task-notification`, ...)
