@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors import ids
-from extractors.bounded import Limits, clip, iter_jsonl, json_text, read_json_document
+from extractors.bounded import Limits, clip, count_glued_line, iter_jsonl, json_text, read_json_document
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import (
@@ -251,6 +251,7 @@ def _read_jsonl(path: Path, limits: Limits) -> Session:
     lines: list[tuple[int, str, dict[str, Any]]] = []  # message lines: (line, id, record) for the census
     census: Counter[tuple[str, str, Disposition]] = Counter()
     for line in iter_jsonl(path, limits):
+        count_glued_line(line, census)
         record = line.record
         if isinstance(record.get("$rewindTo"), str):
             census[("$rewindTo", "", METADATA_KINDS["$rewindTo"])] += 1

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from extractors.blobref import data_url_reference
-from extractors.bounded import Limits, Line, MiB, clip, iter_jsonl, read_json_document
+from extractors.bounded import Limits, Line, MiB, clip, count_glued_line, iter_jsonl, read_json_document
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -444,5 +444,6 @@ def parse_chat(lines: Iterable[Line], limits: Limits, facts: Facts) -> Session:
     """The session of one chat_history.jsonl, given its facts. Pure. Raises RejectError(bad_shape)."""
     parser = _Parser(limits, facts)
     for line in lines:
+        count_glued_line(line, parser.census)
         parser.feed(line)
     return parser.session()

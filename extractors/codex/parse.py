@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from extractors.blobref import data_url_reference
-from extractors.bounded import Limits, Line, clip
+from extractors.bounded import Limits, Line, clip, count_glued_line
 from extractors.codex.tables import (
     ENVELOPE_KINDS,
     EVENT_KINDS,
@@ -509,5 +509,6 @@ def parse_rollout(lines: Iterable[Line], limits: Limits, *, archived: bool = Fal
     """The session of one rollout's records. Raises RejectError (see `RolloutParser`)."""
     parser = RolloutParser(limits, archived)
     for line in lines:
+        count_glued_line(line, parser.census)
         parser.feed(line)
     return parser.session()
