@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 from extractors.blobref import data_url_reference
 from extractors.bounded import Limits, Line, MiB, clip, iter_jsonl, read_json_document
-from extractors.discovery import walk_files
+from extractors.discovery import regular_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import (
@@ -88,10 +88,11 @@ def discover(root: Path) -> Iterator[Source]:
     """Session units under `<root>/sessions` (or `root` itself when it is a `sessions` folder) and a community
     `<root>/grok.db`. Stats files only; never opens them."""
     db = root / COMMUNITY_DB
-    try:
-        db_stat = db.stat() if db.is_file() and not db.is_symlink() else None
-    except OSError:
-        db_stat = None
+    db_stat = None
+    if os.path.lexists(db) and not db.is_symlink():
+        db_stat, reason, detail = regular_stat(db)  # stat only: a FIFO named grok.db is never opened
+        if db_stat is None:
+            skip(reason, db, detail)
     if db_stat is not None:
         yield Source(AGENT, str(db), db_stat.st_size, db_stat.st_mtime_ns, str(root), kind="database")
     sessions = root / SESSIONS if (root / SESSIONS).is_dir() else root if root.name == SESSIONS else None
