@@ -131,8 +131,9 @@ class Facts:
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """One outcome per session directory. Raises RejectError: unsupported_format (grok.db), missing_timestamp
-    (no summary.json or no usable created_at), inconsistent_source (summary id != directory), bad_shape, and
-    every code of the bounded readers; DeferError."""
+    (no summary.json or no usable created_at), inconsistent_source (summary id != directory), bad_shape,
+    no_conversation (an empty chat_history.jsonl: no turn and no tool call), and every code of the bounded
+    readers; DeferError."""
     path = Path(source.path)
     if source.kind == "database" or path.name == COMMUNITY_DB:
         raise RejectError(
@@ -141,6 +142,14 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         )
     facts = read_facts(path.parent, limits)
     session = parse_chat(iter_jsonl(path, limits), limits, facts)
+    if not session.turns and not session.tool_calls:
+        # An empty chat_history.jsonl (or one of harness records only) has nothing to load: as for every other
+        # format, a benign no_conversation, not a session of 0 turns.
+        raise RejectError(
+            RejectCode.NO_CONVERSATION,
+            "no user or assistant turn and no tool call in chat_history.jsonl",
+            session_hint=session.session_id,
+        )
     yield Loaded(source, session)
 
 
