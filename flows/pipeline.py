@@ -68,8 +68,9 @@ def discover(settings: Settings) -> Discovery:
     A real file is listed once however many roots or links lead to it: sources are keyed by (st_dev, st_ino), and
     the one from the first root in the configured order wins (roots are in preference order: Codex `sessions/`
     before `archived_sessions/`, whose duplicate rule relies on it); each discovery already keeps one path per file
-    within its root. A root whose listing fails all the same (an OSError no discovery anticipated) is logged and
-    left out whole, and not marked scanned, so none of its sources is taken for deleted.
+    within its root. A root whose listing fails all the same (an OSError no discovery anticipated, or a bug) is
+    logged and left out whole, and not marked scanned, so none of its sources is taken for deleted; the other roots
+    load as usual.
     """
     found = Discovery()
     drain_skips()  # count this discovery's skips only
@@ -83,8 +84,12 @@ def discover(settings: Settings) -> Discovery:
                 continue
             try:
                 listed = list(module.discover(root))
-            except OSError as exc:
-                log.error("event=discovery_failed agent=%s root=%s error=%r", agent.value, root, str(exc))
+            except MemoryError:
+                raise
+            except Exception as exc:  # an OSError no discovery anticipated, or a bug: this root, not the night
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("event=discovery_failed agent=%s root=%s error=%r", agent.value, root, error)
+                log.debug("event=discovery_failed_traceback root=%s", root, exc_info=True)
                 found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
                 continue
             found.scanned.setdefault(agent, []).append(str(root))

@@ -271,3 +271,41 @@ def test_a_root_whose_listing_fails_is_left_out_not_taken_for_deleted(
     found = discover(settings)
     assert found.sources == [] and found.scanned == {}
     assert found.skipped == {"root_unlisted": 1}
+
+
+def test_a_bug_in_a_discovery_costs_its_root_not_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    good = write_session(home, S1, claude_exchange(S1, 2))
+    codex_root = home / ".codex" / "sessions"
+    codex_root.mkdir(parents=True)
+
+    def buggy(_root: Path) -> Iterator[Any]:
+        raise ValueError("a bug")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(extractor(Agent.CODEX), "discover", buggy)
+    env = {"HOME": str(home)}
+    settings = load_settings(home=home, data_dir=tmp_path / "data", sources=["claude", "codex"], env=env)
+    found = discover(settings)
+    assert [s.path for s in found.sources] == [str(good)]
+    assert found.skipped == {"root_unlisted": 1} and Agent.CODEX not in found.scanned
+
+
+def test_an_opencode_symlink_loop_does_not_stop_the_run(tmp_path: Path) -> None:
+    # opencode.db -> opencode-b.db -> opencode.db once raised ELOOP before the flow started; a real database in
+    # the same folder must still load.
+    from flows.etl import run_etl
+
+    home = tmp_path / "home"
+    root = home / ".local" / "share" / "opencode"
+    conn = create_db(root / "opencode-main.db", wal=False)
+    add_session(conn, "ses_1")
+    add_exchange(conn, "ses_1", 1)
+    conn.close()
+    os.symlink("opencode-b.db", root / "opencode.db")
+    os.symlink("opencode.db", root / "opencode-b.db")
+    settings = load_settings(
+        home=home, data_dir=tmp_path / "data", sources=["opencode"], env={"HOME": str(home)}, lock_wait=5
+    )
+    report = run_etl(settings, full=False, as_tasks=False)
+    assert report.committed is not None and report.committed.sessions_loaded == 1
