@@ -245,6 +245,7 @@ def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | Non
 
 
 _LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_NUMBER_TAIL = re.compile(r"(?:\.\d*)?(?:[eE][+-]?\d*)?")  # what is left of a number cut after its digits
 
 
 def ends_early(raw: bytes) -> bool:
@@ -258,8 +259,10 @@ def ends_early(raw: bytes) -> bool:
         json.loads(text)
     except json.JSONDecodeError as exc:
         rest = text[exc.pos :].strip()
+        cut_number = exc.pos > 0 and text[exc.pos - 1].isdigit() and _NUMBER_TAIL.fullmatch(rest) is not None
         return (
             not rest
+            or cut_number
             or exc.msg.startswith("Unterminated string")
             or any(word.startswith(rest) and word != rest for word in _LITERALS)
         )

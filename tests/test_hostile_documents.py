@@ -61,11 +61,16 @@ def assert_outcome(outcome: Outcome, fresh: bool) -> None:
         (b'{"a": tr', True),
         (b'{"a": nul', True),
         (b'{"a": 12', True),
+        (b'{"a": 1.', True),
+        (b'{"a": 1.5e', True),
+        (b'{"a": 1e+', True),
+        (b'{"a": -', True),
         ('{"a": "caf\u00e9'.encode()[:-1], True),  # inside a UTF-8 sequence
         (b'{"a": "x" oops}', False),
         (b"{} {}", False),
         (b'{"a": \xff}', False),
         (b'{"a": trux}', False),
+        (b'{"a": 1.x}', False),
     ],
 )
 def test_ends_early(raw: bytes, expected: bool) -> None:
