@@ -330,11 +330,15 @@ def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, 
         ) from exc
 
 
-def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | None = None) -> Any:
+def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | None = None, settle: bool = True) -> Any:
     """Read and parse one whole JSON document of at most `max_document_bytes` (or `max_bytes`).
 
-    Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8) and
-    DeferError(changed_during_read).
+    A document that ends early (cut inside a value: a write under way, or a crash) is treated like a partial JSONL
+    tail when `settle` is on: deferred (write_in_progress) if the file changed within `settle_seconds`, else
+    rejected as truncated_tail. A document broken before its end is invalid_json, however fresh.
+
+    Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8 | truncated_tail) and
+    DeferError(changed_during_read | write_in_progress).
     """
     cap = limits.max_document_bytes if max_bytes is None else max_bytes
     before = check_source_size(path, limits)
@@ -350,7 +354,44 @@ def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | Non
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document grew past the limit {cap}")
     if _fingerprint(after) != _fingerprint(before) or len(raw) != before.st_size:
         raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")
-    return parse_json(raw)
+    try:
+        return parse_json(raw)
+    except RejectError as exc:
+        if not settle or not ends_early(raw):
+            raise
+        if time.time() - before.st_mtime < limits.settle_seconds:
+            raise DeferError(DeferCode.WRITE_IN_PROGRESS, "the document ends early and changed recently") from exc
+        raise RejectError(
+            RejectCode.TRUNCATED_TAIL,
+            f"the document ends early and is older than settle_seconds={limits.settle_seconds:g}: {exc.detail}",
+        ) from exc
+
+
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_NUMBER_TAIL = re.compile(r"(?:\.\d*)?(?:[eE][+-]?\d*)?")  # what is left of a number cut after its digits
+
+
+def ends_early(raw: bytes) -> bool:
+    """Whether `raw`, which does not parse, is cut short: the parser ran out of input (inside a string, an
+    object, an array, a literal or a UTF-8 sequence), rather than meeting a wrong byte before the end."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        rest = text[exc.pos :].strip()
+        cut_number = exc.pos > 0 and text[exc.pos - 1].isdigit() and _NUMBER_TAIL.fullmatch(rest) is not None
+        return (
+            not rest
+            or cut_number
+            or exc.msg.startswith("Unterminated string")
+            or any(word.startswith(rest) and word != rest for word in _LITERALS)
+        )
+    except (RecursionError, ValueError):
+        return False
+    return False
 
 
 def json_text(value: Any) -> str:

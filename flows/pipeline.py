@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from extractors.discovery import drain_skips
 from extractors.errors import RejectCode
 from extractors.model import Agent, Rejected, Source
 from extractors.registry import extractor, registered
@@ -36,6 +37,7 @@ class Discovery:
     sources: list[Source] = field(default_factory=list)
     scanned: dict[Agent, list[str]] = field(default_factory=dict)
     missing_roots: dict[Agent, list[str]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # entries passed over, by reason (discovery.drain_skips)
 
 
 @dataclass(slots=True)
@@ -67,21 +69,58 @@ def new_run_id(now: datetime | None = None) -> str:
 
 
 def discover(settings: Settings) -> Discovery:
-    """List every source of the selected agents under their roots (nothing is opened)."""
+    """List every source of the selected agents under their roots (nothing is opened).
+
+    A real file is listed once however many roots or links lead to it: sources are keyed by (st_dev, st_ino), and
+    the one from the first root in the configured order wins (roots are in preference order: Codex `sessions/`
+    before `archived_sessions/`, whose duplicate rule relies on it); each discovery already keeps one path per file
+    within its root. A root whose listing fails all the same (an OSError no discovery anticipated, or a bug) is
+    logged and left out whole, and not marked scanned, so none of its sources is taken for deleted; the other roots
+    load as usual.
+    """
     found = Discovery()
-    seen: set[str] = set()
+    drain_skips()  # count this discovery's skips only
+    seen_paths: set[str] = set()
+    seen_files: set[tuple[int, int]] = set()
     for agent in settings.agents:
         module = extractor(agent)
         for root in (r.expanduser().absolute() for r in settings.roots(agent, module)):
             if not root.exists():
                 found.missing_roots.setdefault(agent, []).append(str(root))
                 continue
+            try:
+                listed = list(module.discover(root))
+            except MemoryError:
+                raise
+            except Exception as exc:  # an OSError no discovery anticipated, or a bug: this root, not the night
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("event=discovery_failed agent=%s root=%s error=%r", agent.value, root, error)
+                log.debug("event=discovery_failed_traceback root=%s", root, exc_info=True)
+                found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
+                continue
             found.scanned.setdefault(agent, []).append(str(root))
-            for source in module.discover(root):
-                if source.path not in seen:  # overlapping roots list a file once
-                    seen.add(source.path)
-                    found.sources.append(source)
+            for source in listed:
+                key = _file_key(source.path)
+                if source.path in seen_paths or (key is not None and key in seen_files):
+                    continue  # overlapping roots, or a second name for the same file
+                seen_paths.add(source.path)
+                if key is not None:
+                    seen_files.add(key)
+                found.sources.append(source)
+    for reason, n in drain_skips().items():
+        found.skipped[reason] = found.skipped.get(reason, 0) + n
+    if found.skipped:
+        log.warning("event=discovery_skips %s", " ".join(f"{k}={v}" for k, v in sorted(found.skipped.items())))
     return found
+
+
+def _file_key(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a listed source, or None when it is gone already (its reader will say so)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:

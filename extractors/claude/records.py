@@ -9,6 +9,7 @@ from typing import Any
 
 from extractors.claude import tables
 from extractors.model import Disposition
+from extractors.numbers import integral
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,4 +103,6 @@ def text_value(value: Any) -> str | None:
 
 
 def int_value(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A token count: an int, or the whole-valued float a literal past 64 bits is parsed as (`numbers.integral`);
+    anything else is null. Counts past int64 are nulled and counted when rows are built."""
+    return integral(value)[0]
