@@ -73,3 +73,7 @@ def main() -> None:
             sys.stdout.flush()
         except BrokenPipeError:  # `transcripts status | head`: the reader left; not an error
             closed_pipe()
+
+
+if __name__ == "__main__":
+    main()

@@ -152,6 +152,7 @@ def _run(
             _print_report(report, settings, say, outcome="noop")
             return
         total = sum(s.size for s in plan.to_read) if plan is not None else None
+        wait_for_writer(settings)
         report = _through_flow(settings, options, run_id, full, total)
     _print_report(report, settings, say, outcome="ok")
 
@@ -165,6 +166,17 @@ def _plan(settings: Settings, found: Discovery, full: bool) -> Plan | None:
         return pipeline.plan_run(settings, Store(settings.data_dir), full=full, explicit=found)[1]
     except OSError:  # a run swapped versions while it was read: the flow plans again under the lock
         return None
+
+
+def wait_for_writer(settings: Settings) -> None:
+    """Wait (up to --wait) for another run holding the data directory, before Prefect is started: a busy data
+    directory is then the one line it should be, not a Prefect error (the flow takes the lock for itself)."""
+    if not (settings.data_dir / ".lock").exists():
+        return
+    from sinks.lock import writer_lock
+
+    with writer_lock(settings.data_dir, settings.lock_wait_seconds):
+        pass
 
 
 def _may_skip_flow(data_dir: Path) -> bool:
@@ -409,16 +421,18 @@ def _backfill(
     run_id = pipeline.new_run_id()
     _quiet_prefect()
     _structured_logs()
-    with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"), prefect_api():
-        from flows import etl
+    with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
+        wait_for_writer(settings)
+        with prefect_api():
+            from flows import etl
 
-        report = etl.backfill_flow(
-            {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
-            agent.value,
-            [s.path for s in found.sources],
-            full=full,
-            run_id=run_id,
-        )
+            report = etl.backfill_flow(
+                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+                agent.value,
+                [s.path for s in found.sources],
+                full=full,
+                run_id=run_id,
+            )
     _print_report(report, settings, say, outcome="ok")
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.console import FAILED, Config, DataDir, Json, console, count, print_json, reported
+from flows.console import FAILED, Config, DataDir, Json, UsageError, console, count, print_json, reported
 
 if TYPE_CHECKING:
     from flows.status import Status
@@ -41,6 +41,8 @@ def _status(
     from flows.status import read_status
 
     settings = load_settings(data_dir=data_dir, config=config)
+    if settings.data_dir.exists() and not settings.data_dir.is_dir():
+        raise UsageError(f"data dir {settings.data_dir} is a file, not a folder")
     st = read_status(settings.data_dir, last_runs=runs, details=rejections)
     problems = st.problems()
     if as_json:

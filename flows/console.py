@@ -16,6 +16,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 # Exit codes (README "Exit codes"): a script may rely on them.
 OK = 0
@@ -24,8 +25,18 @@ USAGE = 2  # bad arguments or settings
 BUSY = 3  # another run holds the data directory
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
-console = Console(stderr=False)
-err = Console(stderr=True)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """`transcripts status | head`: the reader went away. Rich exits 1 here; a closed pipe is not an error."""
+        self.quiet = True
+        closed_pipe()
+        raise SystemExit(OK)
+
+
+console = _Console(stderr=False)
+err = _Console(stderr=True)
 
 DataDir = Annotated[
     Path | None, typer.Option("--data-dir", metavar="DIR", help="Where the corpus lives (default: data/).")
@@ -44,7 +55,7 @@ class UsageError(ValueError):
 
 def fail(message: str, code: int = USAGE) -> typer.Exit:
     """Print `error: message` on stderr and return the Exit to raise."""
-    err.print(f"[red]error:[/red] {message}", soft_wrap=True, highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
     return typer.Exit(code)
 
 
@@ -83,7 +94,7 @@ def reporting(what: str) -> Iterator[None]:
         raise typer.Exit(OK) from None
     except Exception as exc:
         if _is(exc, "sinks.lock", "LockBusy"):
-            err.print(f"[red]busy:[/red] {exc}", soft_wrap=True, highlight=False)
+            err.print(f"[red]busy:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
             raise typer.Exit(BUSY) from None
         if isinstance(exc, UsageError) or _is(exc, "flows.settings", "SettingsError"):
             raise fail(str(exc), USAGE) from None
@@ -91,8 +102,9 @@ def reporting(what: str) -> Iterator[None]:
             raise fail(str(exc), FAILED) from None
         if isinstance(exc, OSError):
             where = getattr(exc, "filename", None)
+            place = f" ({escape(str(where))})" if where else ""
             err.print(
-                f"[red]{what} failed:[/red] {exc.strerror or exc}{f' ({where})' if where else ''}; "
+                f"[red]{what} failed:[/red] {escape(str(exc.strerror or exc))}{place}; "
                 "the previous corpus is intact.",
                 soft_wrap=True,
                 highlight=False,
