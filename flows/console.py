@@ -26,7 +26,6 @@ BUSY = 3  # another run holds the data directory
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
-
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         """`transcripts status | head`: the reader went away. Rich exits 1 here; a closed pipe is not an error."""
@@ -104,8 +103,7 @@ def reporting(what: str) -> Iterator[None]:
             where = getattr(exc, "filename", None)
             place = f" ({escape(str(where))})" if where else ""
             err.print(
-                f"[red]{what} failed:[/red] {escape(str(exc.strerror or exc))}{place}; "
-                "the previous corpus is intact.",
+                f"[red]{what} failed:[/red] {escape(str(exc.strerror or exc))}{place}; the previous corpus is intact.",
                 soft_wrap=True,
                 highlight=False,
             )

@@ -80,13 +80,13 @@ def healthy(url: str, timeout: float = HEALTH_SECONDS) -> bool:
 def configured(env: Mapping[str, str] | None = None) -> Api | None:
     """The API the user configured, if any: Prefect's own settings when Prefect is loaded already (a test
     harness), else `PREFECT_API_URL`, else the active Prefect profile (read from its TOML, not via Prefect)."""
-    env = os.environ if env is None else env
-    if "prefect.settings" in sys.modules:
+    if env is None and "prefect.settings" in sys.modules:
         from prefect.settings import PREFECT_API_URL
 
         value = PREFECT_API_URL.value()
         if value:
             return Api(str(value), "Prefect settings")
+    env = os.environ if env is None else env
     if env.get("PREFECT_API_URL"):
         return Api(env["PREFECT_API_URL"], "PREFECT_API_URL")
     home = Path(env.get("PREFECT_HOME") or Path(env.get("HOME") or Path.home()) / ".prefect").expanduser()
