@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from flows.console import OK, closed_pipe, err
+
+SAMPLE_HOME = Path(__file__).resolve().parent.parent / "data" / "sample" / "home"  # what `run --sample` loads
 
 # One line per command module (kept a simple list so that adding one merges cleanly).
 COMMANDS = [

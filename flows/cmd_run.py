@@ -74,9 +74,9 @@ def _structured_logs() -> None:
 
 
 def sample_home() -> Path:
-    from flows.settings import PROJECT_DIR
+    from flows.cli import SAMPLE_HOME
 
-    return PROJECT_DIR / "data" / "sample" / "home"
+    return SAMPLE_HOME
 
 
 def run(
