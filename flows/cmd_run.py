@@ -5,6 +5,7 @@ A run with nothing new, changed or deleted is recorded in the ledger and answere
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from pathlib import Path
@@ -190,10 +191,18 @@ def _may_skip_flow(data_dir: Path) -> bool:
     return bool(finished) and finished[0]["outcome"] in ("ok", "noop")
 
 
+class _NoCrashReportOnCtrlC(logging.Filter):
+    """Prefect logs "Crash detected! ... interrupt signal" for a Ctrl-C; our one line says it (and the ledger)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "interrupt signal" not in record.getMessage()
+
+
 def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None) -> Any:
     from flows.server import prefect_api
 
     _quiet_prefect()
+    logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     progress = None
     with prefect_api():
         from flows import etl

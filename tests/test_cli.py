@@ -500,3 +500,47 @@ def test_schedule_refuses_a_bad_cron_or_time_zone_before_starting_anything(tmp_p
     assert code == 2 and "unknown time zone 'Mars/Olympus' (--timezone)" in one_line(out)
     code, out = invoke(*base, env={"TRANSCRIPTS_SCHEDULE_TIMEZONE": "Europe/Berln"})
     assert code == 2 and "TRANSCRIPTS_SCHEDULE_TIMEZONE (environment)" in one_line(out)
+
+
+def test_ctrl_c_of_a_real_run_on_the_managed_server_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    """The whole path as a person meets it: the managed server (started once for the tests), a real flow, SIGINT."""
+    import signal
+    import uuid
+
+    from sinks import ledger
+    from tests.corpus import claude_exchange
+
+    project = tmp_path / "home" / ".claude" / "projects" / "-proj"
+    project.mkdir(parents=True)
+    for i in range(1200):  # enough work that the run is still going when the signal comes
+        sid = str(uuid.UUID(int=i + 1))
+        (project / f"{sid}.jsonl").write_text("".join(line + "\n" for line in claude_exchange(sid, 20)))
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", "--home", str(tmp_path / "home"), "--data-dir", str(tmp_path / "d")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a shell's background job ignores it
+    )
+    try:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # the run has planned: it is in the flow now
+            seen.append(line)
+            if "event=plan" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err_lines = [line for line in ("".join(seen) + rest).splitlines() if line and not line[:4].isdigit()]
+    assert proc.returncode == 130, (out, rest)
+    assert err_lines == ["run interrupted; the previous corpus is intact."], err_lines
+    assert "Traceback" not in out + rest
+    assert [r["outcome"] for r in ledger.runs(tmp_path / "d")] == ["interrupted"]
+    code, text = invoke("status", "--check", "--data-dir", str(tmp_path / "d"))
+    assert code == 1 and "interrupted" in text
