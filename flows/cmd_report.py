@@ -91,3 +91,7 @@ def report(
         + (f"; {unpriced} of {s['responses']} responses unpriced" if unpriced else "")
         + ")."
     )
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="report")(report)

@@ -22,6 +22,7 @@ from extractors.registry import extractor, registered
 from flows.settings import Settings
 from sinks.commit import Committed, commit_run, record_failed_run
 from sinks.files import private_dir
+from sinks.ledger import COUNT_FIELDS
 from sinks.manifest import Plan, make_plan
 from sinks.results import BatchResult, SourceResult, agent_of
 from sinks.store import Store
@@ -183,6 +184,28 @@ def run_row(run_id: str, settings: Settings, *, flow: str, mode: str, started: d
         "limits": json.dumps(asdict(settings.limits), sort_keys=True),
         "parser_versions": json.dumps({a.value: v for a, v in parser_versions().items()}, sort_keys=True),
     }
+
+
+def ledger_counts(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What the ledger keeps of a run's `runs` row: its counts, per agent too, and its Prefect flow run."""
+    counts: dict[str, Any] = {name: int(row.get(name) or 0) for name in COUNT_FIELDS}
+    by_agent = row.get("counts_by_agent") or "{}"
+    counts["counts_by_agent"] = json.loads(by_agent) if isinstance(by_agent, str) else dict(by_agent)
+    counts["flow_run_id"] = row.get("flow_run_id")
+    return counts
+
+
+def nothing_to_do(plan: Plan[Source]) -> bool:
+    """A plan with nothing new, changed or deleted: the run can be recorded without starting a flow."""
+    return not plan.new and not plan.changed and not plan.deleted
+
+
+def noop_counts(plan: Plan[Source]) -> dict[str, Any]:
+    """The ledger counts of a run that had nothing to do."""
+    counts: dict[str, Any] = dict.fromkeys(COUNT_FIELDS, 0)
+    counts.update(sources_seen=plan.seen, sources_unchanged=len(plan.unchanged), counts_by_agent={})
+    counts["flow_run_id"] = None
+    return counts
 
 
 def prepare(settings: Settings) -> Store:

@@ -84,7 +84,7 @@ def test_gone_multi_session_source_keeps_its_manifest_row_while_one_session_stay
         ("48h", timedelta(hours=48)),
         ("30d", timedelta(days=30)),
         (" 12w ", timedelta(weeks=12)),
-        ("6m", timedelta(days=180)),
+        ("6mo", timedelta(days=180)),
         ("1y", timedelta(days=365)),
     ],
 )
@@ -100,6 +100,7 @@ def test_durations_are_read(text: str, expected: timedelta) -> None:
         ("1.5d", "expected"),
         ("-3d", "expected"),
         ("30x", "unknown unit 'x'"),
+        ("90m", "ambiguous .* 90mo"),
         ("30D", "unknown unit 'D'"),
         ("0d", "at least 1"),
         ("9" * 30 + "y", "too large"),
