@@ -66,7 +66,12 @@ def run_prune(
             row.update(ended_at=datetime.now(UTC), counts_by_agent=json.dumps(plan.counts_by_agent(), sort_keys=True))
             number = prune.commit_prune(store, run_id, plan, row)
             warehouse.refresh(
-                settings.data_dir, store, run_id, previous_version=previous_version, replaced=plan.session_ids()
+                settings.data_dir,
+                store,
+                run_id,
+                previous_version=previous_version,
+                replaced=plan.session_ids(),
+                timezone=settings.timezone,
             )
             log.info(
                 "event=pruned run=%s cutoff=%s families=%d sessions=%d sources=%d seconds=%.2f",

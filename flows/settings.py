@@ -3,8 +3,8 @@
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
 TRANSCRIPTS_WORKERS,
-TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, and TRANSCRIPTS_CONFIG (the TOML file; default
-`$XDG_CONFIG_HOME/transcripts/config.toml`).
+TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
+TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from extractors.bounded import Limits
 from extractors.model import Agent
 from extractors.registry import Extractor, parse_agent, registered
 from flows.workers import default_workers
+from sinks.views import ZoneError, check_zone
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -51,6 +52,7 @@ class Settings:
     lock_wait_seconds: float = 60.0
     schedule_cron: str = "0 3 * * *"
     schedule_timezone: str | None = None
+    timezone: str | None = None  # zone of per-day views (None: the machine's)
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def roots(self, agent: Agent, module: Extractor) -> list[Path]:
@@ -162,6 +164,12 @@ def load_settings(
         if lock_wait is not None
         else float(env.get("TRANSCRIPTS_LOCK_WAIT") or run.get("lock_wait_seconds", 60))
     )
+    zone = env.get("TRANSCRIPTS_TIMEZONE") or toml.get("timezone")
+    if zone:
+        try:
+            check_zone(str(zone))
+        except ZoneError as exc:
+            raise SettingsError(f"timezone: {exc}") from None
     return Settings(
         data_dir=data_path,
         home=home_path,
@@ -175,6 +183,7 @@ def load_settings(
         lock_wait_seconds=wait,
         schedule_cron=env.get("TRANSCRIPTS_SCHEDULE_CRON") or schedule.get("cron", "0 3 * * *"),
         schedule_timezone=env.get("TRANSCRIPTS_SCHEDULE_TIMEZONE") or schedule.get("timezone"),
+        timezone=str(zone) if zone else None,
         env=env,
     )
 

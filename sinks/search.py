@@ -1,0 +1,164 @@
+"""Full-text search over turns: DuckDB's fts extension (BM25), loaded offline from the duckdb-extension-fts wheel.
+
+The index lives in the warehouse itself (schema `fts_main_turns`), so it is swapped in with the tables it indexes
+and SQL users can rank with `fts_main_turns.match_bm25(turn_id, 'words')`. DuckDB's fts index cannot be updated
+in place, so a load that changed turns rebuilds it whole (see bench/README for what that costs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+import duckdb
+
+INDEX_SCHEMA = "fts_main_turns"
+STEMMER = "porter"
+SNIPPET_CHARS = 160
+
+
+class SearchUnavailable(RuntimeError):
+    """The fts extension or the index is missing; the message says what to do."""
+
+
+def extension_path() -> Path:
+    """The fts extension built for the DuckDB in use, from the `duckdb-extension-fts` wheel (no network)."""
+    spec = importlib.util.find_spec("duckdb_extension_fts")
+    if spec is None or not spec.submodule_search_locations:
+        raise SearchUnavailable(
+            f"the DuckDB fts extension is not installed: install duckdb-extension-fts=={duckdb.__version__} "
+            "(`uv sync` does)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "extensions" / f"v{duckdb.__version__}"
+    path = path / "fts.duckdb_extension"
+    if not path.exists():
+        raise SearchUnavailable(
+            f"no fts extension for DuckDB {duckdb.__version__} in {path.parent.parent}: "
+            f"install duckdb-extension-fts=={duckdb.__version__}"
+        )
+    return path
+
+
+def load_extension(con: duckdb.DuckDBPyConnection) -> None:
+    """LOAD fts by path: never INSTALL, which would fetch it from the network."""
+    con.execute(f"LOAD '{extension_path()}'")
+
+
+def has_index(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = 'docs'", [INDEX_SCHEMA]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def build_index(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)build the BM25 index over `turns.text`, keyed by `turn_id` (English stop words, Porter stemmer)."""
+    load_extension(con)
+    con.execute(f"PRAGMA create_fts_index('turns', 'turn_id', 'text', stemmer = '{STEMMER}', overwrite = 1)")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    score: float
+    turn_id: str
+    session_id: str
+    agent: str
+    role: str
+    timestamp: datetime
+    project: str
+    cwd: str | None
+    title: str | None
+    snippet: str
+    highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of matched words in snippet
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _fold(word: str) -> str:
+    """Lower-case and strip accents, as the index does (strip_accents = 1, lower = 1)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+
+
+def _stems(con: duckdb.DuckDBPyConnection, words: set[str]) -> dict[str, str]:
+    if not words:
+        return {}
+    rows = con.execute(f"SELECT w, stem(w, '{STEMMER}') FROM unnest(?) AS t(w)", [sorted(words)]).fetchall()
+    return {str(w): str(s) for w, s in rows}
+
+
+def _snippet(text: str, matched: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """About SNIPPET_CHARS of `text` around its first match, whitespace collapsed, matches re-based to it."""
+    start = max(0, matched[0][0] - SNIPPET_CHARS // 3) if matched else 0
+    # Widen to word boundaries (a little) so no word is cut in half.
+    for _ in range(20):
+        if start == 0 or text[start - 1].isspace():
+            break
+        start -= 1
+    end = min(len(text), start + SNIPPET_CHARS)
+    for _ in range(20):
+        if end == len(text) or text[end].isspace():
+            break
+        end += 1
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    position = 0
+    prefix = "…" if start > 0 else ""
+    out.append(prefix)
+    position += len(prefix)
+    cursor = start
+    for a, b in [(a, b) for a, b in matched if a >= start and b <= end] + [(end, end)]:
+        piece = re.sub(r"\s+", " ", text[cursor:a])
+        out.append(piece)
+        position += len(piece)
+        if a < b:
+            out.append(text[a:b])
+            spans.append((position, position + b - a))
+            position += b - a
+        cursor = b
+    if end < len(text):
+        out.append("…")
+    return "".join(out), spans
+
+
+def search(
+    con: duckdb.DuckDBPyConnection,
+    words: str,
+    *,
+    agent: str | None = None,
+    role: str | None = None,
+    since: date | None = None,
+    limit: int = 20,
+) -> list[Hit]:
+    """Turns ranked by BM25 for `words` (any of them; best first, ties by turn id), with filters.
+
+    `since` is a day in the connection's view zone (`transcripts_timezone()`). Raises SearchUnavailable when the
+    extension or the index is missing.
+    """
+    if not has_index(con):
+        raise SearchUnavailable("the warehouse has no search index yet: run `transcripts run` to build it")
+    load_extension(con)
+    rows = con.execute(
+        f"""SELECT score, turn_id, session_id, agent, role, timestamp, project, cwd, title, text FROM (
+                SELECT {INDEX_SCHEMA}.match_bm25(c.turn_id, $words) AS score, c.*
+                FROM turn_context c
+                WHERE ($agent IS NULL OR c.agent = $agent) AND ($role IS NULL OR c.role = $role)
+                  AND ($since IS NULL OR c.day >= $since)
+            ) WHERE score IS NOT NULL ORDER BY score DESC, turn_id LIMIT $limit""",
+        {"words": words, "agent": agent, "role": role, "since": since, "limit": limit},
+    ).fetchall()
+    stop = {str(r[0]) for r in con.execute(f"SELECT sw FROM {INDEX_SCHEMA}.stopwords").fetchall()}
+    terms = {_fold(w) for w in _WORD.findall(words)} - stop
+    text_words = {_fold(m.group()) for row in rows for m in _WORD.finditer(str(row[9]))}
+    stems = _stems(con, terms | text_words)
+    wanted = {stems[t] for t in terms}
+    hits = []
+    for score, turn_id, session_id, agent_, role_, ts, project, cwd, title, text in rows:
+        matched = [(m.start(), m.end()) for m in _WORD.finditer(text) if stems.get(_fold(m.group())) in wanted]
+        snippet, spans = _snippet(text, matched)
+        hits.append(Hit(float(score), turn_id, session_id, agent_, role_, ts, project, cwd, title, snippet, spans))
+    return hits
