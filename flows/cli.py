@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows import cmd_search, cmd_sql
 from flows.server import ServerError, prefect_api
 from flows.settings import PROJECT_DIR, Settings, SettingsError, load_settings
 from sinks.lock import LockBusy
@@ -495,6 +496,10 @@ def schedule(
     where = f" ({settings.schedule_timezone})" if settings.schedule_timezone else ""
     console.print(f"Serving the nightly run at '{settings.schedule_cron}'{where} into {settings.data_dir}.")
     etl.etl_flow.serve(**serve_arguments(settings, options))
+
+
+app.command(name="sql")(cmd_sql.sql)
+app.command(name="search")(cmd_search.search)
 
 
 def main() -> None:

@@ -21,9 +21,12 @@ class Status:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # table -> agent -> rows
     rejects: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)  # census of records that are not conversation
+    unreadable: str | None = None  # why the warehouse cannot be opened (e.g. written by another DuckDB version)
 
     def problems(self) -> list[str]:
-        """Why `status --check` fails: the last run failed, or it found new (non-benign) rejections."""
+        """Why `status --check` fails: the warehouse cannot be opened, the last run failed or found new rejections."""
+        if self.unreadable:
+            return [self.unreadable]
         if not self.runs:
             return []
         last = self.runs[0]
@@ -47,7 +50,11 @@ def read_status(data_dir: Path, *, last_runs: int = 5) -> Status:
     status = Status(str(data_dir), path.exists())
     if not path.exists():
         return status
-    con = duckdb.connect(str(path), read_only=True)
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        status.unreadable = str(warehouse.open_error(exc, path))
+        return status
     try:
         status.runs = _rows(
             con,
