@@ -45,7 +45,9 @@ def main() -> None:
     con.execute("SET memory_limit = '256MB'")
     out["turns"] = con.execute("SELECT count(*) FROM turns").fetchone()[0]  # type: ignore[index]
     out["turn_text_mb"] = round(con.execute("SELECT sum(strlen(text)) FROM turns").fetchone()[0] / 1e6, 1)  # type: ignore[index]
-    con.execute("PRAGMA drop_fts_index('turns')") if search.has_index(con) else None
+    search.load_extension(con)
+    if search.has_index(con):
+        con.execute("PRAGMA drop_fts_index('turns')")
     con.execute("CHECKPOINT")
     size_without = copy.stat().st_size
     out["index_build_seconds"], _ = _timed(lambda: search.build_index(con))

@@ -104,8 +104,9 @@ def sql(
             elif as_csv:
                 query.write_csv(result, sys.stdout)
             else:
+                table = query.render_table(result, width=query.table_width(), max_rows=max_rows)
                 err.print(f"times in {zone} ({how})", style="dim", highlight=False)
-                sys.stdout.write(query.render_table(result, width=query.table_width(), max_rows=max_rows))
+                sys.stdout.write(table)
         except query.QueryError as exc:
             raise fail(str(exc), 1) from None
 

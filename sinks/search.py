@@ -15,6 +15,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 INDEX_SCHEMA = "fts_main_turns"
 STEMMER = "porter"
@@ -85,10 +86,21 @@ def _fold(word: str) -> str:
 
 
 def _stems(con: duckdb.DuckDBPyConnection, words: set[str]) -> dict[str, str]:
+    """Porter stems of `words`, by the extension itself (an Arrow column: a long Python list converts slowly)."""
     if not words:
         return {}
-    rows = con.execute(f"SELECT w, stem(w, '{STEMMER}') FROM unnest(?) AS t(w)", [sorted(words)]).fetchall()
+    con.register("transcripts_stem_words", pa.table({"w": pa.array(sorted(words), pa.string())}))
+    try:
+        rows = con.execute(f"SELECT w, stem(w, '{STEMMER}') FROM transcripts_stem_words").fetchall()
+    finally:
+        con.unregister("transcripts_stem_words")
     return {str(w): str(s) for w, s in rows}
+
+
+def _candidates(words: set[str], stems: set[str]) -> set[str]:
+    """Words that may stem to one of `stems`: a Porter stem less its last letter starts the word (happy -> happi)."""
+    prefixes = tuple(stem[:-1] or stem for stem in stems)
+    return {w for w in words if w.startswith(prefixes)} if prefixes else set()
 
 
 def _snippet(text: str, matched: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
@@ -142,20 +154,26 @@ def search(
     if not has_index(con):
         raise SearchUnavailable("the warehouse has no search index yet: run `transcripts run` to build it")
     load_extension(con)
+    # Rank on turns alone (the index's own table), then fetch the session context of the best `limit` only.
     rows = con.execute(
-        f"""SELECT score, turn_id, session_id, agent, role, timestamp, project, cwd, title, text FROM (
-                SELECT {INDEX_SCHEMA}.match_bm25(c.turn_id, $words) AS score, c.*
-                FROM turn_context c
-                WHERE ($agent IS NULL OR c.agent = $agent) AND ($role IS NULL OR c.role = $role)
-                  AND ($since IS NULL OR c.day >= $since)
-            ) WHERE score IS NOT NULL ORDER BY score DESC, turn_id LIMIT $limit""",
+        f"""WITH ranked AS (
+                SELECT turn_id, score FROM (
+                    SELECT t.turn_id, {INDEX_SCHEMA}.match_bm25(t.turn_id, $words) AS score
+                    FROM turns t
+                    WHERE ($agent IS NULL OR t.agent = $agent) AND ($role IS NULL OR t.role = $role)
+                      AND ($since IS NULL OR CAST(timezone(transcripts_timezone(), t.timestamp) AS DATE) >= $since)
+                ) WHERE score IS NOT NULL ORDER BY score DESC, turn_id LIMIT $limit
+            )
+            SELECT r.score, c.turn_id, c.session_id, c.agent, c.role, c.timestamp, c.project, c.cwd, c.title, c.text
+            FROM ranked r JOIN turn_context c USING (turn_id) ORDER BY r.score DESC, c.turn_id""",
         {"words": words, "agent": agent, "role": role, "since": since, "limit": limit},
     ).fetchall()
     stop = {str(r[0]) for r in con.execute(f"SELECT sw FROM {INDEX_SCHEMA}.stopwords").fetchall()}
     terms = {_fold(w) for w in _WORD.findall(words)} - stop
+    query_stems = _stems(con, terms)
+    wanted = set(query_stems.values())
     text_words = {_fold(m.group()) for row in rows for m in _WORD.finditer(str(row[9]))}
-    stems = _stems(con, terms | text_words)
-    wanted = {stems[t] for t in terms}
+    stems = query_stems | _stems(con, _candidates(text_words, wanted))
     hits = []
     for score, turn_id, session_id, agent_, role_, ts, project, cwd, title, text in rows:
         matched = [(m.start(), m.end()) for m in _WORD.finditer(text) if stems.get(_fold(m.group())) in wanted]
