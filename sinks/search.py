@@ -1,8 +1,8 @@
 """Full-text search over turns: DuckDB's fts extension (BM25), loaded offline from the duckdb-extension-fts wheel.
 
 The index lives in the warehouse itself (schema `fts_main_turns`), so it is swapped in with the tables it indexes
-and SQL users can rank with `fts_main_turns.match_bm25(turn_id, 'words')`. DuckDB's fts index cannot be updated
-in place, so a load that changed turns rebuilds it whole (see bench/README for what that costs).
+and SQL users can rank with `fts_main_turns.match_bm25(turn_id, 'words')`. The extension only builds an index
+whole; a load re-indexes just the sessions it replaced (`update_index`), in the extension's own tables.
 """
 
 from __future__ import annotations
@@ -56,10 +56,71 @@ def has_index(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0])
 
 
-def build_index(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)build the BM25 index over `turns.text`, keyed by `turn_id` (English stop words, Porter stemmer)."""
+def create_index(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the extension's index on `turns` (English stop words, Porter stemmer), indexing what it holds.
+
+    On an empty `turns` this is instant and gives the scaffold (schema, stop words, `match_bm25`) that
+    `update_index` fills; on a full one it is the extension's own (slow: correlated updates) full build.
+    """
     load_extension(con)
     con.execute(f"PRAGMA create_fts_index('turns', 'turn_id', 'text', stemmer = '{STEMMER}', overwrite = 1)")
+
+
+def update_index(con: duckdb.DuckDBPyConnection, sessions: str) -> None:
+    """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
+
+    The extension can only rebuild the whole index; this applies the same tokenizer, stop words and stemmer to
+    just these turns and keeps document frequencies and statistics as a rebuild would have them, so an
+    append-one-session run stays cheap. Documents of turns no longer in `turns` go too.
+    """
+    load_extension(con)
+    x = INDEX_SCHEMA
+    statements = [
+        f"""CREATE OR REPLACE TEMP TABLE fts_changed AS
+            SELECT turn_id, text FROM turns WHERE session_id IN ({sessions})""",
+        f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
+            SELECT docid FROM {x}.docs
+            WHERE name IN (SELECT turn_id FROM fts_changed) OR name NOT IN (SELECT turn_id FROM turns)""",
+        f"""UPDATE {x}.dict SET df = dict.df - g.n
+            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
+                  WHERE docid IN (SELECT docid FROM fts_gone) GROUP BY termid) g
+            WHERE dict.termid = g.termid""",
+        f"DELETE FROM {x}.terms WHERE docid IN (SELECT docid FROM fts_gone)",
+        f"DELETE FROM {x}.docs WHERE docid IN (SELECT docid FROM fts_gone)",
+        f"""CREATE OR REPLACE TEMP TABLE fts_new_docs AS
+            SELECT (SELECT coalesce(max(docid), -1) FROM {x}.docs) + row_number() OVER (ORDER BY turn_id) AS docid,
+                   turn_id AS name, text
+            FROM fts_changed""",
+        # As the extension's own build: tokenize, drop empty words and stop words, then stem; each distinct word
+        # is stemmed once (stemming every occurrence is most of the extension's build time).
+        f"""CREATE OR REPLACE TEMP TABLE fts_words AS
+            SELECT docid, w FROM (SELECT docid, unnest({x}.tokenize(text)) AS w FROM fts_new_docs)
+            WHERE w IS NOT NULL AND len(w) > 0 AND w NOT IN (SELECT sw FROM {x}.stopwords)""",
+        f"""CREATE OR REPLACE TEMP TABLE fts_new_terms AS
+            WITH stems AS (SELECT w, stem(w, '{STEMMER}') AS term FROM (SELECT DISTINCT w FROM fts_words))
+            SELECT docid, term FROM fts_words JOIN stems USING (w)""",
+        f"""INSERT INTO {x}.dict (termid, term, df)
+            SELECT (SELECT coalesce(max(termid), -1) FROM {x}.dict) + row_number() OVER (ORDER BY term), term, 0
+            FROM (SELECT DISTINCT term FROM fts_new_terms) n
+            WHERE NOT EXISTS (SELECT 1 FROM {x}.dict d WHERE d.term = n.term)""",
+        f"""INSERT INTO {x}.docs (docid, name, len)
+            SELECT d.docid, d.name, count(t.term) FROM fts_new_docs d LEFT JOIN fts_new_terms t USING (docid)
+            GROUP BY d.docid, d.name""",
+        f"""INSERT INTO {x}.terms (docid, fieldid, termid)
+            SELECT t.docid, (SELECT fieldid FROM {x}.fields WHERE field = 'text'), d.termid
+            FROM fts_new_terms t JOIN {x}.dict d USING (term)""",
+        f"""UPDATE {x}.dict SET df = dict.df + n.n
+            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
+                  WHERE docid IN (SELECT docid FROM fts_new_docs) GROUP BY termid) n
+            WHERE dict.termid = n.termid""",
+        f"DELETE FROM {x}.dict WHERE df = 0",
+        f"""UPDATE {x}.stats SET num_docs = (SELECT count(docid) FROM {x}.docs),
+                                 avgdl = (SELECT sum(len) / count(len) FROM {x}.docs)""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+    for temp in ("fts_changed", "fts_gone", "fts_new_docs", "fts_words", "fts_new_terms"):
+        con.execute(f"DROP TABLE {temp}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,12 +89,14 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
     con.execute("BEGIN")
     for table in TABLES:
         con.execute(duckdb_ddl(table))
+    search.create_index(con)  # on the empty table: the scaffold, filled below much faster than the extension does
+    for table in TABLES:
         _insert_all(con, store, table, version)
+    search.update_index(con, "SELECT DISTINCT session_id FROM turns")
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     _set_meta(con, version_number, zone)
     views.create_views(con, zone)
     con.execute("COMMIT")
-    search.build_index(con)
 
 
 def _apply(
@@ -129,12 +131,14 @@ def _apply(
         if table not in SESSION_TABLES:
             con.execute(f"DELETE FROM {table.name}")
             _insert_all(con, store, table, version)
+    if not search.has_index(con):
+        search.create_index(con)  # a warehouse from before search: built once, whole
+    elif ids.num_rows:
+        search.update_index(con, "SELECT session_id FROM replaced_ids")
     _set_meta(con, version_number, zone)
     views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
     con.execute("COMMIT")
     con.unregister("replaced_ids")
-    if ids.num_rows or not search.has_index(con):
-        search.build_index(con)
 
 
 def refresh(

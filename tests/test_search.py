@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import duckdb
@@ -139,3 +140,78 @@ def test_a_snippet_of_a_long_turn_is_cut_around_the_first_match_with_ellipses() 
     assert [snippet[a:b] for a, b in spans] == ["needle"]
     assert "needle is here" in snippet  # whitespace collapsed
     assert len(snippet) <= search.SNIPPET_CHARS + 42
+
+
+WORDS = ["login", "logins", "form", "Forms", "the", "and", "café", "naïve", "tests", "testing", "42", "x-ray", "CI"]
+
+
+def _texts(rng: random.Random, n: int) -> list[str]:
+    return [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) + rng.choice(["", ".", " !?", "\n"])
+        for _ in range(n)
+    ]
+
+
+def _turns(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str]]) -> None:
+    con.execute("CREATE TABLE IF NOT EXISTS turns (turn_id VARCHAR, session_id VARCHAR, text VARCHAR)")
+    con.execute("DELETE FROM turns")
+    if rows:
+        con.executemany("INSERT INTO turns VALUES (?, ?, ?)", rows)
+
+
+def _index_contents(con: duckdb.DuckDBPyConnection) -> tuple[object, ...]:
+    """What BM25 scores depend on, independent of the internal ids."""
+    s = search.INDEX_SCHEMA
+    docs = con.execute(f"SELECT name, len FROM {s}.docs ORDER BY name").fetchall()
+    df = con.execute(f"SELECT term, df FROM {s}.dict WHERE df > 0 ORDER BY term").fetchall()
+    postings = con.execute(
+        f"SELECT d.name, t.term, count(*) FROM {s}.terms x JOIN {s}.docs d USING (docid) "
+        f"JOIN {s}.dict t USING (termid) GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    stats = con.execute(f"SELECT num_docs, round(avgdl, 9) FROM {s}.stats").fetchall()
+    return docs, df, postings, stats
+
+
+def _scores(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[str, float]]:
+    return [
+        (name, round(score, 9))
+        for name, score in con.execute(
+            f"SELECT turn_id, {search.INDEX_SCHEMA}.match_bm25(turn_id, ?) AS s FROM turns "
+            "WHERE s IS NOT NULL ORDER BY turn_id",
+            [query],
+        ).fetchall()
+    ]
+
+
+def _rebuilt(rows: list[tuple[str, str, str]]) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    _turns(con, rows)
+    search.create_index(con)  # the extension's own full build
+    return con
+
+
+def test_the_incremental_index_equals_the_extensions_full_build() -> None:
+    rng = random.Random(7)
+    rows = [(f"s{s}-{i}", f"s{s}", text) for s in range(6) for i, text in enumerate(_texts(rng, 8))]
+    ours = duckdb.connect()
+    _turns(ours, [])
+    search.create_index(ours)
+    _turns(ours, rows)
+    search.update_index(ours, "SELECT DISTINCT session_id FROM turns")
+    queries = ["login form", "tests", "cafe", "naive testing", "the", "x ray ci", "forms logins"]
+    theirs = _rebuilt(rows)
+    assert _index_contents(ours) == _index_contents(theirs)
+    for q in queries:
+        assert _scores(ours, q) == _scores(theirs, q), q
+
+    # s1 grows and changes, s2 goes, s9 is new: re-index just those three sessions.
+    rows = [r for r in rows if r[1] not in {"s1", "s2"}]
+    rows += [(f"s1-{i}", "s1", text) for i, text in enumerate(_texts(rng, 11))]
+    rows += [(f"s9-{i}", "s9", text) for i, text in enumerate(_texts(rng, 3))]
+    _turns(ours, rows)
+    search.update_index(ours, "SELECT unnest(['s1', 's2', 's9'])")
+    theirs = _rebuilt(rows)
+    assert _index_contents(ours) == _index_contents(theirs)
+    for q in queries:
+        assert _scores(ours, q) == _scores(theirs, q), q
+    assert _scores(ours, "login")  # the comparison is not between two empty indexes
