@@ -8,7 +8,8 @@ from enum import StrEnum
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
+from rich.padding import Padding
 from rich.text import Text
 
 from extractors.model import Agent
@@ -41,7 +42,7 @@ def _hit_json(rank: int, hit: Hit) -> dict[str, object]:
     }
 
 
-def _hit_text(rank: int, hit: Hit) -> Text:
+def _hit_text(rank: int, hit: Hit) -> Group:
     head = Text(f"{rank:>2}. ", style="bold")
     head.append(hit.agent, style="cyan")
     head.append(f" · {hit.timestamp:%Y-%m-%d %H:%M} · ")
@@ -50,8 +51,11 @@ def _hit_text(rank: int, hit: Hit) -> Text:
     snippet = Text(hit.snippet)
     for start, end in hit.highlights:
         snippet.stylize("bold yellow", start, end)
-    body = Text("    ").append(snippet)
-    return Text("\n").join([head, body, Text(f"    {hit.turn_id}", style="dim")])
+    return Group(
+        head,
+        Padding(snippet, (0, 0, 0, 4), expand=False),
+        Padding(Text(hit.turn_id, style="dim"), (0, 0, 0, 4), expand=False),
+    )
 
 
 def search(
@@ -87,11 +91,12 @@ def search(
         except SearchUnavailable as exc:
             raise fail(str(exc), 2) from None
     if as_json:
-        print(json.dumps([_hit_json(n, h) for n, h in enumerate(hits, 1)], ensure_ascii=False, indent=1))
+        lines = [json.dumps(_hit_json(n, h), ensure_ascii=False) for n, h in enumerate(hits, 1)]
+        print("[\n" + ",\n".join(lines) + "\n]" if lines else "[]")  # one hit per line, as `sql --json`
         return
     if not hits:
         console.print(f"No turns match {words!r}.")
         return
-    console.print(Text(f"{len(hits)} hit(s) for {words!r}; times in {zone} ({how})", style="dim"))
+    console.print(Text(f"{len(hits)} hit(s) for {words!r}, times in {zone} ({how})", style="dim"))
     for n, hit in enumerate(hits, 1):
         console.print(_hit_text(n, hit))
