@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from sinks import search
+from tests.corpus import S1, S2, claude_exchange, small_home, write_session
+from tests.test_pipeline import run, settings_for
 from tests.test_warehouse_views import PARENT, load_sample
 
 runner = CliRunner()
@@ -215,3 +217,23 @@ def test_the_incremental_index_equals_the_extensions_full_build() -> None:
     for q in queries:
         assert _scores(ours, q) == _scores(theirs, q), q
     assert _scores(ours, "login")  # the comparison is not between two empty indexes
+
+
+def test_after_incremental_runs_the_warehouse_index_equals_a_rebuild(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30, text="refactor the router"), append=True)
+    write_session(home, S2, claude_exchange(S2, 1, text="replaced wholly"))  # rewritten: turns replaced
+    run(settings_for(home, data))
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    search.load_extension(con)
+    try:
+        ours = _index_contents(con)
+        rows = con.execute("SELECT turn_id, session_id, text FROM turns").fetchall()
+        found = _scores(con, "router replaced")
+    finally:
+        con.close()
+    theirs = _rebuilt(rows)
+    assert ours == _index_contents(theirs)
+    assert found == _scores(theirs, "router replaced") and len(found) == 3
