@@ -283,3 +283,5 @@ def shell(
         except QueryError as exc:
             failed += 1
             write(f"error: {exc}\n")
+        except KeyboardInterrupt:  # Ctrl-C while a statement runs: drop it, keep the shell
+            write("interrupted\n")
