@@ -25,6 +25,8 @@ COMMANDS = [
     "flows.cmd_schedule",
     "flows.cmd_server",
     "flows.cmd_report",
+    "flows.cmd_sql",
+    "flows.cmd_search",
 ]
 
 app = typer.Typer(

@@ -187,13 +187,20 @@ def wait_for_writer(settings: Settings) -> None:
 
 
 def _may_skip_flow(data_dir: Path) -> bool:
-    """A no-op may skip the flow only when the corpus is whole: the warehouse exists, no run is writing, and the
-    last run ended well (after a failed or killed run the flow runs, and repairs the warehouse)."""
+    """A no-op may skip the flow only when the corpus is whole: the warehouse exists and was written by the DuckDB
+    installed here, no run is writing, and the last run ended well (after a failed or killed run the flow runs, and
+    repairs the warehouse)."""
     from sinks import ledger
 
     if not (data_dir / "warehouse.duckdb").exists() or ledger.lock_held(data_dir):
         return False
-    finished = [r for r in ledger.runs(data_dir) if r["outcome"] not in ("running", "busy")]
+    from flows.status import foreign_warehouse
+
+    records = ledger.runs(data_dir)
+    finished = [r for r in records if r["outcome"] not in ("running", "busy")]
+    snapshot = next((r["corpus"] for r in records if r.get("corpus")), None)
+    if snapshot is None or foreign_warehouse(data_dir / "warehouse.duckdb", snapshot):
+        return False  # a warehouse another DuckDB wrote (or one we know nothing of) is rebuilt by the flow
     return bool(finished) and finished[0]["outcome"] in ("ok", "noop")
 
 

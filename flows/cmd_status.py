@@ -51,6 +51,8 @@ def _status(
         console.print(f"No corpus in {st.data_dir} (nothing there yet). Run `transcripts run` first.", soft_wrap=True)
     else:
         _print(st, utc=utc, rejections=rejections)
+        if st.unreadable and not check:
+            console.print(f"warehouse: {st.unreadable}", soft_wrap=True, highlight=False)
     if check:
         for p in problems:
             if not as_json:

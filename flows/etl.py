@@ -71,9 +71,13 @@ def commit(
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
-def load_warehouse(data_dir: Path, run_id: str, previous_version: int, replaced: dict[str, set[str]] | None) -> None:
+def load_warehouse(
+    data_dir: Path, run_id: str, previous_version: int, replaced: dict[str, set[str]] | None, timezone: str | None
+) -> None:
     """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
-    warehouse.refresh(data_dir, Store(data_dir), run_id, previous_version=previous_version, replaced=replaced)
+    warehouse.refresh(
+        data_dir, Store(data_dir), run_id, previous_version=previous_version, replaced=replaced, timezone=timezone
+    )
 
 
 def run_etl(
@@ -147,7 +151,7 @@ def run_etl(
                     progress_hook(done, total)
             committed = commit_step(settings.data_dir, run_id, plan, results, row, buckets)
             replaced = committed.replaced if previous_version else None
-            load_step(settings.data_dir, run_id, previous_version, replaced)
+            load_step(settings.data_dir, run_id, previous_version, replaced, settings.timezone)
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
             log.info(

@@ -71,7 +71,12 @@ def run_prune(
             row.update(ended_at=datetime.now(UTC), counts_by_agent=json.dumps(plan.counts_by_agent(), sort_keys=True))
             number = prune.commit_prune(store, run_id, plan, row)
             warehouse.refresh(
-                settings.data_dir, store, run_id, previous_version=previous_version, replaced=plan.session_ids()
+                settings.data_dir,
+                store,
+                run_id,
+                previous_version=previous_version,
+                replaced=plan.session_ids(),
+                timezone=settings.timezone,
             )
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)

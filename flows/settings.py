@@ -3,8 +3,8 @@
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
 TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK,
-TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, and TRANSCRIPTS_CONFIG (the TOML file; default
-`$XDG_CONFIG_HOME/transcripts/config.toml`).
+TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
+TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class Settings:
     # Run the extraction tasks on a Dask cluster: a scheduler address (tcp://host:8786) or "local" (a LocalCluster
     # on this machine); None: worker processes on this machine (`workers`).
     dask: str | None = None
+    timezone: str | None = None  # zone of per-day views (None: the machine's)
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -68,7 +69,7 @@ class Settings:
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per table ("" is the top level)
-    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule"),
+    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone"),
     "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
     "schedule": ("cron", "timezone"),
 }
@@ -258,6 +259,14 @@ def load_settings(
     for name, value in (("cron", cron), ("timezone", timezone)):
         if value is not None and not isinstance(value, str):
             raise SettingsError(f"{name} ({origins[name]}) must be a string, got {value!r}")
+    zone = env.get("TRANSCRIPTS_TIMEZONE") or toml.get("timezone")
+    if zone:
+        from sinks.views import ZoneError, check_zone  # lazily: it imports DuckDB, which `status` does without
+
+        try:
+            check_zone(str(zone))
+        except ZoneError as exc:
+            raise SettingsError(f"timezone: {exc}") from None
     return Settings(
         data_dir=data_path,
         home=home_path,
@@ -272,6 +281,7 @@ def load_settings(
         schedule_cron=cron or "0 3 * * *",
         schedule_timezone=timezone or None,
         dask=dask or env.get("TRANSCRIPTS_DASK") or run.get("dask") or None,
+        timezone=str(zone) if zone else None,
         env=env,
         origins=origins,
         flag_roots={a: tuple(p) for a, p in flag_roots.items()},

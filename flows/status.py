@@ -32,12 +32,15 @@ class Status:
     snapshot_at: str | None = None  # when `counts` and `rejections` were taken
     rejects: list[dict[str, Any]] | None = None  # every rejection, with `details`
     skipped: list[dict[str, Any]] | None = None  # census of records that are not conversation, with `details`
+    unreadable: str | None = None  # why this DuckDB cannot open the warehouse (another version wrote it)
 
     def problems(self) -> list[str]:
         """Why `status --check` fails: no corpus, the last run failed or was interrupted, or it found new
         (non-benign) rejections. A run still going on, or one that found the data directory busy, is skipped."""
         if not self.exists:
             return [f"no corpus in {self.data_dir}"]
+        if self.unreadable:
+            return [self.unreadable]
         finished = [r for r in self.runs if r["outcome"] not in ("running", "busy")]
         if not finished:
             return []
@@ -89,8 +92,15 @@ def read_status(data_dir: Path, *, last_runs: int = 5, details: bool = False) ->
     if loaded is not None and loaded not in status.runs:
         status.last_loaded = loaded
     snapshot = next((r["corpus"] for r in runs if r.get("corpus")), None)
+    status.unreadable = foreign_warehouse(warehouse, snapshot)
+    if status.unreadable:
+        details = False
     if snapshot is None and warehouse.exists():
-        snapshot = corpus_snapshot(data_dir)  # a corpus from before the ledger: ask the warehouse once
+        try:
+            snapshot = corpus_snapshot(data_dir)  # a corpus from before the ledger: ask the warehouse once
+        except Exception as exc:  # duckdb.Error; duckdb is imported only here, lazily
+            status.unreadable = _foreign(warehouse, str(exc).splitlines()[0])
+            return status
     if snapshot is not None:
         status.counts = snapshot.get("counts", {})
         status.rejections = snapshot.get("rejections", [])
@@ -98,6 +108,46 @@ def read_status(data_dir: Path, *, last_runs: int = 5, details: bool = False) ->
     if details and warehouse.exists():
         _read_details(status, warehouse)
     return status
+
+
+def storage_version(warehouse: Path) -> int | None:
+    """The storage version number in a DuckDB file's header (`checksum u64 | "DUCK" | version u64`), read without
+    DuckDB; None when the file is not a DuckDB file or cannot be read."""
+    try:
+        with warehouse.open("rb") as handle:
+            head = handle.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[8:12] != b"DUCK":
+        return None
+    return int.from_bytes(head[12:20], "little")
+
+
+def foreign_warehouse(warehouse: Path, snapshot: dict[str, Any] | None) -> str | None:
+    """Why the warehouse is not one the DuckDB installed here wrote (per the last load's snapshot), or None."""
+    if snapshot is None or not warehouse.exists():
+        return None
+    written, storage = snapshot.get("engine"), snapshot.get("storage")
+    now = storage_version(warehouse)
+    if written is not None and written != engine_version():
+        return _foreign(warehouse, f"it was written by DuckDB {written}")
+    if storage is not None and now != storage:
+        return _foreign(warehouse, f"its file header says storage version {now}, the last load wrote {storage}")
+    return None
+
+
+def engine_version() -> str:
+    """The installed DuckDB's version, without importing it (status stays fast)."""
+    from importlib.metadata import version
+
+    return version("duckdb")
+
+
+def _foreign(warehouse: Path, why: str) -> str:
+    return (
+        f"{warehouse} was written by another DuckDB version than {engine_version()} ({why}): the next "
+        "`transcripts run` rebuilds it from the Parquet snapshot (nothing is lost)"
+    )
 
 
 def _connect(path: Path) -> duckdb.DuckDBPyConnection:
@@ -136,7 +186,15 @@ def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
         )
     finally:
         con.close()
-    return {"at": datetime.now(UTC).isoformat(), "counts": counts, "rejections": rejections}
+    # `engine`: the DuckDB that wrote the warehouse; a no-op run may skip the flow only when it is the one installed.
+    storage = storage_version(data_dir / WAREHOUSE)
+    return {
+        "at": datetime.now(UTC).isoformat(),
+        "counts": counts,
+        "rejections": rejections,
+        "engine": engine_version(),
+        "storage": storage,
+    }
 
 
 def _read_details(status: Status, path: Path) -> None:
