@@ -42,8 +42,11 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_unknown_source_suggests_the_right_name(tmp_path: Path) -> None:
-    code, _ = invoke("run", "--source", "clade", "--home", str(tmp_path), "--data-dir", str(tmp_path / "d"))
+    code, out = invoke("run", "--source", "clade", "--home", str(tmp_path), "--data-dir", str(tmp_path / "d"))
     assert code == 2
+    said = " ".join(out.split())  # the terminal width wraps the message
+    assert "unknown format 'clade'" in said and "Did you mean 'claude'?" in said, out
+    assert "Traceback" not in out and not (tmp_path / "d").exists()
 
 
 def test_backfill_of_an_ambiguous_path_fails_closed_naming_format(tmp_path: Path) -> None:

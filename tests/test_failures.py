@@ -7,15 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from flows.settings import load_settings
-from sinks.lock import writer_lock
 from tests.corpus import S1, claude_exchange, small_home, write_session
+from tests.lock_support import HANG, runs_only_after_the_lock_is_free
 from tests.test_crash import leftovers
 from tests.test_pipeline import run, settings_for, snapshot, table_rows
 
@@ -150,23 +149,13 @@ def test_a_failure_after_the_commit_is_recorded_and_the_next_run_repairs_the_war
     assert snapshot(data) == snapshot(clean)
 
 
-def test_a_second_run_waits_for_the_first_to_finish(tmp_path: Path) -> None:
+def test_a_second_run_waits_for_the_first_to_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     data.mkdir()
-    released = threading.Event()
-
-    def hold() -> None:
-        with writer_lock(data, 0):
-            time.sleep(0.8)
-        released.set()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    time.sleep(0.1)
-    report = run(load_settings(home=home, data_dir=data, sources=["claude"], env={}, lock_wait=30))
-    holder.join()
-    assert released.is_set() and report.committed.sessions_loaded == 2
+    settings = load_settings(home=home, data_dir=data, sources=["claude"], env={}, lock_wait=HANG)
+    report = runs_only_after_the_lock_is_free(data, lambda: run(settings), monkeypatch)
+    assert report.committed.sessions_loaded == 2
 
 
 def _processes_with(marker: str) -> list[int]:
