@@ -12,6 +12,7 @@ assistant's visible text is its non-synthetic `text` parts (`reasoning` is priva
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -89,6 +90,8 @@ def _number(value: Any) -> float | None:
 
 def _int(value: Any) -> int | None:
     number = _number(value)
+    if isinstance(number, float) and not math.isfinite(number):  # 1e400 parses as inf, NaN is NaN: no count
+        return None
     return None if number is None else int(number)
 
 
