@@ -24,6 +24,7 @@ from tests.fuzz_support import (
     hostile_files,
     known_open,
     resident_peak,
+    short_crash,
     short_recursion,
 )
 
