@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import json
 import os
@@ -335,11 +336,9 @@ def _opencode_db_docs() -> dict[str, Doc]:
 
 def _opencode_db_write(home: Path, files: dict[str, bytes], field_mutation: bool) -> Case:
     root = home / ".local" / "share" / "opencode"
+    root.mkdir(parents=True, exist_ok=True)
     good = root / "opencode-good.db"
-    conn = oc.create_db(good, wal=False)
-    oc.add_session(conn, "ses_good")
-    oc.add_exchange(conn, "ses_good", 2)
-    conn.close()
+    good.write_bytes(_good_db_bytes())
     target = root / "opencode.db"
     raw = files["rows"]
     if not field_mutation:  # the bytes of the database file itself
@@ -376,17 +375,27 @@ def _opencode_db_write(home: Path, files: dict[str, bytes], field_mutation: bool
     return Case(Agent.OPENCODE, home, [root], target, {str(good): "opencode-ses_good"}, {"opencode-ses_beside"})
 
 
-def _opencode_db_file(raw: bytes) -> bytes:
-    """A byte mutation of a database: the mutated bytes spliced into a real database file (its header kept)."""
+@functools.cache
+def _db_bytes(sid: str, exchanges: int) -> bytes:
+    """A canonical database holding one session, as bytes (built once: SQLite files cost milliseconds each)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "opencode.db"
         conn = oc.create_db(path, wal=False)
-        oc.add_session(conn, "ses_t")
-        oc.add_exchange(conn, "ses_t", 1)
+        oc.add_session(conn, sid)
+        oc.add_exchange(conn, sid, exchanges)
         conn.close()
-        real = path.read_bytes()
+        return path.read_bytes()
+
+
+def _good_db_bytes() -> bytes:
+    return _db_bytes("ses_good", 2)
+
+
+def _opencode_db_file(raw: bytes) -> bytes:
+    """A byte mutation of a database: the mutated bytes spliced into a real database file (its header kept)."""
+    real = _db_bytes("ses_t", 1)
     # Half the cases damage a real file at an offset derived from the mutation; the others are the raw bytes.
     if len(raw) % 2:
         return raw
