@@ -18,7 +18,6 @@ import functools
 import io
 import json
 import os
-import sqlite3
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -597,27 +596,6 @@ def build(fmt: Format, home: Path, files: dict[str, bytes], *, field: bool, desc
     case = fmt.write(home, files, field)
     case.described = described
     return case
-
-
-def age(case: Case, seconds: float = 3600) -> None:
-    """Make every file of the case older than the settle time (so a partial tail is not `write_in_progress`)."""
-    import time
-
-    old = time.time() - seconds
-    for path in case.home.rglob("*"):
-        if path.is_file():
-            os.utime(path, (old, old))
-
-
-def sqlite_ok(path: Path) -> bool:
-    """Whether a file opens as SQLite (for messages only)."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        conn.execute("SELECT 1 FROM sqlite_master").fetchall()
-        conn.close()
-        return True
-    except sqlite3.Error:
-        return False
 
 
 # ---------------------------------------------------------------------------------------------------- open bugs
