@@ -51,7 +51,7 @@ def test_the_flow_over_several_batches_on_two_workers_gives_the_one_batch_corpus
     found = sum(single.plan_counts[a]["new"] for a in sources)
     assert found >= 5, single.plan_counts
     assert submitted == list(range(found)), "every batch went to the worker pool as a Prefect task"
-    batches = [r.getMessage() for r in caplog.records if r.getMessage().startswith("event=batch")]
+    batches = [m for r in caplog.records if (m := r.getMessage()).startswith(f"event=batch run={several.run_id} ")]
     assert len(batches) == found, batches
     assert several.flow_run_id, "it ran as a Prefect flow"
     assert several.committed.sessions_loaded == single.committed.sessions_loaded > 0
