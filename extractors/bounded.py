@@ -346,7 +346,7 @@ def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | Non
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document is {before.st_size} bytes, over the limit {cap}")
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(cap + 1)
+            raw = handle.read(min(cap, before.st_size) + 1)  # +1: a document that grew past the limit
             after = os.fstat(handle.fileno())
     except OSError as exc:
         raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot read: {exc.strerror}") from exc

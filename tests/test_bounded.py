@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -88,15 +89,40 @@ def test_reject_line_over_limit_without_reading_it_whole(tmp_path: Path) -> None
     assert (err.value.code, err.value.line) == (RejectCode.LIMIT_EXCEEDED, 1)
 
 
+def opens_of(path: Path) -> list[str]:
+    """Every open of `path` from now on, seen by an audit hook ("open" events: `open()`, `os.open`, ...).
+
+    Counting opens holds for root too, where a chmod 0 file would still open.
+    """
+    seen: list[str] = []
+    _WATCHED[os.fspath(path)] = seen
+    return seen
+
+
+_WATCHED: dict[str, list[str]] = {}
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
+        name = os.fsdecode(args[0])
+        if name in _WATCHED:
+            _WATCHED[name].append(event)
+
+
+sys.addaudithook(_audit)  # hooks cannot be removed; it records only paths a test registered
+
+
 def test_reject_source_over_limit_before_opening(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}'] * 10)
-    os.chmod(path, 0)  # proves it is never opened: the size check comes first
+    opens = opens_of(path)
     try:
         with pytest.raises(RejectError) as err:
             list(iter_jsonl(path, Limits(max_source_bytes=20)))
         assert err.value.code is RejectCode.LIMIT_EXCEEDED
+        assert opens == [], "the size check comes before any open"
+        assert list(iter_jsonl(path, Limits())) and opens, "the audit hook does see an open of the file"
     finally:
-        os.chmod(path, 0o600)
+        _WATCHED.pop(os.fspath(path))
 
 
 def test_reject_too_many_records(tmp_path: Path) -> None:

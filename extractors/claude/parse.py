@@ -142,11 +142,11 @@ class Parser:
         texts = tuple(
             b["text"]
             for b in blocks
-            if b.get("type") in tables.VISIBLE_BLOCKS and isinstance(b.get("text"), str) and b["text"].strip()
+            if _kind(b) in tables.VISIBLE_BLOCKS and isinstance(b.get("text"), str) and b["text"].strip()
         )
         uses = []
         for position, block in enumerate(blocks):
-            if block.get("type") not in tables.TOOL_USE_BLOCKS:
+            if _kind(block) not in tables.TOOL_USE_BLOCKS:
                 continue
             name = block.get("name")
             if not isinstance(name, str):
@@ -166,7 +166,7 @@ class Parser:
             entry.kind, entry.disposition = "assistant", Disposition.TURN
         elif uses or entry.results:
             entry.kind, entry.disposition = "assistant/tool_use", Disposition.TOOL
-        elif any(b.get("type") in tables.REASONING_BLOCKS for b in blocks):
+        elif any(_kind(b) in tables.REASONING_BLOCKS for b in blocks):
             entry.kind, entry.disposition = "assistant/thinking", Disposition.HARNESS
         else:
             entry.kind, entry.disposition = "assistant/empty", Disposition.SKIPPED
@@ -216,6 +216,12 @@ class Parser:
         if not any(e.rtype in tables.CONVERSATION_TYPES for e in self.entries):
             raise RejectError(RejectCode.NO_CONVERSATION, "no user or assistant record in the file")
         return assemble(self.entries, self.layout, self.record_agent_id, self.glued_lines)
+
+
+def _kind(block: dict[str, Any]) -> str | None:
+    """A content block's `type` when it is a string (a list there must not reach a set lookup: unhashable)."""
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else None
 
 
 def _content(record: dict[str, Any], line: Line) -> str | Blocks:
