@@ -29,6 +29,9 @@ SAMPLE_HOME = PROJECT_DIR / "data" / "sample" / "home"
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
+NoRedact = Annotated[
+    bool, typer.Option("--no-redact", help="Store text as it is: secrets are not redacted (re-derives the corpus).")
+]
 
 
 def _quiet_prefect() -> None:
@@ -105,6 +108,7 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a run would do; write nothing.")] = False,
     sample: Annotated[bool, typer.Option("--sample", help="Load the sample corpus shipped in data/sample.")] = False,
     wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    no_redact: NoRedact = False,
     config: Config = None,
 ) -> None:
     """Discover new and changed sessions and load them into the corpus."""
@@ -117,6 +121,7 @@ def run(
         "roots": root or [],
         "config": config,
         "lock_wait": wait,
+        "redact": False if no_redact else None,  # None: the setting decides
     }
     settings = _settings(**options)
     from extractors.registry import extractor
@@ -201,6 +206,8 @@ def _print_report(report: Any) -> None:
         console.print(f"  {agent}: {parts}")
     if c.new_rejections:
         console.print(f"[yellow]{c.new_rejections} new rejection(s): see `transcripts status`[/yellow]")
+    if not getattr(report, "redacted", True):
+        console.print("[yellow]redaction is off: this corpus holds unredacted text (secrets as they were)[/yellow]")
 
 
 @app.command()
@@ -402,6 +409,7 @@ def backfill(
     full: Annotated[bool, typer.Option("--full", help="Read it again even if unchanged.")] = False,
     data_dir: DataDir = None,
     wait: Annotated[float | None, typer.Option("--wait", help="Seconds to wait for another run.")] = None,
+    no_redact: NoRedact = False,
     config: Config = None,
 ) -> None:
     """Load an explicitly given source, such as a ChatGPT export (.zip or conversations.json)."""
@@ -451,7 +459,12 @@ def backfill(
 
     with _reporting_failures("backfill"), prefect_api():
         report = etl.backfill_flow(
-            {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+            {
+                "data_dir": settings.data_dir,
+                "config": config,
+                "lock_wait": wait,
+                "redact": False if no_redact else None,
+            },
             agent.value,
             [s.path for s in found.sources],
             full=full,

@@ -21,8 +21,10 @@ from flows.settings import Settings
 from sinks.commit import Committed, commit_run, record_failed_run
 from sinks.files import private_dir
 from sinks.manifest import Plan, make_plan
+from sinks.secrets_key import load_or_create_key
 from sinks.staging import BatchResult
 from sinks.store import Store
+from transforms.redact import Redactor, version_suffix
 
 log = logging.getLogger("transcripts.etl")
 
@@ -48,10 +50,20 @@ class RunReport:
     bytes_to_read: int = 0
     found_any_root: bool = True
     flow_run_id: str | None = None
+    redacted: bool = True  # False: this run stored text as it was (--no-redact)
 
 
-def parser_versions() -> dict[Agent, str]:
-    return {agent: module.PARSER_VERSION for agent, module in registered().items()}
+def parser_versions(redact: bool) -> dict[Agent, str]:
+    """The effective parser version of every agent: its extractor's version and the redaction mode and rules
+    version (`3+r1.1.5e2f1a9c`, or `3+raw` without redaction). A source read under another one is read again, so
+    changing the rules or the setting re-derives the whole corpus on the next run: it is never half redacted."""
+    suffix = version_suffix(redact)
+    return {agent: f"{module.PARSER_VERSION}{suffix}" for agent, module in registered().items()}
+
+
+def redactor(settings: Settings) -> Redactor:
+    """The run's redactor: with the corpus's key (created on first use; call under the lock), or raw."""
+    return Redactor(load_or_create_key(settings.data_dir)) if settings.redact else Redactor(None)
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -136,7 +148,9 @@ def run_row(run_id: str, settings: Settings, *, flow: str, mode: str, started: d
         "bytes_read": 0,
         "counts_by_agent": "{}",
         "limits": json.dumps(asdict(settings.limits), sort_keys=True),
-        "parser_versions": json.dumps({a.value: v for a, v in parser_versions().items()}, sort_keys=True),
+        "parser_versions": json.dumps(
+            {a.value: v for a, v in parser_versions(settings.redact).items()}, sort_keys=True
+        ),
     }
 
 
@@ -155,9 +169,10 @@ def commit(
     results: Sequence[BatchResult],
     row: dict[str, Any],
     buckets: Mapping[str, int],
+    versions: Mapping[Agent, str],
 ) -> Committed:
     row["ended_at"] = datetime.now(UTC)
-    return commit_run(store, run_id, plan, results, parser_versions(), row, buckets)
+    return commit_run(store, run_id, plan, results, versions, row, buckets)
 
 
 def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:
@@ -175,7 +190,7 @@ def plan_run(
     settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None
 ) -> tuple[Discovery, Plan]:
     found = discover(settings) if explicit is None else explicit
-    return found, make_plan(store, found.sources, found.scanned, parser_versions(), full=full)
+    return found, make_plan(store, found.sources, found.scanned, parser_versions(settings.redact), full=full)
 
 
 def explicit_sources(agent: Agent, paths: Sequence[Path]) -> Discovery:

@@ -2,7 +2,7 @@
 
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
-TRANSCRIPTS_WORKERS,
+TRANSCRIPTS_WORKERS, TRANSCRIPTS_REDACT (true/false),
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, and TRANSCRIPTS_CONFIG (the TOML file; default
 `$XDG_CONFIG_HOME/transcripts/config.toml`).
 """
@@ -51,6 +51,7 @@ class Settings:
     lock_wait_seconds: float = 60.0
     schedule_cron: str = "0 3 * * *"
     schedule_timezone: str | None = None
+    redact: bool = True  # secrets in every stored text become markers (transforms/redact.py); False: raw text
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def roots(self, agent: Agent, module: Extractor) -> list[Path]:
@@ -105,6 +106,7 @@ def load_settings(
     config: Path | None = None,
     limits: Mapping[str, Any] | None = None,
     lock_wait: float | None = None,
+    redact: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Resolve settings from flags (arguments), the environment and the TOML file. Raises SettingsError."""
@@ -175,8 +177,27 @@ def load_settings(
         lock_wait_seconds=wait,
         schedule_cron=env.get("TRANSCRIPTS_SCHEDULE_CRON") or schedule.get("cron", "0 3 * * *"),
         schedule_timezone=env.get("TRANSCRIPTS_SCHEDULE_TIMEZONE") or schedule.get("timezone"),
+        redact=_redact(redact, env, toml),
         env=env,
     )
+
+
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _redact(flag: bool | None, env: Mapping[str, str], toml: Mapping[str, Any]) -> bool:
+    """Redaction: `--no-redact` > TRANSCRIPTS_REDACT > `[redaction] enabled` > on."""
+    if flag is not None:
+        return flag
+    if env.get("TRANSCRIPTS_REDACT"):
+        value = env["TRANSCRIPTS_REDACT"].strip().lower()
+        if value not in _BOOLS:
+            raise SettingsError(f"TRANSCRIPTS_REDACT must be true or false, got {env['TRANSCRIPTS_REDACT']!r}")
+        return _BOOLS[value]
+    enabled = dict(toml.get("redaction", {})).get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise SettingsError(f"[redaction] enabled must be true or false, got {enabled!r}")
+    return enabled
 
 
 def _agent(name: str) -> Agent:

@@ -22,6 +22,7 @@ from extractors.registry import read_source
 from sinks.files import write_scratch
 from sinks.store import FileKey, Store
 from transforms.normalize import session_tables
+from transforms.redact import Redactor
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ def stage_batch(
     parser_versions: Mapping[Agent, str],
     previous: Mapping[str, Previous],
     buckets: Mapping[str, int],
+    redactor: Redactor,
     *,
     flush_bytes: int = FLUSH_BYTES,
 ) -> BatchResult:
@@ -117,7 +119,7 @@ def stage_batch(
 
     Sessions are normalised and written out every `flush_bytes` of text, so a batch (or one export holding
     thousands of conversations) never holds more than that in memory. `buckets` is the bucket count of each agent
-    partition for this run.
+    partition for this run; `redactor` replaces the secrets in every text before anything is staged.
     """
     batch = BatchResult(batch_no, [], {})
     pending: list[Loaded] = []
@@ -143,7 +145,7 @@ def stage_batch(
                 held += _session_bytes(outcome)
                 result.loaded.append((outcome.session.session_id, len(outcome.session.turns)))
                 if held >= flush_bytes:
-                    _flush(store, run_id, batch, pending, parser_versions, buckets)
+                    _flush(store, run_id, batch, pending, parser_versions, buckets, redactor)
                     pending, held = [], 0
             else:
                 result.problems.append(outcome)
@@ -155,7 +157,7 @@ def stage_batch(
             waiting: list[Rejected | Deferred] = [p for p in result.problems if isinstance(p, Deferred)]
             result.problems = waiting[:1]
         batch.sources.append(result)
-    _flush(store, run_id, batch, pending, parser_versions, buckets)
+    _flush(store, run_id, batch, pending, parser_versions, buckets, redactor)
     return batch
 
 
@@ -175,11 +177,12 @@ def _flush(
     loaded: list[Loaded],
     parser_versions: Mapping[Agent, str],
     buckets: Mapping[str, int],
+    redactor: Redactor,
 ) -> None:
     """Normalise `loaded` and write one scratch file per table, its rows grouped by (agent, bucket)."""
     if not loaded:
         return
-    tables = session_tables(loaded, parser_versions)
+    tables = session_tables(loaded, parser_versions, redactor)
     origin = {item.session.session_id: item.source.path for item in loaded}
     bucket_of = {
         item.session.session_id: ids.bucket_of(item.session.session_id, buckets[item.session.agent.value])

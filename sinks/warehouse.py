@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -20,6 +21,7 @@ from extractors.ids import bucket_of
 from sinks import failpoints
 from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import FileKey, Store
+from transforms.redact import redaction_version
 from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"
@@ -45,7 +47,38 @@ VIEWS: dict[str, str] = {
     "current_rejects": """
         SELECT r.*, coalesce(src.present, true) AS source_present
         FROM rejects r LEFT JOIN sources src USING (source_path)""",
+    "redactions_daily": """
+        SELECT agent, CAST(timestamp AS DATE) AS day, rule, sum(count) AS count,
+               count(DISTINCT secret_hmac) AS distinct_secrets
+        FROM redactions GROUP BY ALL""",
 }
+
+
+def redaction_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """For `status`: secrets redacted per agent and rule, and sessions by redaction mode of their text.
+
+    `sessions` counts, per agent, sessions whose text was redacted under the current rules (`current`), under
+    older rules (`older_rules`), or stored raw (`unredacted`: `--no-redact`, or loaded before redaction existed
+    and whose source is gone, so it could not be read again). Call with a read-only connection to the warehouse.
+    """
+    current = f"%+r{redaction_version()}"
+    per_rule = con.execute(
+        """SELECT agent, rule, sum(count) AS count, count(DISTINCT secret_hmac) AS distinct_secrets
+           FROM redactions GROUP BY ALL ORDER BY agent, count DESC, rule"""
+    ).fetchall()
+    modes = con.execute(
+        """SELECT agent,
+                  count(*) FILTER (WHERE parser_version LIKE ?) AS current,
+                  count(*) FILTER (WHERE parser_version LIKE '%+r%' AND parser_version NOT LIKE ?) AS older_rules,
+                  count(*) FILTER (WHERE parser_version NOT LIKE '%+r%') AS unredacted
+           FROM sessions GROUP BY agent ORDER BY agent""",
+        [current, current],
+    ).fetchall()
+    return {
+        "rules_version": redaction_version(),
+        "redacted": [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule],
+        "sessions": {a: {"current": int(c), "older_rules": int(o), "unredacted": int(u)} for a, c, o, u in modes},
+    }
 
 
 def warehouse_path(data_dir: Path) -> Path:

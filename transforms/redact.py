@@ -1,0 +1,276 @@
+"""Pure: secrets in text -> markers naming the rule and a keyed hash, with what was found (never the value).
+
+The rules are data (`transforms/rules/secrets.toml`, each with its source); they are compiled once per process
+with RE2 (`google-re2`), whose matching time is linear in the text whatever the text or the pattern, so hostile
+input (long runs of near-matches) cannot stall a run. A keyword pass over the text decides which rules run at all
+(as gitleaks does): most text is scanned once, by one automaton, and never by a rule's regex.
+
+No filesystem, clock or environment beyond reading the packaged rules: the per-corpus key is passed in as bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import math
+import tomllib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import re2
+
+MARKER_PREFIX = "[REDACTED:"
+HMAC_HEX = 12  # 48 bits of HMAC-SHA256: enough to tell secrets of one corpus apart, too few to be a fingerprint
+KEY_BYTES = 32
+ENGINE_VERSION = "1"  # bump when this module changes what it writes for the same rules
+CONTEXT_BEFORE = 50  # bytes of identifier before a match that allow_context sees (gitleaks' [\w.-]{0,50} prefix)
+_IDENT = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_DIGITS = frozenset(b"0123456789")
+
+
+class RulesError(ValueError):
+    """The rules file is malformed (a bug in this checkout, not something a user did)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One redacted value: the rule that found it and the keyed hash in its marker."""
+
+    rule: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    source: str
+    description: str
+    pattern: str
+    regex: Any  # re2._Regexp over bytes
+    keywords: tuple[str, ...]
+    entropy: float | None
+    require_digit: bool
+    allow: tuple[Any, ...]
+    allow_context: tuple[Any, ...]
+    stopwords: tuple[bytes, ...]
+
+    def accepts(self, secret: bytes, data: bytes, start: int, end: int) -> bool:
+        """True when `secret` (at data[start:end] of a match) passes this rule's filters."""
+        if self.entropy is not None and shannon_entropy(secret) <= self.entropy:
+            return False
+        if self.require_digit and not _DIGITS.intersection(secret):
+            return False
+        if any(a.search(secret) for a in self.allow):
+            return False
+        if self.stopwords:
+            lowered = secret.lower()
+            if any(word in lowered for word in self.stopwords):
+                return False
+        if self.allow_context:
+            begin = start
+            while begin > 0 and start - begin < CONTEXT_BEFORE and data[begin - 1] in _IDENT:
+                begin -= 1
+            context = data[begin:end]
+            if any(a.search(context) for a in self.allow_context):
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    version: str  # the redaction version: engine version and a hash of the rules file
+    rules: tuple[Rule, ...]
+    sources: dict[str, dict[str, str]]
+    gate: Any  # one regex: any trigger at all
+    triggers: Any  # re2.Set of the triggers: which of them occur
+    enables: tuple[tuple[int, ...], ...]  # per trigger: the rules it makes run
+
+
+def shannon_entropy(data: bytes) -> float:
+    """Bits per byte of `data` (gitleaks' entropy filter)."""
+    if not data:
+        return 0.0
+    n = len(data)
+    return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
+
+
+def _options(*, case_insensitive: bool = False) -> Any:
+    opts = re2.Options()
+    opts.max_mem = 64 << 20  # room for the DFA of the larger rules, so RE2 stays on its fast path
+    opts.log_errors = False
+    if case_insensitive:
+        opts.case_sensitive = False
+    return opts
+
+
+def _compile(pattern: str, where: str, *, case_insensitive: bool = False) -> Any:
+    try:
+        return re2.compile(pattern.encode(), options=_options(case_insensitive=case_insensitive))
+    except re2.error as exc:
+        raise RulesError(f"{where}: not an RE2 pattern: {exc}") from None
+
+
+def parse_rules(raw: bytes) -> RuleSet:
+    """The rule set of a rules file (TOML). Raises RulesError."""
+    try:
+        doc = tomllib.loads(raw.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RulesError(f"the rules file is not TOML: {exc}") from None
+    sources = {str(k): {str(a): str(b) for a, b in v.items()} for k, v in doc.get("sources", {}).items()}
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for n, item in enumerate(doc.get("rules", [])):
+        rid = str(item.get("id", ""))
+        where = f"rule {n} ({rid or 'no id'})"
+        if not rid or rid in seen:
+            raise RulesError(f"{where}: every rule needs an id of its own")
+        if item.get("source") not in sources:
+            raise RulesError(f"{where}: source must be one of {', '.join(sources)}")
+        seen.add(rid)
+        entropy = item.get("entropy")
+        rules.append(
+            Rule(
+                id=rid,
+                source=str(item["source"]),
+                description=str(item.get("description", "")),
+                pattern=str(item["regex"]),
+                regex=_compile(str(item["regex"]), where),
+                keywords=tuple(str(k).lower() for k in item.get("keywords", [])),
+                entropy=None if entropy is None else float(entropy),
+                require_digit=bool(item.get("require_digit", False)),
+                allow=tuple(_compile(str(p), f"{where} allow") for p in item.get("allow", [])),
+                allow_context=tuple(_compile(str(p), f"{where} allow_context") for p in item.get("allow_context", [])),
+                stopwords=tuple(str(w).lower().encode() for w in item.get("stopwords", [])),
+            )
+        )
+    # The triggers: every keyword (a literal, any case), and the whole pattern of a rule without keywords. One
+    # search over all of them says whether a text needs a closer look at all (most do not); one set match then
+    # says which rules to run.
+    words = sorted({k for r in rules for k in r.keywords})
+    triggers = [re2.escape(w.encode()).decode() for w in words]
+    enables = [tuple(i for i, r in enumerate(rules) if w in r.keywords) for w in words]
+    for i, r in enumerate(rules):
+        if not r.keywords:
+            triggers.append(f"(?-i:{r.pattern})")
+            enables.append((i,))
+    trigger_set = re2.Set.SearchSet(_options(case_insensitive=True))
+    for trigger in triggers:
+        trigger_set.Add(trigger.encode())
+    trigger_set.Compile()
+    gate = _compile("|".join(f"(?:{t})" for t in triggers), "the trigger gate", case_insensitive=True)
+    digest = hashlib.sha256(raw).hexdigest()[:8]
+    version = f"{ENGINE_VERSION}.{doc.get('version', '0')}.{digest}"
+    return RuleSet(version, tuple(rules), sources, gate, trigger_set, tuple(enables))
+
+
+@functools.cache
+def ruleset() -> RuleSet:
+    """The packaged rules, compiled once per process."""
+    raw = resources.files("transforms").joinpath("rules/secrets.toml").read_bytes()
+    return parse_rules(raw)
+
+
+def redaction_version() -> str:
+    """What the parser version of every source carries while redaction is on (`+r<this>`)."""
+    return ruleset().version
+
+
+def version_suffix(enabled: bool) -> str:
+    """The suffix of every effective parser version: `+r<redaction version>`, or `+raw` with redaction off."""
+    return f"+r{redaction_version()}" if enabled else "+raw"
+
+
+def _odd_backslashes(data: bytes, start: int, end: int) -> bool:
+    n = 0
+    while end - n > start and data[end - n - 1] == 0x5C:
+        n += 1
+    return n % 2 == 1
+
+
+def marker(rule: str, digest: str) -> str:
+    return f"{MARKER_PREFIX}{rule}:hmac={digest}]"
+
+
+class Redactor:
+    """Replaces secrets in text by markers; `Redactor(None)` (raw mode) returns every text unchanged.
+
+    Picklable as its key alone: a worker process compiles the rules once, on first use.
+    """
+
+    __slots__ = ("_key", "_rules")
+
+    def __init__(self, key: bytes | None, rules: RuleSet | None = None) -> None:
+        if key is not None and len(key) < 16:
+            raise ValueError("a redaction key has at least 16 bytes")
+        self._key = key
+        self._rules = rules
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes | None]]:
+        return (Redactor, (self._key,))
+
+    @property
+    def enabled(self) -> bool:
+        return self._key is not None
+
+    @property
+    def suffix(self) -> str:
+        return f"+r{self.rules.version}" if self.enabled else "+raw"
+
+    @property
+    def rules(self) -> RuleSet:
+        if self._rules is None:
+            self._rules = ruleset()
+        return self._rules
+
+    def digest(self, secret: bytes) -> str:
+        assert self._key is not None
+        return hmac.new(self._key, secret, hashlib.sha256).hexdigest()[:HMAC_HEX]
+
+    def redact(self, text: str) -> tuple[str, list[Finding]]:
+        """`text` with every secret replaced by its marker, and the findings in order. Unchanged when raw."""
+        if self._key is None or not text:
+            return text, []
+        rules = self.rules
+        data = text.encode("utf-8", "surrogatepass")  # the extractors keep lone surrogates; so does this
+        if rules.gate.search(data) is None:
+            return text, []
+        chosen = sorted({i for t in rules.triggers.Match(data) or () for i in rules.enables[t]})
+        spans = self._spans(data, [rules.rules[i] for i in chosen])
+        if not spans:
+            return text, []
+        out: list[bytes] = []
+        findings: list[Finding] = []
+        pos = 0
+        for start, end, rule in spans:
+            secret = data[start:end]
+            found = Finding(rule, self.digest(secret))
+            findings.append(found)
+            out.append(data[pos:start])
+            out.append(marker(found.rule, found.digest).encode())
+            pos = end
+        out.append(data[pos:])
+        return b"".join(out).decode("utf-8", "surrogatepass"), findings
+
+    @staticmethod
+    def _spans(data: bytes, rules: Sequence[Rule]) -> list[tuple[int, int, str]]:
+        """Non-overlapping (start, end, rule id) of the secrets, earlier rules first, sorted by position."""
+        taken: list[tuple[int, int, str]] = []
+        for rule in rules:
+            for match in rule.regex.finditer(data):
+                start, end = match.span()
+                for g in range(1, (match.re.groups or 0) + 1):
+                    gs, ge = match.span(g)
+                    if gs >= 0 and ge > gs:
+                        start, end = gs, ge
+                        break
+                while end > start and _odd_backslashes(data, start, end):
+                    end -= 1  # never end inside an escape (\" in JSON text): the marker would break the JSON
+                if end <= start or any(s < end and start < e for s, e, _ in taken):
+                    continue
+                if rule.accepts(data[start:end], data, match.start(), match.end()):
+                    taken.append((start, end, rule.id))
+        return sorted(taken)
