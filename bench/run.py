@@ -3,6 +3,7 @@
     uv run python bench/run.py --mb 200 [--seed 1] [--mix claude=1.0] [--keep DIR | --corpus HOME] [--prefect]
     uv run python bench/run.py --scale 50,100,200 [--keep DIR]
     uv run python bench/run.py --mb 200 --stages --profile  # also time each step, and cProfile, a full load
+    uv run python bench/run.py --mb 50 --repeat 3 --compare-redaction  # also a full load without redaction
 
 Each phase runs in its own process (`bench/phase.py`), so its peak RSS is its own (read with `os.wait4`, which
 reports the largest resident set of the process and of its reaped children). Printed per phase: wall seconds of the
@@ -108,9 +109,12 @@ def run_phase(
     corpus_mb: float,
     profile: Path | None = None,
     stages: bool = False,
+    redact: bool = True,
 ) -> Phase:
     cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
     cmd += ["--sources", ",".join(sources)]
+    if not redact:
+        cmd.append("--no-redact")
     if prefect:
         cmd.append("--prefect")
     if profile is not None:
@@ -364,6 +368,13 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
             phases[-1].note = note
         finally:
             restore(path, size, mtime_ns)
+        if args.compare_redaction:  # the same full load, text stored raw: what redaction costs
+            shutil.rmtree(data, ignore_errors=True)
+            raw = run_phase(
+                "full load", home, data, sources, env, prefect=args.prefect, corpus_mb=corpus_mb, redact=False
+            )
+            raw.name, raw.note = "full load raw", "--no-redact"
+            phases.append(raw)
         runs.append(phases)
     # Best of the repetitions per phase (other work on the machine only ever adds time); RSS: the largest seen.
     phases = [min((run[i] for run in runs), key=lambda p: p.pipeline_seconds) for i in range(len(runs[0]))]
@@ -376,6 +387,13 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
     if args.repeat > 1:
         for i, phase in enumerate(phases):
             print(f"  {phase.name}: " + ", ".join(f"{run[i].pipeline_seconds:.2f}" for run in runs))
+    if args.compare_redaction:
+        redacted, raw = phases[0], phases[-1]
+        extra = 100 * (redacted.pipeline_seconds / raw.pipeline_seconds - 1) if raw.pipeline_seconds else 0.0
+        print(
+            f"redaction: full load {redacted.pipeline_seconds:.2f} s ({corpus_mb / redacted.pipeline_seconds:.1f} MB/s)"
+            f" vs raw {raw.pipeline_seconds:.2f} s ({corpus_mb / raw.pipeline_seconds:.1f} MB/s): {extra:+.1f} %"
+        )
     busy = max(p.load_before for run in runs for p in run)
     if busy > 0.5:
         print(f"note: the machine was busy (1-min load average up to {busy:.1f} at a phase start): timings inflated")
@@ -482,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=1, help="run the phases N times; report the best of each")
     parser.add_argument("--stages", action="store_true", help="also time the steps of a full load (wall clock)")
+    parser.add_argument(
+        "--compare-redaction", action="store_true", help="also a full load with --no-redact: what redaction costs"
+    )
     parser.add_argument("--profile", action="store_true", help="also cProfile a full load (bench/out/full-load.prof)")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/out/results.json or results-scale.json)")
     args = parser.parse_args(argv)

@@ -44,38 +44,50 @@ class Finding:
     digest: str
 
 
+class _Compiled:
+    """The regexes of a rule, compiled on first use: most rules never run in a process (their keywords never
+    occur), and compiling all of them up front would cost every worker process a noticeable fraction of a second."""
+
+    __slots__ = ("allow", "allow_context", "regex")
+
+    def __init__(self, rule: Rule) -> None:
+        self.regex = _compile(rule.pattern, f"rule {rule.id}")
+        self.allow = tuple(_compile(p, f"rule {rule.id} allow") for p in rule.allow)
+        self.allow_context = tuple(_compile(p, f"rule {rule.id} allow_context") for p in rule.allow_context)
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     id: str
     source: str
     description: str
     pattern: str
-    regex: Any  # re2._Regexp over bytes
     keywords: tuple[str, ...]
+    trigger: str | None
     entropy: float | None
     require_digit: bool
-    allow: tuple[Any, ...]
-    allow_context: tuple[Any, ...]
+    allow: tuple[str, ...]
+    allow_context: tuple[str, ...]
     stopwords: tuple[bytes, ...]
 
-    def accepts(self, secret: bytes, data: bytes, start: int, end: int) -> bool:
+    def accepts(self, compiled: _Compiled, secret: bytes, data: bytes, start: int, end: int) -> bool:
         """True when `secret` (at data[start:end] of a match) passes this rule's filters."""
         if self.entropy is not None and shannon_entropy(secret) <= self.entropy:
             return False
         if self.require_digit and not _DIGITS.intersection(secret):
             return False
-        if any(a.search(secret) for a in self.allow):
+        if any(a.search(secret) for a in compiled.allow):
             return False
         if self.stopwords:
             lowered = secret.lower()
             if any(word in lowered for word in self.stopwords):
                 return False
-        if self.allow_context:
+        if compiled.allow_context:
             begin = start
             while begin > 0 and start - begin < CONTEXT_BEFORE and data[begin - 1] in _IDENT:
                 begin -= 1
             context = data[begin:end]
-            if any(a.search(context) for a in self.allow_context):
+            if any(a.search(context) for a in compiled.allow_context):
                 return False
         return True
 
@@ -88,6 +100,18 @@ class RuleSet:
     gate: Any  # one regex: any trigger at all
     triggers: Any  # re2.Set of the triggers: which of them occur
     enables: tuple[tuple[int, ...], ...]  # per trigger: the rules it makes run
+    compiled: dict[int, _Compiled]  # per rule index, filled on first use
+
+    def regexes(self, index: int) -> _Compiled:
+        found = self.compiled.get(index)
+        if found is None:
+            found = self.compiled[index] = _Compiled(self.rules[index])
+        return found
+
+    def compile_all(self) -> None:
+        """Compile every rule now (tests: a rule RE2 refuses fails here, not in the middle of a run)."""
+        for index in range(len(self.rules)):
+            self.regexes(index)
 
 
 def shannon_entropy(data: bytes) -> float:
@@ -132,51 +156,66 @@ def parse_rules(raw: bytes) -> RuleSet:
             raise RulesError(f"{where}: source must be one of {', '.join(sources)}")
         seen.add(rid)
         entropy = item.get("entropy")
+        trigger = item.get("trigger")
+        if "regex" not in item or (trigger is not None and item.get("keywords")):
+            raise RulesError(f"{where}: needs a regex, and keywords or a trigger (not both)")
         rules.append(
             Rule(
                 id=rid,
                 source=str(item["source"]),
                 description=str(item.get("description", "")),
                 pattern=str(item["regex"]),
-                regex=_compile(str(item["regex"]), where),
                 keywords=tuple(str(k).lower() for k in item.get("keywords", [])),
+                trigger=None if trigger is None else str(trigger),
                 entropy=None if entropy is None else float(entropy),
                 require_digit=bool(item.get("require_digit", False)),
-                allow=tuple(_compile(str(p), f"{where} allow") for p in item.get("allow", [])),
-                allow_context=tuple(_compile(str(p), f"{where} allow_context") for p in item.get("allow_context", [])),
+                allow=tuple(str(p) for p in item.get("allow", [])),
+                allow_context=tuple(str(p) for p in item.get("allow_context", [])),
                 stopwords=tuple(str(w).lower().encode() for w in item.get("stopwords", [])),
             )
         )
-    # The triggers: every keyword (a literal, any case), and the whole pattern of a rule without keywords. One
-    # search over all of them says whether a text needs a closer look at all (most do not); one set match then
-    # says which rules to run.
+    # The triggers: every keyword (a literal, any case), each rule's own trigger regex, and the whole pattern of
+    # a rule with neither. One search over all of them says whether a text needs a closer look at all (most do
+    # not); one set match then says which rules to run.
     words = sorted({k for r in rules for k in r.keywords})
     triggers = [re2.escape(w.encode()).decode() for w in words]
     enables = [tuple(i for i, r in enumerate(rules) if w in r.keywords) for w in words]
     for i, r in enumerate(rules):
-        if not r.keywords:
-            triggers.append(f"(?-i:{r.pattern})")
+        if r.trigger is not None or not r.keywords:
+            triggers.append(f"(?-i:{r.trigger if r.trigger is not None else r.pattern})")
             enables.append((i,))
     trigger_set = re2.Set.SearchSet(_options(case_insensitive=True))
     for trigger in triggers:
         trigger_set.Add(trigger.encode())
     trigger_set.Compile()
     gate = _compile("|".join(f"(?:{t})" for t in triggers), "the trigger gate", case_insensitive=True)
-    digest = hashlib.sha256(raw).hexdigest()[:8]
-    version = f"{ENGINE_VERSION}.{doc.get('version', '0')}.{digest}"
-    return RuleSet(version, tuple(rules), sources, gate, trigger_set, tuple(enables))
+    return RuleSet(version_of(raw), tuple(rules), sources, gate, trigger_set, tuple(enables), {})
+
+
+@functools.cache
+def _rules_file() -> bytes:
+    return resources.files("transforms").joinpath("rules/secrets.toml").read_bytes()
 
 
 @functools.cache
 def ruleset() -> RuleSet:
     """The packaged rules, compiled once per process."""
-    raw = resources.files("transforms").joinpath("rules/secrets.toml").read_bytes()
-    return parse_rules(raw)
+    return parse_rules(_rules_file())
 
 
+def version_of(raw: bytes) -> str:
+    """The redaction version of a rules file: this engine's version, the file's own, and a hash of its bytes."""
+    try:
+        declared = str(tomllib.loads(raw.decode()).get("version", "0"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RulesError(f"the rules file is not TOML: {exc}") from None
+    return f"{ENGINE_VERSION}.{declared}.{hashlib.sha256(raw).hexdigest()[:8]}"
+
+
+@functools.cache
 def redaction_version() -> str:
-    """What the parser version of every source carries while redaction is on (`+r<this>`)."""
-    return ruleset().version
+    """What the parser version of every source carries while redaction is on (`+r<this>`); no compiling."""
+    return version_of(_rules_file())
 
 
 def version_suffix(enabled: bool) -> str:
@@ -239,7 +278,7 @@ class Redactor:
         if rules.gate.search(data) is None:
             return text, []
         chosen = sorted({i for t in rules.triggers.Match(data) or () for i in rules.enables[t]})
-        spans = self._spans(data, [rules.rules[i] for i in chosen])
+        spans = self._spans(data, rules, chosen)
         if not spans:
             return text, []
         out: list[bytes] = []
@@ -256,11 +295,12 @@ class Redactor:
         return b"".join(out).decode("utf-8", "surrogatepass"), findings
 
     @staticmethod
-    def _spans(data: bytes, rules: Sequence[Rule]) -> list[tuple[int, int, str]]:
+    def _spans(data: bytes, rules: RuleSet, chosen: Sequence[int]) -> list[tuple[int, int, str]]:
         """Non-overlapping (start, end, rule id) of the secrets, earlier rules first, sorted by position."""
         taken: list[tuple[int, int, str]] = []
-        for rule in rules:
-            for match in rule.regex.finditer(data):
+        for index in chosen:
+            rule, compiled = rules.rules[index], rules.regexes(index)
+            for match in compiled.regex.finditer(data):
                 start, end = match.span()
                 for g in range(1, (match.re.groups or 0) + 1):
                     gs, ge = match.span(g)
@@ -271,6 +311,6 @@ class Redactor:
                     end -= 1  # never end inside an escape (\" in JSON text): the marker would break the JSON
                 if end <= start or any(s < end and start < e for s, e, _ in taken):
                     continue
-                if rule.accepts(data[start:end], data, match.start(), match.end()):
+                if rule.accepts(compiled, data[start:end], data, match.start(), match.end()):
                     taken.append((start, end, rule.id))
         return sorted(taken)
