@@ -14,6 +14,7 @@ HEX = "0123456789abcdef"
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "_-"
 UPPER32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+UPNUM = string.ascii_uppercase + string.digits
 
 
 def _r(seed: str, n: int, alphabet: str = ALNUM) -> str:
@@ -100,8 +101,8 @@ def _planted() -> dict[str, tuple[str, str]]:
         f"xoxp-{_digits('su1', 11)}-{_digits('su2', 11)}-{_digits('su3', 12)}-{_r('su4', 32, HEX)}",
     )
     put("slack-app-token", "app {s}\n", f"xapp-1-A{_r('sa', 10, UPPER32)}-{_digits('sa2', 13)}-{_r('sa3', 64, HEX)}")
-    put("slack-config-access-token", "cfg {s}\n", "xoxe.xoxp-1-" + _r("sca", 165, string.ascii_uppercase + "0123456789"))
-    put("slack-config-refresh-token", "cfg {s}\n", "xoxe-1-" + _r("scr", 146, string.ascii_uppercase + "0123456789"))
+    put("slack-config-access-token", "cfg {s}\n", "xoxe.xoxp-1-" + _r("sca", 165, UPNUM))
+    put("slack-config-refresh-token", "cfg {s}\n", "xoxe-1-" + _r("scr", 146, UPNUM))
     put("slack-legacy-bot-token", "bot {s}\n", f"xoxb-{_digits('slb', 10)}-Q{_r('slb2', 23)}")
     put(
         "slack-legacy-token",

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from extractors.model import Agent, Loaded, Role, Session, Source, ToolCall, Turn
+from tests.secrets_planted import ORDINARY, PLANTED
 from transforms.normalize import session_tables
 from transforms.redact import MARKER_PREFIX, Redactor, RulesError, parse_rules, ruleset, shannon_entropy, version_of
-from tests.secrets_planted import ORDINARY, PLANTED
 
 KEY = bytes(range(32))
 MARKER = re.compile(r"\[REDACTED:([a-z0-9-]+):hmac=([0-9a-f]{12})\]")
@@ -169,7 +169,9 @@ def test_recall_every_rule_in_every_text_column_of_every_agent() -> None:
             found += 1
         else:
             misses.append((sid, column, value))
-    print(f"recall: {found}/{planted} planted secrets redacted by their rule ({len(PLANTED)} rules x {len(Agent)} agents)")
+    print(
+        f"recall: {found}/{planted} planted secrets redacted by their rule ({len(PLANTED)} rules, {len(Agent)} agents)"
+    )
     assert misses == []
     audit = tables["redactions"]
     assert audit.num_rows >= planted
