@@ -69,8 +69,9 @@ def redaction_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     modes = con.execute(
         """SELECT agent,
                   count(*) FILTER (WHERE parser_version LIKE ?) AS current,
-                  count(*) FILTER (WHERE parser_version LIKE '%+r%' AND parser_version NOT LIKE ?) AS older_rules,
-                  count(*) FILTER (WHERE parser_version NOT LIKE '%+r%') AS unredacted
+                  count(*) FILTER (WHERE regexp_matches(parser_version, '[+]r[0-9]') AND parser_version NOT LIKE ?)
+                      AS older_rules,
+                  count(*) FILTER (WHERE NOT regexp_matches(parser_version, '[+]r[0-9]')) AS unredacted
            FROM sessions GROUP BY agent ORDER BY agent""",
         [current, current],
     ).fetchall()

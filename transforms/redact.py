@@ -251,6 +251,9 @@ class Redactor:
     def __reduce__(self) -> tuple[Any, tuple[bytes | None]]:
         return (Redactor, (self._key,))
 
+    def __repr__(self) -> str:
+        return "Redactor(redacting)" if self._key is not None else "Redactor(raw)"  # never the key
+
     @property
     def enabled(self) -> bool:
         return self._key is not None
