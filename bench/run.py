@@ -341,6 +341,40 @@ def print_stages(phase: Phase) -> None:
         print(f"{seconds:7.2f} s {100 * seconds / whole:5.1f} %  {label} ({int(calls)} calls)")
 
 
+def hostile_texts() -> list[str]:
+    """Long runs of near-matches of the redaction rules (tests/test_redact.py has the same kinds)."""
+    return [
+        "key=" * 50_000,
+        "api_key = " + "a1" * 100_000,
+        "://" + "u:" * 100_000 + "@" * 10,
+        "-----BEGIN RSA PRIVATE KEY-----" + "A" * 500_000,
+        "eyJ" + "a" * 200_000 + ".eyJ" + "b" * 200_000 + ".",
+        "xoxb-" + "1" * 500_000,
+        ("AKIA" + "A" * 15 + " ") * 20_000,
+        "M" + "a" * 24 + "." * 500_000,
+        "Authorization: Bearer " + "=" * 500_000,
+        ("token" + " " * 19 + ":" + "'" * 5) * 20_000,
+        ("password = 'x1" + "a" * 140 + "' ") * 5_000,
+    ]
+
+
+def time_hostile() -> dict[str, float]:
+    """Redaction time of the hostile texts: RE2 keeps it linear; this is the bound the tests do not assert."""
+    from transforms.redact import Redactor, ruleset
+
+    ruleset().compile_all()
+    redactor = Redactor(bytes(32))
+    worst, total_mb, total_s = float("inf"), 0.0, 0.0
+    for text in hostile_texts():
+        started = time.perf_counter()
+        redactor.redact(text)
+        seconds = time.perf_counter() - started
+        mb = len(text.encode()) / MB
+        total_mb, total_s, worst = total_mb + mb, total_s + seconds, min(worst, mb / seconds)
+    print(f"redaction of hostile texts: {total_mb:.1f} MB in {total_s:.2f} s; slowest kind {worst:.1f} MB/s")
+    return {"mb": round(total_mb, 2), "seconds": round(total_s, 3), "slowest_mbps": round(worst, 2)}
+
+
 def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
     env = child_env(work)
     home = args.corpus or work / "home"
@@ -394,6 +428,7 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
             f"redaction: full load {redacted.pipeline_seconds:.2f} s ({corpus_mb / redacted.pipeline_seconds:.1f} MB/s)"
             f" vs raw {raw.pipeline_seconds:.2f} s ({corpus_mb / raw.pipeline_seconds:.1f} MB/s): {extra:+.1f} %"
         )
+    hostile = time_hostile() if args.compare_redaction else None
     busy = max(p.load_before for run in runs for p in run)
     if busy > 0.5:
         print(f"note: the machine was busy (1-min load average up to {busy:.1f} at a phase start): timings inflated")
@@ -407,6 +442,8 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         "runs": [[asdict(p) for p in run] for run in runs],
         "targets": checks,
     }
+    if hostile is not None:
+        results["redaction_hostile"] = hostile
     if args.prefect:
         results["prefect_note"] = (
             "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
