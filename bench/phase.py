@@ -1,7 +1,7 @@
 """One benchmark phase in its own process: run the ETL once and print what it measured as one JSON line.
 
     python bench/phase.py --home HOME --data DATA --sources claude[,codex,...] [--full] [--prefect]
-                          [--profile FILE.prof] [--stages]
+                          [--profile FILE.prof] [--stages] [--no-redact]
 
 `bench/run.py` starts this once per phase, so that each phase's peak RSS is its own (the parent reads it with
 `os.wait4`). Without `--prefect` the pipeline runs as plain functions (`run_etl(..., as_tasks=False)`: no Prefect
@@ -38,6 +38,7 @@ STAGES = (
     ("flows.batch", "_hash", "  content hash of each source"),
     ("flows.batch", "read_source", "  read sources (extractors)"),
     ("flows.batch", "session_tables", "  sessions -> Arrow tables"),
+    ("transforms.redact", "Redactor.redact", "    redaction of every text (part of the above)"),
     ("sinks.staging", "write_scratch", "  write staged files"),
     ("sinks.commit", "commit_run", "commit (all of the below; steps on merge threads are summed over threads)"),
     ("sinks.commit", "read_scratch", "  read staged files back"),
@@ -112,12 +113,14 @@ def _maxrss_mib(who: int) -> float:
     return round(resource.getrusage(who).ru_maxrss / 1024, 1)  # Linux: KiB
 
 
-def run_phase(home: Path, data: Path, sources: list[str], *, full: bool, prefect: bool) -> dict[str, Any]:
+def run_phase(
+    home: Path, data: Path, sources: list[str], *, full: bool, prefect: bool, redact: bool = True
+) -> dict[str, Any]:
     from flows.etl import etl_flow, run_etl
     from flows.settings import load_settings
 
     imported = time.monotonic()
-    options: dict[str, Any] = {"home": home, "data_dir": data, "sources": sources}
+    options: dict[str, Any] = {"home": home, "data_dir": data, "sources": sources, "redact": redact}
     # The real flow (Prefect's temporary API server, tasks), or plain functions with no Prefect API.
     report = etl_flow(options, full=full) if prefect else run_etl(load_settings(**options), full=full, as_tasks=False)
     called = time.monotonic()
@@ -146,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefect", action="store_true", help="through the Prefect flow (temporary API server)")
     parser.add_argument("--profile", type=Path, help="write cProfile stats of the run to this file")
     parser.add_argument("--stages", action="store_true", help="time the steps of the run (wall clock)")
+    parser.add_argument("--no-redact", action="store_true", help="store text raw (run --no-redact)")
     args = parser.parse_args(argv)
     sources = [s for s in args.sources.split(",") if s]
     stages = time_stages() if args.stages else None
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
-    result = run_phase(args.home, args.data, sources, full=args.full, prefect=args.prefect)
+    result = run_phase(args.home, args.data, sources, full=args.full, prefect=args.prefect, redact=not args.no_redact)
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
