@@ -39,6 +39,7 @@ from tests.support import SETTLED
 from tests.test_chatgpt import conversation
 from tests.test_chatgpt import text as gpt_text
 from transforms.normalize import session_tables
+from transforms.redact import Redactor
 
 # ---------------------------------------------------------------------------------------------------- budget
 # Examples per fuzz test: a bounded number in CI, many more on demand (TRANSCRIPTS_FUZZ_EXAMPLES=5000).
@@ -582,7 +583,7 @@ def check_case(case: Case, limits: Limits = SETTLED) -> list[Outcome]:
         for outcome in outcomes:
             assert isinstance(outcome, Loaded | Rejected | Deferred), outcome
             if isinstance(outcome, Loaded):
-                session_tables([outcome], versions)
+                session_tables([outcome], versions, Redactor(None))
     for path, sid in case.good.items():
         assert [o.session.session_id for o in found[path] if isinstance(o, Loaded)] == [sid], found[path]
     target = found[str(case.target)]

@@ -18,6 +18,7 @@ from extractors.model import Agent, Loaded, Role, Session, Source, Turn, Usage
 from sinks import prices, warehouse
 from sinks.store import FileKey, NextVersion, Store
 from transforms.normalize import session_tables
+from transforms.redact import Redactor
 from transforms.schema import USAGE, duckdb_ddl
 
 MTOK = Decimal(1_000_000)
@@ -264,7 +265,9 @@ def _publish(data: Path, sessions: list[Session]) -> None:
     version = NextVersion(store, "t")
     for session in sessions:
         agent = session.agent
-        tables = session_tables([Loaded(Source(agent, f"/x/{session.native_id}", 1, 1), session)], {agent: "1"})
+        tables = session_tables(
+            [Loaded(Source(agent, f"/x/{session.native_id}", 1, 1), session)], {agent: "1"}, Redactor(None)
+        )
         version.buckets[agent.value] = 1
         for name, table in tables.items():
             if name in ("sessions", "turns", "usage", "tool_calls", "session_links", "record_kinds"):

@@ -22,6 +22,7 @@ from tests.corpus import S1, claude_exchange, codex_rollout, write_session
 from tests.opencode_support import T0, add_message, add_part, add_session, assistant, create_db, text, user
 from tests.support import SETTLED, read_one
 from transforms.normalize import session_tables
+from transforms.redact import Redactor
 
 HUGE = 2**63  # one past int64
 DIGITS_30 = 10**29 + 7  # a 30-digit literal
@@ -31,7 +32,7 @@ VERSIONS = {agent: extractor(agent).PARSER_VERSION for agent in Agent}
 def tables(outcomes: list[Outcome]) -> dict[str, pa.Table]:
     loaded = [o for o in outcomes if isinstance(o, Loaded)]
     assert len(loaded) == 1, outcomes
-    return session_tables(loaded, VERSIONS)
+    return session_tables(loaded, VERSIONS, Redactor(None))
 
 
 def usage_rows(built: dict[str, pa.Table]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from flows.cli import app
 from sinks import report, warehouse
 from sinks.store import FileKey, NextVersion, Store
 from transforms.normalize import session_tables
+from transforms.redact import Redactor
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
@@ -79,7 +80,7 @@ def build_warehouse(data: Path, sessions: list[Session]) -> None:
     for agent in sorted({s.agent for s in sessions}):
         mine = [s for s in sessions if s.agent is agent]
         source = Source(agent, f"/x/{agent.value}", 1, 1)
-        tables = session_tables([Loaded(source, s) for s in mine], {agent: "1"})
+        tables = session_tables([Loaded(source, s) for s in mine], {agent: "1"}, Redactor(None))
         version.buckets[agent.value] = 1
         for name, table in tables.items():
             if table.num_rows:
