@@ -19,11 +19,16 @@ T = TypeVar("T")
 HANG = 120.0
 
 
+# Written while a step waits, by design: the lock itself, and the run ledger, which records that a run started
+# (and so, once it ends, that it waited) before it may take the lock.
+NOT_CORPUS = frozenset({".lock", "ledger.jsonl"})
+
+
 def _files(data: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(data)): (p.stat().st_size, p.stat().st_mtime_ns)
         for p in sorted(data.rglob("*"))
-        if p.is_file() and not p.is_symlink() and p.name != ".lock"
+        if p.is_file() and not p.is_symlink() and p.name not in NOT_CORPUS
     }
 
 
