@@ -3,6 +3,9 @@
     uv run python bench/run.py --mb 200 [--seed 1] [--mix claude=1.0] [--keep DIR | --corpus HOME] [--prefect]
     uv run python bench/run.py --scale 50,100,200 [--keep DIR]
     uv run python bench/run.py --mb 200 --stages --profile  # also time each step, and cProfile, a full load
+    uv run python bench/run.py --mb 20 --shape small         # thousands of small sessions in one project folder
+    uv run python bench/run.py --mb 500 --shape big          # one Claude session of 500 MB (peak RSS)
+    uv run python bench/run.py --mb 200 --dask local         # also the phases on a LocalCluster, through the flow
 
 Each phase runs in its own process (`bench/phase.py`), so its peak RSS is its own (read with `os.wait4`, which
 reports the largest resident set of the process and of its reaped children). Printed per phase: wall seconds of the
@@ -31,7 +34,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generate import MANIFEST, MB, generate, load_summary, parse_mix
+from bench.generate import MANIFEST, MB, SHAPE_NAMES, SMALL_MIX, generate, load_summary, parse_mix
 from bench.phase import STAGES
 
 BENCH = Path(__file__).resolve().parent
@@ -74,6 +77,10 @@ class Phase:
     def mbps_pipeline(self) -> float | None:
         return self.corpus_mb / self.pipeline_seconds if self.name == "full load" and self.pipeline_seconds else None
 
+    def sessions_per_s(self) -> float | None:
+        full = self.name == "full load" and self.pipeline_seconds
+        return self.sessions_loaded / self.pipeline_seconds if full else None
+
     def mbps_wall(self) -> float | None:
         return self.corpus_mb / self.wall_seconds if self.name == "full load" and self.wall_seconds else None
 
@@ -108,11 +115,14 @@ def run_phase(
     corpus_mb: float,
     profile: Path | None = None,
     stages: bool = False,
+    dask: str | None = None,
 ) -> Phase:
     cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
     cmd += ["--sources", ",".join(sources)]
     if prefect:
         cmd.append("--prefect")
+    if dask is not None:
+        cmd += ["--dask", dask]
     if profile is not None:
         cmd += ["--profile", str(profile)]
     if stages:
@@ -156,21 +166,27 @@ def run_phase(
     )
 
 
-def ensure_corpus(home: Path, mb: float, seed: int, mix: dict[str, float]) -> tuple[dict[str, Any], float | None]:
+def ensure_corpus(
+    home: Path, mb: float, seed: int, mix: dict[str, float], shape: str = "mixed"
+) -> tuple[dict[str, Any], float | None]:
     """Reuse the corpus at `home` when it was generated with the same arguments, else generate it there.
 
     Returns (its bench-corpus.json, seconds spent generating or None when reused).
     """
     if (home / MANIFEST).exists():
         summary = load_summary(home)
-        if summary["mb"] == mb and summary["seed"] == seed and summary["mix"] == mix:
+        same = summary["mb"] == mb and summary["seed"] == seed and summary["mix"] == mix
+        if same and summary.get("shape", "mixed") == shape:
             return summary, None
         raise SystemExit(f"{home} holds a corpus generated with other arguments; use another --keep folder")
     if home.exists() and any(home.iterdir()):
         raise SystemExit(f"{home} exists and is not a generated corpus")
     home.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    generate(home, mb, seed, mix)
+    try:
+        generate(home, mb, seed, mix, shape)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
     return load_summary(home), round(time.monotonic() - started, 2)
 
 
@@ -245,21 +261,23 @@ def fmt(value: float | None, spec: str = ".1f") -> str:
 
 def print_phases(phases: list[Phase], prefect: bool) -> None:
     head = f"{'phase':16s} {'wall s':>7s} {'pipeline s':>10s} {'MB read':>8s} {'MB/s':>6s} {'MB/s wall':>9s}"
-    head += f" {'peak RSS MiB':>12s}"
+    head += f" {'sessions/s':>10s} {'peak RSS MiB':>12s}"
     if prefect:
         head += f" {'prefect s':>9s} {'server RSS':>10s}"
     print(head)
     for p in phases:
         row = (
             f"{p.name:16s} {p.wall_seconds:7.2f} {p.pipeline_seconds:10.3f} {p.mb_read:8.1f} "
-            f"{fmt(p.mbps_pipeline()):>6s} {fmt(p.mbps_wall()):>9s} {p.peak_rss_mib:12.0f}"
+            f"{fmt(p.mbps_pipeline()):>6s} {fmt(p.mbps_wall()):>9s} {fmt(p.sessions_per_s(), '.0f'):>10s} "
+            f"{p.peak_rss_mib:12.0f}"
         )
         if prefect:
             row += f" {p.prefect_seconds:9.2f} {p.rss_children_mib:10.0f}"
         print(row + (f"   {p.note}" if p.note else ""))
     print(
         "MB/s = corpus MB (10^6 bytes of sources) / pipeline seconds; MB/s wall = corpus MB / wall seconds of the "
-        "process (interpreter, imports" + (", Prefect server" if prefect else "") + " included). Full load only."
+        "process (interpreter, imports" + (", Prefect server" if prefect else "") + " included); sessions/s = "
+        "sessions loaded / pipeline seconds. Full load only."
     )
 
 
@@ -344,12 +362,14 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         summary = load_summary(args.corpus)
         generated = None
     else:
-        summary, generated = ensure_corpus(home, args.mb, args.seed, mix)
+        summary, generated = ensure_corpus(home, args.mb, args.seed, mix, args.shape)
     sources = sources_of(summary)
     corpus_mb = corpus_mb_of(summary)
     sessions = sum(a["sessions"] for a in summary["agents"].values())
+    files = sum(a["files"] for a in summary["agents"].values())
     print(
-        f"corpus: {corpus_mb:.1f} MB, {sessions} sessions ({', '.join(sources)}) at {home}"
+        f"corpus ({summary.get('shape', 'mixed')}): {corpus_mb:.1f} MB, {sessions} sessions in {files} files "
+        f"({', '.join(sources)}) at {home}"
         + (f"; generated in {generated:.1f} s" if generated is not None else "; reused")
     )
     runs: list[list[Phase]] = []
@@ -394,6 +414,8 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
             "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
             "also migrates a fresh PREFECT_HOME), flow and task runs"
         )
+    if args.dask:
+        results["dask"] = dask_phases(args, home, summary, work, env, sources, corpus_mb)
     if args.stages:
         shutil.rmtree(work / "data-stages", ignore_errors=True)
         # Timers live in this one process: extraction in worker processes would neither be timed nor pickle them.
@@ -423,13 +445,44 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
     return results
 
 
+def dask_phases(
+    args: argparse.Namespace,
+    home: Path,
+    summary: dict[str, Any],
+    work: Path,
+    env: dict[str, str],
+    sources: list[str],
+    corpus_mb: float,
+) -> dict[str, Any]:
+    """The three phases again through the flow with the extraction on a Dask cluster (`--dask local`: a
+    LocalCluster started and stopped inside each run, so its start-up is pipeline time)."""
+    data = work / "data-dask"
+    shutil.rmtree(data, ignore_errors=True)
+    kw: dict[str, Any] = {"prefect": True, "corpus_mb": corpus_mb, "dask": args.dask}
+    phases = [run_phase("full load", home, data, sources, env, **kw)]
+    phases.append(run_phase("no-change", home, data, sources, env, **kw))
+    path, size, mtime_ns, note = append_one(home, summary, args.seed)
+    try:
+        phases.append(run_phase("append one", home, data, sources, env, **kw))
+        phases[-1].note = note
+    finally:
+        restore(path, size, mtime_ns)
+    shutil.rmtree(data, ignore_errors=True)
+    print(f"\non Dask ({args.dask}), through the Prefect flow (etl_flow; one run each):")
+    print_phases(phases, prefect=True)
+    return {
+        "address": args.dask,
+        "phases": [{**asdict(p), "mbps_pipeline": p.mbps_pipeline(), "mbps_wall": p.mbps_wall()} for p in phases],
+    }
+
+
 def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
     env = child_env(work)
     rows: list[dict[str, Any]] = []
     print("full load, then a no-change rerun, at each size (MB/s = corpus MB / pipeline seconds):")
     for mb in args.scale:
         home = work / f"home-{mb:g}mb"
-        summary, generated = ensure_corpus(home, mb, args.seed, mix)
+        summary, generated = ensure_corpus(home, mb, args.seed, mix, args.shape)
         sources = sources_of(summary)
         corpus_mb = corpus_mb_of(summary)
         data = work / f"data-{mb:g}mb"
@@ -454,6 +507,7 @@ def scale(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         print(
             f"{corpus_mb:8.1f} MB {rows[-1]['sessions']:6d} sessions  largest {largest:5.1f} MB  "
             f"pipeline {phase.pipeline_seconds:7.2f} s  {fmt(phase.mbps_pipeline()):>6s} MB/s  "
+            f"{fmt(phase.sessions_per_s(), '.0f'):>5s} sessions/s  "
             f"wall {phase.wall_seconds:6.2f} s  peak RSS {phase.peak_rss_mib:6.0f} MiB  "
             f"| no-change {same.pipeline_seconds:5.2f} s (warehouse {warehouse_mb:.0f} MB)",
             flush=True,
@@ -478,7 +532,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200.0, help="corpus size in MB (default 200)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--mix", default="claude=1.0", help="byte shares, e.g. claude=0.7,codex=0.2,grok=0.1")
+    parser.add_argument(
+        "--mix", help="byte shares, e.g. claude=0.7,codex=0.2,grok=0.1 (default claude=1; small shape: claude+grok)"
+    )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPE_NAMES,
+        default="mixed",
+        help="mixed (a heavy user's sizes), small (thousands of small sessions with subagents in one project "
+        "folder), big (one Claude session of --mb MB)",
+    )
+    parser.add_argument("--dask", help="also run the phases on a Dask cluster (local, or a scheduler address)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, help="work folder to keep (corpus, data); reused by the next run")
     where.add_argument("--corpus", type=Path, help="an already generated corpus (a HOME from bench/generate.py)")
@@ -496,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="results JSON (default bench/out/results.json or results-scale.json)")
     args = parser.parse_args(argv)
     try:
-        mix = parse_mix(args.mix)
+        mix = parse_mix(args.mix) if args.mix else dict(SMALL_MIX if args.shape == "small" else {"claude": 1.0})
     except ValueError as exc:
         parser.error(str(exc))
     if args.scale and args.corpus:
