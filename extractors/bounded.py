@@ -11,7 +11,9 @@ import json
 import os
 import re
 import stat
+import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 import orjson
 
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
+from extractors.model import Disposition
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -63,13 +66,52 @@ class Limits:
         return tuple(cls.__dataclass_fields__)
 
 
+# Several complete JSON records glued onto one line (`{"type":"progress",...}{"type":"summary",...}`, written by
+# Claude Code itself, FORMATS.md 1.11) are read as those records, in order. The first keeps the line's index, so
+# every id that exists today stays what it is; the k-th further one (k >= 1) of line L gets
+# GLUED_INDEX_BASE + L * GLUED_INDEX_STRIDE + k: outside the range of line numbers (a line number is below the
+# file's size in bytes, and 10**15 bytes is a petabyte), unique, and stable across reruns and appends.
+# GLUED_MAX_VALUES bounds the records of one line (and keeps k below the stride).
+GLUED_INDEX_BASE = 10**15
+GLUED_INDEX_STRIDE = 1000
+GLUED_MAX_VALUES = GLUED_INDEX_STRIDE
+
+
+# The census kind of a line that held several records, the same in every JSONL reader: counted once per line, on
+# top of its records (which are counted under their own kinds as usual).
+GLUED_LINE_KIND = "glued_line"
+
+
+def count_glued_line(line: Line, census: Counter[tuple[str, str, Disposition]]) -> None:
+    """Count `line` under GLUED_LINE_KIND when it is the first record of a glued line (so once per line)."""
+    if line.starts_glued_line:
+        census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
+
+
+def glued_index(line: int, part: int) -> int:
+    """The record index of value `part` (0-based) of physical line `line`: the line itself for the first."""
+    return line if part == 0 else GLUED_INDEX_BASE + line * GLUED_INDEX_STRIDE + part
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One JSONL record: its 0-based line index, byte offset, and the parsed object."""
+    """One JSONL record: its record index, byte offset, and the parsed object.
+
+    `index` is the 0-based line number, except for the further records of a glued line (see `glued_index`);
+    `line` is always the physical line, `part` the record's place on it and `parts` how many records it holds.
+    """
 
     index: int
     offset: int
     record: dict[str, Any]
+    line: int = 0
+    part: int = 0
+    parts: int = 1
+
+    @property
+    def starts_glued_line(self) -> bool:
+        """True on the first record of a line that holds several: count glued lines with it, once each."""
+        return self.part == 0 and self.parts > 1
 
 
 def _fingerprint(st: os.stat_result) -> tuple[int, int]:
@@ -97,6 +139,9 @@ def parse_json(raw: bytes, *, line: int | None = None, offset: int | None = None
 
     orjson first (fast); on failure the stdlib, which accepts the lone UTF-16 surrogates that Claude Code writes
     when it cuts a string mid-emoji (`"\\ud83d…"`, anthropics/claude-code#56064); those are replaced by U+FFFD.
+    An integer literal longer than the interpreter converts (`sys.get_int_max_str_digits()`, 4300 by default;
+    orjson reads it as infinity and refuses it) is `invalid_json` too, with a detail that says so: no field holds
+    such a number, and the stdlib's ValueError must not stop the run.
     """
     try:
         return orjson.loads(raw)
@@ -104,18 +149,86 @@ def parse_json(raw: bytes, *, line: int | None = None, offset: int | None = None
         return _parse_json_slowly(raw, line, offset)
 
 
-def _parse_json_slowly(raw: bytes, line: int | None, offset: int | None) -> Any:
+def parse_json_values(raw: bytes, *, line: int | None = None, offset: int | None = None) -> list[Any]:
+    """Parse one JSONL line: one JSON value, or several complete values glued together (in order).
+
+    Raises RejectError(invalid_utf8 | invalid_json) when the line is neither, and RejectError(limit_exceeded)
+    past GLUED_MAX_VALUES values. orjson cannot say where a value ends, so a glued line is split with the
+    stdlib's `JSONDecoder.raw_decode`.
+    """
     try:
-        text = raw.decode("utf-8")
+        return [orjson.loads(raw)]
+    except orjson.JSONDecodeError:
+        pass
+    text = _decode(raw, line, offset)
+    try:
+        return [_loads(text, line, offset)]
+    except RejectError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, json.JSONDecodeError) and cause.msg == "Extra data":
+            return _split_glued(text, exc, line, offset)
+        raise
+
+
+def _split_glued(text: str, not_values: RejectError, line: int | None, offset: int | None) -> list[Any]:
+    """The complete JSON values of `text`, in order; `not_values` is raised when the text is not only those."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    position = 0
+    while True:
+        while position < len(text) and text[position] in _JSON_WHITESPACE:
+            position += 1
+        if position == len(text):
+            return values
+        if len(values) >= GLUED_MAX_VALUES:
+            raise RejectError(
+                RejectCode.LIMIT_EXCEEDED,
+                f"more than {GLUED_MAX_VALUES} JSON records glued onto one line",
+                line=line,
+                offset=offset,
+            )
+        try:
+            value, position = decoder.raw_decode(text, position)
+            values.append(scrub_surrogates(value))
+        except json.JSONDecodeError as exc:
+            raise not_values from exc
+        except (ValueError, RecursionError) as exc:
+            raise _unreadable_number_or_depth(exc, line, offset) from exc
+
+
+_JSON_WHITESPACE = frozenset(" \t\n\r")
+
+
+def _decode(raw: bytes, line: int | None, offset: int | None) -> str:
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RejectError(
             RejectCode.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start} of the record", line=line, offset=offset
         ) from exc
+
+
+def _loads(text: str, line: int | None, offset: int | None) -> Any:
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        return scrub_surrogates(json.loads(text))
+    except json.JSONDecodeError as exc:
         raise RejectError(RejectCode.INVALID_JSON, f"not JSON: {exc}", line=line, offset=offset) from exc
-    return scrub_surrogates(value)
+    except (ValueError, RecursionError) as exc:
+        raise _unreadable_number_or_depth(exc, line, offset) from exc
+
+
+def _unreadable_number_or_depth(exc: Exception, line: int | None, offset: int | None) -> RejectError:
+    """The stdlib's other refusals: nesting past the recursion limit, or an integer literal past the digit limit."""
+    if isinstance(exc, RecursionError):
+        detail = "not JSON: nested too deeply to read"
+    else:
+        digits = sys.get_int_max_str_digits()
+        detail = f"not JSON this reader can hold: an integer literal of more than {digits} digits"
+    return RejectError(RejectCode.INVALID_JSON, detail, line=line, offset=offset)
+
+
+def _parse_json_slowly(raw: bytes, line: int | None, offset: int | None) -> Any:
+    return _loads(_decode(raw, line, offset), line, offset)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -135,7 +248,8 @@ def scrub_surrogates(value: Any) -> Any:
 def iter_jsonl(path: str | Path, limits: Limits) -> Iterator[Line]:
     """Stream the objects of a JSONL file, complete or not at all.
 
-    Yields every non-blank line as a `Line` (blank lines keep their index but yield nothing). Raises:
+    Yields every non-blank line as a `Line` (blank lines keep their index but yield nothing); a line holding
+    several complete records glued together yields each (see `glued_index`). Raises:
     - RejectError(limit_exceeded) for a source, line or record count over the limits, before reading it;
     - RejectError(invalid_json | invalid_utf8 | bad_shape) for a bad line before the last one;
     - RejectError(truncated_tail) for a bad last line without newline older than `settle_seconds`;
@@ -175,14 +289,23 @@ def iter_jsonl(path: str | Path, limits: Limits) -> Iterator[Line]:
                         offset=offset,
                     )
                 if complete:
-                    value = parse_json(raw, line=index, offset=offset)
+                    values = parse_json_values(raw, line=index, offset=offset)
                 else:
-                    value = _parse_tail(raw, before, limits, index, offset)
-                if not isinstance(value, dict):
+                    values = _parse_tail(raw, before, limits, index, offset)
+                records += len(values) - 1
+                if records > limits.max_records:
                     raise RejectError(
-                        RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset
+                        RejectCode.LIMIT_EXCEEDED,
+                        f"more than max_records={limits.max_records} records",
+                        line=index,
+                        offset=offset,
                     )
-                yield Line(index, offset, value)
+                for part, value in enumerate(values):
+                    if not isinstance(value, dict):
+                        raise RejectError(
+                            RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset
+                        )
+                    yield Line(glued_index(index, part), offset, value, index, part, len(values))
             offset += len(raw)
             index += 1
         if _fingerprint(os.fstat(handle.fileno())) != _fingerprint(before) or offset != before.st_size:
@@ -191,13 +314,13 @@ def iter_jsonl(path: str | Path, limits: Limits) -> Iterator[Line]:
         handle.close()
 
 
-def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, offset: int) -> Any:
+def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, offset: int) -> list[Any]:
     """The last line has no newline: a session being written now, a crash's partial line, or just no newline."""
     recent = time.time() - before.st_mtime < limits.settle_seconds
     if recent:
         raise DeferError(DeferCode.WRITE_IN_PROGRESS, "last line has no newline and the file changed recently")
     try:
-        return parse_json(raw, line=index, offset=offset)
+        return parse_json_values(raw, line=index, offset=offset)
     except RejectError as exc:
         raise RejectError(
             RejectCode.TRUNCATED_TAIL,
@@ -207,11 +330,15 @@ def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, 
         ) from exc
 
 
-def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | None = None) -> Any:
+def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | None = None, settle: bool = True) -> Any:
     """Read and parse one whole JSON document of at most `max_document_bytes` (or `max_bytes`).
 
-    Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8) and
-    DeferError(changed_during_read).
+    A document that ends early (cut inside a value: a write under way, or a crash) is treated like a partial JSONL
+    tail when `settle` is on: deferred (write_in_progress) if the file changed within `settle_seconds`, else
+    rejected as truncated_tail. A document broken before its end is invalid_json, however fresh.
+
+    Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8 | truncated_tail) and
+    DeferError(changed_during_read | write_in_progress).
     """
     cap = limits.max_document_bytes if max_bytes is None else max_bytes
     before = check_source_size(path, limits)
@@ -219,7 +346,7 @@ def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | Non
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document is {before.st_size} bytes, over the limit {cap}")
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(cap + 1)
+            raw = handle.read(min(cap, before.st_size) + 1)  # +1: a document that grew past the limit
             after = os.fstat(handle.fileno())
     except OSError as exc:
         raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot read: {exc.strerror}") from exc
@@ -227,7 +354,44 @@ def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | Non
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document grew past the limit {cap}")
     if _fingerprint(after) != _fingerprint(before) or len(raw) != before.st_size:
         raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")
-    return parse_json(raw)
+    try:
+        return parse_json(raw)
+    except RejectError as exc:
+        if not settle or not ends_early(raw):
+            raise
+        if time.time() - before.st_mtime < limits.settle_seconds:
+            raise DeferError(DeferCode.WRITE_IN_PROGRESS, "the document ends early and changed recently") from exc
+        raise RejectError(
+            RejectCode.TRUNCATED_TAIL,
+            f"the document ends early and is older than settle_seconds={limits.settle_seconds:g}: {exc.detail}",
+        ) from exc
+
+
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_NUMBER_TAIL = re.compile(r"(?:\.\d*)?(?:[eE][+-]?\d*)?")  # what is left of a number cut after its digits
+
+
+def ends_early(raw: bytes) -> bool:
+    """Whether `raw`, which does not parse, is cut short: the parser ran out of input (inside a string, an
+    object, an array, a literal or a UTF-8 sequence), rather than meeting a wrong byte before the end."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        rest = text[exc.pos :].strip()
+        cut_number = exc.pos > 0 and text[exc.pos - 1].isdigit() and _NUMBER_TAIL.fullmatch(rest) is not None
+        return (
+            not rest
+            or cut_number
+            or exc.msg.startswith("Unterminated string")
+            or any(word.startswith(rest) and word != rest for word in _LITERALS)
+        )
+    except (RecursionError, ValueError):
+        return False
+    return False
 
 
 def json_text(value: Any) -> str:

@@ -4,17 +4,20 @@ How a source database is opened, and why (measured with SQLite 3.40, the version
 - Always `file:<realpath>?mode=ro` (`uri=True`), plus `PRAGMA query_only` and `trusted_schema=OFF`: no write, no
   migration, no write lock, and no function in a hostile schema (views/triggers) runs unsafely.
 - WAL-mode databases (header bytes 18/19 == 2) need the `-shm` wal-index to be read. A `mode=ro` connection
-  CREATES a missing `-shm` and an empty `-wal` beside the database (a write into the source directory), so:
-  - `-wal` and `-shm` both present (OpenCode running, or left behind): plain `mode=ro`. SQLite updates read marks
-    in the shared memory as every reader does; the database and the `-wal` are never written (a read-only
-    connection cannot checkpoint, even when it is the last one to close).
-  - no `-wal` (with or without `-shm`), or an empty `-wal` and no `-shm`: everything is in the main file (a clean
-    shutdown checkpoints and deletes the `-wal`), so it is read with `immutable=1` (no locks, no sidecar files),
-    and its size/mtime are checked to be unchanged before each result is handed out
-    (`ReadOnlyDb.verify_unchanged`); a change defers the source.
-  - no `-shm` but a non-empty `-wal` (a crash left it): the database and its `-wal` are copied into a private
-    temporary directory (bounded by `max_source_bytes`, the originals' stat checked around the copy) and the copy
-    is read. The originals are only ever opened for reading.
+  CREATES a missing `-shm` and an empty `-wal` beside the database, and with both present it still WRITES the
+  `-shm` (read marks, and a rebuilt index after a writer died: seen changing its bytes and mtime), so a WAL
+  database is never opened in place with its sidecars:
+  - no `-wal`, or an empty one (with or without `-shm`): everything is in the main file (a clean shutdown
+    checkpoints and deletes the `-wal`), so it is read with `immutable=1` (no locks, no sidecar files), and its
+    size/mtime are checked to be unchanged before each result is handed out (`ReadOnlyDb.verify_unchanged`); a
+    change defers the source.
+  - a non-empty `-wal` (OpenCode running, or a writer that committed with autocheckpoint off and died): the
+    database and its `-wal` (never the `-shm`) are copied into a private temporary directory, deleted afterwards,
+    and the copy is read: SQLite rebuilds the wal-index from the copied `-wal`, so every committed transaction in
+    it is seen and nothing beside the source is touched. The copy is bounded by `max_source_bytes` (checked on the
+    stat and again while copying), and taken consistently: the originals' size and mtime are compared before and
+    after; on a change it is taken again (`COPY_ATTEMPTS`), then the source is deferred (changed_during_read).
+    A writer appending meanwhile is harmless: frames after the last commit frame in the copy are ignored.
 - Everything is read in ONE read transaction (`BEGIN` ... `ROLLBACK`), so all rows come from the snapshot taken at
   the first SELECT while OpenCode keeps writing.
 - The real path must lie inside the data directory (symlinks resolved); `-wal` / `-shm` that are symlinks are
@@ -24,7 +27,6 @@ How a source database is opened, and why (measured with SQLite 3.40, the version
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import stat
 import tempfile
@@ -41,6 +43,8 @@ from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_SECONDS = 5.0
+COPY_ATTEMPTS = 3  # a database copied while OpenCode writes is taken again this often, then deferred
+_COPY_CHUNK = 1 << 20
 # Errors that mean "someone holds a lock right now": read again next run.
 _BUSY = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_BUSY_RECOVERY", "SQLITE_BUSY_SNAPSHOT"})
 
@@ -124,6 +128,12 @@ def _check_file(path: Path, root: Path, limits: Limits) -> tuple[Path, bool]:
     for sidecar in sidecars(real):
         if sidecar.is_symlink():
             raise RejectError(RejectCode.SOURCE_UNREADABLE, f"{sidecar.name} is a symlink; not followed")
+        try:
+            mode = os.lstat(sidecar).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):  # a FIFO there would block the copy
+            raise RejectError(RejectCode.SOURCE_UNREADABLE, f"{sidecar.name} is not a regular file")
     total, _ = fingerprint(real)
     if total > limits.max_source_bytes:
         raise RejectError(
@@ -154,16 +164,15 @@ def open_readonly(path: str | Path, root: str | Path, limits: Limits) -> Iterato
     SQLite errors raised by queries inside the block are classified the same way.
     """
     real, wal_mode = _check_file(Path(path), Path(root), limits)
-    wal, shm = sidecars(real)
+    wal, _ = sidecars(real)
     with tempfile.TemporaryDirectory(prefix="transcripts-sqlite-") as scratch:
         target, immutable, guarded = real, False, None
-        if wal_mode and not wal.exists():
-            immutable, guarded = True, real  # everything is in the main file; mode=ro would create -wal/-shm
-        elif wal_mode and not shm.exists():
-            if wal.stat().st_size > 0:
-                target = _private_copy(real, wal, Path(scratch))
+        if wal_mode:
+            wal_size = _stat_key(wal)
+            if wal_size is None or wal_size[0] == 0:
+                immutable, guarded = True, real  # everything is in the main file; mode=ro would touch sidecars
             else:
-                immutable, guarded = True, real
+                target = _private_copy(real, wal, Path(scratch), limits)
         guard_stat = _stat_key(real) if guarded else None
         try:
             connection = sqlite3.connect(
@@ -194,18 +203,37 @@ def _lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _private_copy(real: Path, wal: Path, scratch: Path) -> Path:
-    """Copy a quiescent database and its `-wal` (no `-shm`: nobody has it open) into `scratch`."""
-    before = (_stat_key(real), _stat_key(wal))
+def _private_copy(real: Path, wal: Path, scratch: Path, limits: Limits) -> Path:
+    """Copy a database and its non-empty `-wal` into `scratch`, consistently (see the module docstring)."""
     target = scratch / "copy.db"
-    try:
-        shutil.copyfile(real, target)
-        shutil.copyfile(wal, Path(f"{target}-wal"))
-    except OSError as exc:
-        raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot copy database for reading: {exc.strerror}") from exc
-    if (_stat_key(real), _stat_key(wal)) != before:
-        raise DeferError(DeferCode.CHANGED_DURING_READ, "database changed while it was copied")
-    return target
+    for _attempt in range(COPY_ATTEMPTS):
+        before = (_stat_key(real), _stat_key(wal))
+        try:
+            budget = _copy_bounded(real, target, limits.max_source_bytes)
+            _copy_bounded(wal, Path(f"{target}-wal"), budget)
+        except OSError as exc:
+            raise RejectError(
+                RejectCode.SOURCE_UNREADABLE, f"cannot copy database for reading: {exc.strerror}"
+            ) from exc
+        if (_stat_key(real), _stat_key(wal)) == before:
+            return target
+    raise DeferError(DeferCode.CHANGED_DURING_READ, f"database changed while it was copied ({COPY_ATTEMPTS} tries)")
+
+
+def _copy_bounded(source: Path, target: Path, budget: int) -> int:
+    """Copy `source` to `target` (replacing it) reading at most `budget` bytes; the budget left. Raises
+    RejectError(limit_exceeded) when the file grew past it while it was copied."""
+    left = budget
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        while chunk := src.read(min(_COPY_CHUNK, left + 1)):
+            left -= len(chunk)
+            if left < 0:
+                raise RejectError(
+                    RejectCode.LIMIT_EXCEEDED,
+                    f"database and -wal grew past max_source_bytes={budget} while they were copied",
+                )
+            dst.write(chunk)
+    return left
 
 
 def _classify(exc: sqlite3.Error) -> RejectError | DeferError:

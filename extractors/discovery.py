@@ -1,13 +1,62 @@
-"""Listing source units under a root without opening them, never leaving the root through a symlink."""
+"""Listing source units under a root without opening them, never leaving the root through a symlink.
+
+Hostile trees are expected: symlink loops (`ln -s . loop`, `a -> b -> a`), dangling links, FIFOs, sockets, device
+files, unreadable folders and entries that vanish between listing and stat. None of them stops a discovery: a
+folder that is its own ancestor is not entered again, and an entry that is not a regular file but is named like a
+source is skipped with a warning and counted (`drain_skips`); a FIFO is never opened (a read would block).
+
+A real file is listed ONCE however many paths lead to it (symlinks, hard links, a loop): files are keyed by
+(st_dev, st_ino), and of the paths that reach one the file's own path wins (no symlink on the way), then the one
+with the fewest parts, then the lexicographically smallest (`preferred`): the choice does not depend on listing
+order, and adding a link never moves a source.
+"""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
-from collections.abc import Callable, Iterator
+import stat
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 log = logging.getLogger("transcripts.discovery")
+
+# Why an entry named like a source was not listed; the keys of `drain_skips`.
+SKIP_REASONS = (
+    "symlink_loop",
+    "dangling_link",
+    "fifo",
+    "socket",
+    "device",
+    "not_a_file",
+    "vanished",
+    "unreadable",
+    "unreadable_folder",
+)
+_skips: Counter[str] = Counter()
+
+
+def drain_skips() -> dict[str, int]:
+    """The skips counted since the last call, by reason (and reset): discovery runs in one process, the caller's."""
+    found = dict(sorted(_skips.items()))
+    _skips.clear()
+    return found
+
+
+def skip(reason: str, path: Path | str, detail: str = "") -> None:
+    """Log and count one entry that discovery passed over (never silently)."""
+    _skips[reason] += 1
+    # A file deleted while we listed is ordinary (a session removed now); every other oddity deserves a warning.
+    level = logging.INFO if reason == "vanished" else logging.WARNING
+    log.log(
+        level,
+        "event=skipped_entry reason=%s path=%s%s",
+        reason,
+        path,
+        f" error={detail}" if detail else "",
+    )
 
 
 def confined(path: Path, root: Path) -> bool:
@@ -20,22 +69,74 @@ def confined(path: Path, root: Path) -> bool:
     return real == real_root or real.is_relative_to(real_root)
 
 
-def _kind(entry: os.DirEntry[str]) -> str | None:
-    """ "dir", "file", or None for anything else (and for an entry that vanished since it was listed)."""
+def identity(st: os.stat_result) -> tuple[int, int]:
+    """What makes two paths the same file."""
+    return (st.st_dev, st.st_ino)
+
+
+def preferred(path: Path) -> tuple[bool, int, str]:
+    """Sort key of the path that stands for a file reached by several: its own path (no symlink on the way, so
+    adding a link never moves a source) first, then the fewest parts, then the lexicographically smallest."""
     try:
-        if entry.is_dir():
-            return "dir"
-        return "file" if entry.is_file() else None
+        through_link = os.path.realpath(path) != os.path.abspath(path)
     except OSError:
-        return None
+        through_link = True
+    return (through_link, len(path.parts), str(path))
 
 
-def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
-    """The entry's stat, or None when it was removed since it was listed (it is simply not there any more)."""
+def _mode_reason(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "not_a_file"
+
+
+def regular_stat(path: Path) -> tuple[os.stat_result | None, str, str]:
+    """(stat, "", "") of a regular file reached by `path` (links followed), or (None, reason, detail).
+
+    Stat only: a FIFO, socket or device is recognised by its mode and never opened.
+    """
     try:
-        return entry.stat()
+        st = os.stat(path)
     except FileNotFoundError:
-        return None
+        return None, ("dangling_link" if os.path.islink(path) else "vanished"), ""
+    except OSError as exc:
+        reason = "symlink_loop" if exc.errno == errno.ELOOP else "unreadable"
+        return None, reason, exc.strerror or type(exc).__name__
+    if not stat.S_ISREG(st.st_mode):
+        return None, _mode_reason(st.st_mode), ""
+    return st, "", ""
+
+
+def _dir_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    """The stat of a folder entry (links followed), or None when it is not a folder we can enter."""
+    try:
+        if not entry.is_dir():
+            return None
+        return entry.stat()
+    except OSError:
+        return None  # a loop or a vanished entry: not a folder; as a file it is classified below
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def once_per_file(found: Iterable[tuple[Path, os.stat_result]]) -> list[tuple[Path, os.stat_result]]:
+    """Keep one (path, stat) per real file (by `identity`), the `preferred` path; sorted by path."""
+    best: dict[tuple[int, int], tuple[Path, os.stat_result]] = {}
+    for path, st in found:
+        key = identity(st)
+        kept = best.get(key)
+        if kept is None or preferred(path) < preferred(kept[0]):
+            best[key] = (path, st)
+    return sorted(best.values(), key=lambda item: str(item[0]))
 
 
 def walk_files(
@@ -45,33 +146,45 @@ def walk_files(
     max_depth: int = 8,
     skip_dir: Callable[[Path], bool] = lambda _p: False,
 ) -> Iterator[tuple[Path, os.stat_result]]:
-    """Yield (path, stat) of regular files under `root` for which `accept(path)` holds, sorted by path.
+    """Yield (path, stat) of regular files under `root` for which `accept(path)` holds, sorted by path, once each.
 
-    Symlinks are followed only when they resolve inside `root`. An unreadable folder is logged as a warning (nothing
-    in it can be listed); `skip_dir` prunes folders that are not sessions (e.g. Grok's journals).
+    Symlinks are followed only when they resolve inside `root`, and never into a folder that is already one of the
+    current path's ancestors (a loop). An unreadable folder is logged as a warning (nothing in it can be listed);
+    an accepted name that is not a regular file is logged and counted (see the module docstring); `skip_dir`
+    prunes folders that are not sessions (e.g. Grok's journals).
     """
-    if not root.is_dir():
+    try:
+        root_stat = os.stat(root)
+    except OSError:
         return
-    stack: list[tuple[Path, int]] = [(root, 0)]
+    if not stat.S_ISDIR(root_stat.st_mode):
+        return
+    stack: list[tuple[Path, int, frozenset[tuple[int, int]]]] = [(root, 0, frozenset({identity(root_stat)}))]
     found: list[tuple[Path, os.stat_result]] = []
     while stack:
-        folder, depth = stack.pop()
+        folder, depth, ancestors = stack.pop()
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as listing:
+                entries = list(listing)
         except OSError as exc:
             # Nothing in it can be listed, so nothing in it can be read: say so rather than pass over it in silence.
-            log.warning("event=unreadable_folder path=%s error=%s", folder, exc.strerror)
+            skip("unreadable_folder", folder, exc.strerror or type(exc).__name__)
             continue
         for entry in entries:
             path = Path(entry.path)
-            if entry.is_symlink() and not confined(path, root):
+            if _is_symlink(entry) and not confined(path, root):
                 continue  # a link out of the root is never followed
-            kind = _kind(entry)
-            if kind == "dir" and depth < max_depth and not skip_dir(path):
-                stack.append((path, depth + 1))
-            elif kind == "file" and accept(path):
-                st = _stat(entry)
-                if st is not None:
-                    found.append((path, st))
-    found.sort(key=lambda item: str(item[0]))
-    yield from found
+            dir_stat = _dir_stat(entry)
+            if dir_stat is not None:
+                key = identity(dir_stat)
+                if depth < max_depth and key not in ancestors and not skip_dir(path):
+                    stack.append((path, depth + 1, ancestors | {key}))
+                continue
+            if not accept(path):
+                continue
+            st, reason, detail = regular_stat(path)
+            if st is None:
+                skip(reason, path, detail)
+            else:
+                found.append((path, st))
+    yield from once_per_file(found)

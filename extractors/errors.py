@@ -1,7 +1,7 @@
 """Reason codes and the two exceptions a reader raises; the code decides a source's fate.
 
 Inside a reader, raise `RejectError` or `DeferError`; `extractors.registry.read_source` is the one boundary that
-turns them into `Rejected` / `Deferred` values. Any other exception is a bug and propagates.
+turns them into `Rejected` / `Deferred` values, and any other exception (a bug) into a `source_unreadable` rejection.
 """
 
 from __future__ import annotations

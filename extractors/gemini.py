@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors import ids
-from extractors.bounded import Limits, clip, iter_jsonl, json_text, read_json_document
+from extractors.bounded import Limits, clip, count_glued_line, iter_jsonl, json_text, read_json_document
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import (
@@ -50,6 +50,7 @@ from extractors.model import (
     Turn,
     Usage,
 )
+from extractors.numbers import OUT_OF_RANGE, whole_number
 from extractors.timeutil import parse_iso
 
 AGENT = Agent.GEMINI
@@ -251,6 +252,7 @@ def _read_jsonl(path: Path, limits: Limits) -> Session:
     lines: list[tuple[int, str, dict[str, Any]]] = []  # message lines: (line, id, record) for the census
     census: Counter[tuple[str, str, Disposition]] = Counter()
     for line in iter_jsonl(path, limits):
+        count_glued_line(line, census)
         record = line.record
         if isinstance(record.get("$rewindTo"), str):
             census[("$rewindTo", "", METADATA_KINDS["$rewindTo"])] += 1
@@ -448,27 +450,37 @@ def _tool_calls(message: dict[str, Any], index: int, limits: Limits) -> list[Too
     return found
 
 
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _usage(message: dict[str, Any], index: int, when: datetime | None) -> Usage | None:
+def _usage(
+    message: dict[str, Any], index: int, when: datetime | None, census: Counter[tuple[str, str, Disposition]]
+) -> Usage | None:
     """Gemini's `input` (promptTokenCount) INCLUDES the cached tokens (`total = input + output + thoughts + tool`
     in real records), so input_tokens = input - cached + tool (the tool-use prompt is prompt-side too);
-    cache_read = cached; reasoning = thoughts."""
+    cache_read = cached; reasoning = thoughts.
+
+    Numbers (`extractors.numbers`): a count that is not a number is null; NaN or an infinity (`1e400`) is null and
+    counted in the census as `usage/out_of_range`; a finite float is truncated; an integer too large for int64
+    (a 30-digit literal) is handed on and nulled and counted when the rows are built (`transforms.normalize`).
+    """
     tokens = message.get("tokens")
     if not isinstance(tokens, dict):
         return None
-    given, cached, tool = _int(tokens.get("input")), _int(tokens.get("cached")), _int(tokens.get("tool"))
+
+    def count(name: str) -> int | None:
+        value, out_of_range = whole_number(tokens.get(name))
+        if out_of_range:
+            census[OUT_OF_RANGE] += 1
+        return value
+
+    given, cached, tool = count("input"), count("cached"), count("tool")
     net = None if given is None else max(given - (cached or 0), 0) + (tool or 0)
     model = message.get("model")
     return Usage(
         turn_index=index,
         model=model if isinstance(model, str) else None,
         input_tokens=net,
-        output_tokens=_int(tokens.get("output")),
+        output_tokens=count("output"),
         cache_read_tokens=cached,
-        reasoning_tokens=_int(tokens.get("thoughts")),
+        reasoning_tokens=count("thoughts"),
         timestamp=when,
         response_id=message["id"],
     )
@@ -517,7 +529,7 @@ def _session(
                     call = replace(call, call_id=f"{call.call_id}#{message['id']}")
                 seen_calls.add(call.call_id)
                 calls.append(call)
-            found = _usage(message, entry.index, when)
+            found = _usage(message, entry.index, when, census)
             if found is not None:
                 usage.append(found)
         if text.strip():

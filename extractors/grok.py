@@ -31,8 +31,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from extractors.blobref import data_url_reference
-from extractors.bounded import Limits, Line, MiB, clip, iter_jsonl, read_json_document
-from extractors.discovery import walk_files
+from extractors.bounded import Limits, Line, MiB, clip, count_glued_line, iter_jsonl, read_json_document
+from extractors.discovery import regular_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import (
@@ -118,10 +118,11 @@ def discover(root: Path) -> Iterator[Source]:
     """Session units under `<root>/sessions` (or `root` itself when it is a `sessions` folder) and a community
     `<root>/grok.db`. Stats files only; never opens them."""
     db = root / COMMUNITY_DB
-    try:
-        db_stat = db.stat() if db.is_file() and not db.is_symlink() else None
-    except OSError:
-        db_stat = None
+    db_stat = None
+    if os.path.lexists(db) and not db.is_symlink():
+        db_stat, reason, detail = regular_stat(db)  # stat only: a FIFO named grok.db is never opened
+        if db_stat is None:
+            skip(reason, db, detail)
     if db_stat is not None:
         yield Source(AGENT, str(db), db_stat.st_size, db_stat.st_mtime_ns, str(root), kind="database")
     sessions = root / SESSIONS if (root / SESSIONS).is_dir() else root if root.name == SESSIONS else None
@@ -160,8 +161,9 @@ class Facts:
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """One outcome per session directory. Raises RejectError: unsupported_format (grok.db), missing_timestamp
-    (no summary.json or no usable created_at), inconsistent_source (summary id != directory), bad_shape, and
-    every code of the bounded readers; DeferError."""
+    (no summary.json or no usable created_at), inconsistent_source (summary id != directory), bad_shape,
+    no_conversation (an empty chat_history.jsonl: no turn and no tool call), and every code of the bounded
+    readers; DeferError."""
     path = Path(source.path)
     if source.kind == "database" or path.name == COMMUNITY_DB:
         raise RejectError(
@@ -170,6 +172,14 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         )
     facts = read_facts(path.parent, limits)
     session = parse_chat(iter_jsonl(path, limits), limits, facts)
+    if not session.turns and not session.tool_calls:
+        # An empty chat_history.jsonl (or one of harness records only) has nothing to load: as for every other
+        # format, a benign no_conversation, not a session of 0 turns.
+        raise RejectError(
+            RejectCode.NO_CONVERSATION,
+            "no user or assistant turn and no tool call in chat_history.jsonl",
+            session_hint=session.session_id,
+        )
     yield Loaded(source, session)
 
 
@@ -444,5 +454,6 @@ def parse_chat(lines: Iterable[Line], limits: Limits, facts: Facts) -> Session:
     """The session of one chat_history.jsonl, given its facts. Pure. Raises RejectError(bad_shape)."""
     parser = _Parser(limits, facts)
     for line in lines:
+        count_glued_line(line, parser.census)
         parser.feed(line)
     return parser.session()

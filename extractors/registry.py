@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol, cast
 
 from extractors.bounded import Limits
-from extractors.errors import DeferError, RejectError
+from extractors.errors import DeferError, RejectCode, RejectError
 from extractors.model import Agent, Deferred, Outcome, Rejected, Source
+
+log = logging.getLogger("transcripts.extract")
+
+# The detail of every rejection that a bug in a reader caused starts with this (then the class and the agent), so
+# that `status` can count them apart from rejections the source itself earned.
+UNEXPECTED_PREFIX = "unexpected "
 
 
 class Extractor(Protocol):
@@ -91,11 +98,19 @@ def detect_format(path: Path, explicit: str | None = None) -> Agent:
     )
 
 
+def unexpected_detail(exc: BaseException, agent: Agent) -> str:
+    """The rejection detail for a reader bug: "unexpected <ExceptionClass> in the <agent> reader: <message>"."""
+    return f"{UNEXPECTED_PREFIX}{type(exc).__name__} in the {agent.value} reader: {exc}"
+
+
 def read_source(source: Source, limits: Limits) -> Iterator[Outcome]:
     """Read a source through its extractor; a raised RejectError / DeferError becomes one outcome value.
 
-    Sessions yielded before a source-level error stay valid (multi-session sources reject per session).
-    Any other exception is a bug and propagates.
+    Sessions yielded before a source-level error stay valid (multi-session sources reject per session), for a
+    RejectError and for a bug alike. Any other exception is a bug in the reader: it costs this one source, as a
+    `source_unreadable` rejection whose detail starts with `unexpected_detail`'s prefix, and is logged (the
+    traceback at debug level). MemoryError, KeyboardInterrupt and SystemExit still propagate: they are about the
+    process, not the source.
     """
     module = extractor(source.agent)
     try:
@@ -104,3 +119,10 @@ def read_source(source: Source, limits: Limits) -> Iterator[Outcome]:
         yield Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint)
     except DeferError as exc:
         yield Deferred(source, exc.code, exc.detail)
+    except MemoryError:
+        raise
+    except Exception as exc:  # the one boundary where a reader bug becomes one source's rejection
+        detail = unexpected_detail(exc, source.agent)
+        log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent.value, source.path, detail)
+        log.debug("event=reader_bug_traceback path=%s", source.path, exc_info=True)
+        yield Rejected(source, RejectCode.SOURCE_UNREADABLE, detail)

@@ -40,21 +40,32 @@ def parse_iso(value: Any) -> datetime | None:
     return _in_range(parsed.astimezone(UTC))
 
 
-def from_epoch_seconds(value: Any) -> datetime | None:
-    """Float or int seconds since the epoch (ChatGPT `create_time`) -> UTC; None when null or absurd."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+def _finite(value: Any) -> float | None:
+    """A JSON number as a finite float; None for anything else, NaN, infinities and ints beyond float range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
-        return _in_range(datetime.fromtimestamp(value, tz=UTC))
+        number = float(value)  # a 400-digit int raises OverflowError here, not in the caller
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def from_epoch_seconds(value: Any) -> datetime | None:
+    """Float or int seconds since the epoch (ChatGPT `create_time`) -> UTC; None when null or absurd."""
+    seconds = _finite(value)
+    if seconds is None:
+        return None
+    try:
+        return _in_range(datetime.fromtimestamp(seconds, tz=UTC))
     except (OverflowError, OSError, ValueError):
         return None
 
 
 def from_epoch_ms(value: Any) -> datetime | None:
     """Integer milliseconds since the epoch (OpenCode `time_created`) -> UTC; None when null or absurd."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return from_epoch_seconds(value / 1000.0)
+    millis = _finite(value)
+    return None if millis is None else from_epoch_seconds(millis / 1000.0)
 
 
 def parse_any(value: Any) -> datetime | None:

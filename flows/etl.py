@@ -19,8 +19,9 @@ from extractors.model import Agent, Source
 from flows import pipeline
 from flows.batch import read_batch
 from flows.settings import Settings, load_settings
+from flows.status import corpus_snapshot
 from flows.workers import extraction_pool
-from sinks import failpoints, warehouse
+from sinks import failpoints, ledger, warehouse
 from sinks.commit import Committed
 from sinks.files import private_dir, private_umask
 from sinks.lock import writer_lock
@@ -70,9 +71,13 @@ def commit(
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
-def load_warehouse(data_dir: Path, run_id: str, previous_version: int, replaced: dict[str, set[str]] | None) -> None:
+def load_warehouse(
+    data_dir: Path, run_id: str, previous_version: int, replaced: dict[str, set[str]] | None, timezone: str | None
+) -> None:
     """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
-    warehouse.refresh(data_dir, Store(data_dir), run_id, previous_version=previous_version, replaced=replaced)
+    warehouse.refresh(
+        data_dir, Store(data_dir), run_id, previous_version=previous_version, replaced=replaced, timezone=timezone
+    )
 
 
 def run_etl(
@@ -82,8 +87,12 @@ def run_etl(
     flow_run_id: str | None = None,
     as_tasks: bool = True,
     explicit: pipeline.Discovery | None = None,
+    run_id: str | None = None,
 ) -> pipeline.RunReport:
     """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
+
+    The run is recorded in the ledger (sinks.ledger) from its start to its end, however it ends; a caller that
+    records it already (the CLI, from before the flow starts) passes its `run_id` and the record is shared.
 
     `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `as_tasks=False` calls
     the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
@@ -92,15 +101,18 @@ def run_etl(
     commit_step = commit if as_tasks else commit.fn
     load_step = load_warehouse if as_tasks else load_warehouse.fn
     start = time.monotonic()
-    run_id = pipeline.new_run_id()
+    run_id = run_id or pipeline.new_run_id()
+    mode = "backfill" if explicit is not None else "full" if full else "incremental"
+    flow_name = "backfill" if explicit else "etl"
     private_dir(settings.data_dir)
-    with private_umask(), writer_lock(settings.data_dir, settings.lock_wait_seconds):
+    with (
+        ledger.recording(settings.data_dir, run_id, flow=flow_name, mode=mode) as record,
+        private_umask(),
+        writer_lock(settings.data_dir, settings.lock_wait_seconds),
+    ):
         store = pipeline.prepare(settings)
         warehouse.cleanup(settings.data_dir)
-        mode = "backfill" if explicit is not None else "full" if full else "incremental"
-        row = pipeline.run_row(
-            run_id, settings, flow="backfill" if explicit else "etl", mode=mode, started=datetime.now(UTC)
-        )
+        row = pipeline.run_row(run_id, settings, flow=flow_name, mode=mode, started=datetime.now(UTC))
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
         try:
@@ -139,7 +151,9 @@ def run_etl(
                     progress_hook(done, total)
             committed = commit_step(settings.data_dir, run_id, plan, results, row, buckets)
             replaced = committed.replaced if previous_version else None
-            load_step(settings.data_dir, run_id, previous_version, replaced)
+            load_step(settings.data_dir, run_id, previous_version, replaced, settings.timezone)
+            record.counts = pipeline.ledger_counts(row)
+            record.corpus = corpus_snapshot(settings.data_dir)
             log.info(
                 "event=done run=%s sessions=%d rejected=%d deferred=%d turns=%d seconds=%.2f",
                 run_id,
@@ -216,15 +230,18 @@ def _extract(
 
 
 @flow(name="transcripts-etl", log_prints=False, validate_parameters=False)
-def etl_flow(options: dict[str, Any], full: bool = False) -> pipeline.RunReport:
+def etl_flow(options: dict[str, Any], full: bool = False, run_id: str | None = None) -> pipeline.RunReport:
     """Nightly ETL of every configured agent into Parquet and DuckDB. `options` are `load_settings` arguments."""
     settings = load_settings(**options)
-    return run_etl(settings, full=full, flow_run_id=str(flow_run.id) if flow_run.id else None)
+    return run_etl(settings, full=full, run_id=run_id, flow_run_id=str(flow_run.id) if flow_run.id else None)
 
 
 @flow(name="transcripts-backfill", log_prints=False, validate_parameters=False)
-def backfill_flow(options: dict[str, Any], agent: str, paths: list[str], full: bool = False) -> pipeline.RunReport:
+def backfill_flow(
+    options: dict[str, Any], agent: str, paths: list[str], full: bool = False, run_id: str | None = None
+) -> pipeline.RunReport:
     """Load explicitly given sources (a ChatGPT export) into the corpus."""
     settings = load_settings(**options)
     explicit = pipeline.explicit_sources(Agent(agent), [Path(p) for p in paths])
-    return run_etl(settings, full=full, explicit=explicit, flow_run_id=str(flow_run.id) if flow_run.id else None)
+    flow_run_id = str(flow_run.id) if flow_run.id else None
+    return run_etl(settings, full=full, explicit=explicit, run_id=run_id, flow_run_id=flow_run_id)

@@ -15,12 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from extractors.discovery import drain_skips
 from extractors.errors import RejectCode
 from extractors.model import Agent, Rejected, Source
 from extractors.registry import extractor, registered
 from flows.settings import Settings
 from sinks.commit import Committed, commit_run, record_failed_run
 from sinks.files import private_dir
+from sinks.ledger import COUNT_FIELDS
 from sinks.manifest import Plan, make_plan
 from sinks.results import BatchResult, SourceResult, agent_of
 from sinks.store import Store
@@ -36,6 +38,7 @@ class Discovery:
     sources: list[Source] = field(default_factory=list)
     scanned: dict[Agent, list[str]] = field(default_factory=dict)
     missing_roots: dict[Agent, list[str]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # entries passed over, by reason (discovery.drain_skips)
 
 
 @dataclass(slots=True)
@@ -67,21 +70,58 @@ def new_run_id(now: datetime | None = None) -> str:
 
 
 def discover(settings: Settings) -> Discovery:
-    """List every source of the selected agents under their roots (nothing is opened)."""
+    """List every source of the selected agents under their roots (nothing is opened).
+
+    A real file is listed once however many roots or links lead to it: sources are keyed by (st_dev, st_ino), and
+    the one from the first root in the configured order wins (roots are in preference order: Codex `sessions/`
+    before `archived_sessions/`, whose duplicate rule relies on it); each discovery already keeps one path per file
+    within its root. A root whose listing fails all the same (an OSError no discovery anticipated, or a bug) is
+    logged and left out whole, and not marked scanned, so none of its sources is taken for deleted; the other roots
+    load as usual.
+    """
     found = Discovery()
-    seen: set[str] = set()
+    drain_skips()  # count this discovery's skips only
+    seen_paths: set[str] = set()
+    seen_files: set[tuple[int, int]] = set()
     for agent in settings.agents:
         module = extractor(agent)
         for root in (r.expanduser().absolute() for r in settings.roots(agent, module)):
             if not root.exists():
                 found.missing_roots.setdefault(agent, []).append(str(root))
                 continue
+            try:
+                listed = list(module.discover(root))
+            except MemoryError:
+                raise
+            except Exception as exc:  # an OSError no discovery anticipated, or a bug: this root, not the night
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("event=discovery_failed agent=%s root=%s error=%r", agent.value, root, error)
+                log.debug("event=discovery_failed_traceback root=%s", root, exc_info=True)
+                found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
+                continue
             found.scanned.setdefault(agent, []).append(str(root))
-            for source in module.discover(root):
-                if source.path not in seen:  # overlapping roots list a file once
-                    seen.add(source.path)
-                    found.sources.append(source)
+            for source in listed:
+                key = _file_key(source.path)
+                if source.path in seen_paths or (key is not None and key in seen_files):
+                    continue  # overlapping roots, or a second name for the same file
+                seen_paths.add(source.path)
+                if key is not None:
+                    seen_files.add(key)
+                found.sources.append(source)
+    for reason, n in drain_skips().items():
+        found.skipped[reason] = found.skipped.get(reason, 0) + n
+    if found.skipped:
+        log.warning("event=discovery_skips %s", " ".join(f"{k}={v}" for k, v in sorted(found.skipped.items())))
     return found
+
+
+def _file_key(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a listed source, or None when it is gone already (its reader will say so)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:
@@ -144,6 +184,28 @@ def run_row(run_id: str, settings: Settings, *, flow: str, mode: str, started: d
         "limits": json.dumps(asdict(settings.limits), sort_keys=True),
         "parser_versions": json.dumps({a.value: v for a, v in parser_versions().items()}, sort_keys=True),
     }
+
+
+def ledger_counts(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What the ledger keeps of a run's `runs` row: its counts, per agent too, and its Prefect flow run."""
+    counts: dict[str, Any] = {name: int(row.get(name) or 0) for name in COUNT_FIELDS}
+    by_agent = row.get("counts_by_agent") or "{}"
+    counts["counts_by_agent"] = json.loads(by_agent) if isinstance(by_agent, str) else dict(by_agent)
+    counts["flow_run_id"] = row.get("flow_run_id")
+    return counts
+
+
+def nothing_to_do(plan: Plan[Source]) -> bool:
+    """A plan with nothing new, changed or deleted: the run can be recorded without starting a flow."""
+    return not plan.new and not plan.changed and not plan.deleted
+
+
+def noop_counts(plan: Plan[Source]) -> dict[str, Any]:
+    """The ledger counts of a run that had nothing to do."""
+    counts: dict[str, Any] = dict.fromkeys(COUNT_FIELDS, 0)
+    counts.update(sources_seen=plan.seen, sources_unchanged=len(plan.unchanged), counts_by_agent={})
+    counts["flow_run_id"] = None
+    return counts
 
 
 def prepare(settings: Settings) -> Store:

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 from flows import pipeline
 from flows.settings import Settings
-from sinks import prune, warehouse
+from flows.status import corpus_snapshot
+from sinks import ledger, prune, warehouse
 from sinks.files import private_umask
 from sinks.lock import writer_lock
 from sinks.store import Store
@@ -56,7 +57,11 @@ def run_prune(
         empty = prune.PrunePlan(cutoff=prune.cutoff_of(moment, older_than), agents=chosen)
         return PruneReport(plan=empty, written=False)
     run_id = pipeline.new_run_id()
-    with private_umask(), writer_lock(settings.data_dir, settings.lock_wait_seconds):
+    with (
+        ledger.recording(settings.data_dir, run_id, flow="prune", mode="prune") as record,
+        private_umask(),
+        writer_lock(settings.data_dir, settings.lock_wait_seconds),
+    ):
         store = pipeline.prepare(settings)
         warehouse.cleanup(settings.data_dir)
         row = pipeline.run_row(run_id, settings, flow="prune", mode="prune", started=datetime.now(UTC))
@@ -66,8 +71,15 @@ def run_prune(
             row.update(ended_at=datetime.now(UTC), counts_by_agent=json.dumps(plan.counts_by_agent(), sort_keys=True))
             number = prune.commit_prune(store, run_id, plan, row)
             warehouse.refresh(
-                settings.data_dir, store, run_id, previous_version=previous_version, replaced=plan.session_ids()
+                settings.data_dir,
+                store,
+                run_id,
+                previous_version=previous_version,
+                replaced=plan.session_ids(),
+                timezone=settings.timezone,
             )
+            record.counts = pipeline.ledger_counts(row)
+            record.corpus = corpus_snapshot(settings.data_dir)
             log.info(
                 "event=pruned run=%s cutoff=%s families=%d sessions=%d sources=%d seconds=%.2f",
                 run_id,

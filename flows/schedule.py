@@ -1,16 +1,23 @@
-"""The nightly schedule: serve the ETL flow with a cron through a running Prefect server."""
+"""The nightly schedule: serve the ETL flow with a cron through the Prefect server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from flows.settings import Settings
+from flows.settings import Settings, SettingsError
 
-NO_SERVER = (
-    "Schedules need a running Prefect server (a temporary one cannot hold a schedule). Start one in another "
-    "terminal with `uv run prefect server start`, then `export PREFECT_API_URL=http://127.0.0.1:4200/api` and run "
-    "`transcripts schedule` again. Without a long-lived process, use the systemd timer or cron entry in the README."
-)
+
+def validate_cron(cron: str, where: str) -> None:
+    """Refuse a cron expression Prefect would refuse, before anything is started (Prefect's own croniter)."""
+    import importlib
+
+    is_valid: Callable[[str], bool] = importlib.import_module("prefect._vendor.croniter").croniter.is_valid
+    if not is_valid(cron) or any(c.casefold() in ("r", "h") for c in cron.split()):
+        raise SettingsError(
+            f"invalid cron expression {cron!r} ({where}): five fields, minute hour day month weekday, "
+            'e.g. "0 3 * * *" (3:00 every night) or "30 2 * * 1-5"'
+        )
 
 
 def serve_arguments(settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
@@ -29,10 +36,3 @@ def serve_arguments(settings: Settings, options: dict[str, Any]) -> dict[str, An
         "description": "Nightly load of agent transcripts into Parquet and DuckDB.",
         "tags": ["transcripts"],
     }
-
-
-def configured_api() -> str | None:
-    from prefect.settings import PREFECT_API_URL
-
-    value = PREFECT_API_URL.value()
-    return str(value) if value else None

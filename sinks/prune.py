@@ -37,7 +37,7 @@ UNITS: dict[str, timedelta] = {
     "h": timedelta(hours=1),
     "d": timedelta(days=1),
     "w": timedelta(weeks=1),
-    "m": timedelta(days=30),  # a month is 30 days: the same on every date, unlike calendar months
+    "mo": timedelta(days=30),  # a month is 30 days: the same on every date, unlike calendar months
     "y": timedelta(days=365),
 }
 _DURATION = re.compile(r"(\d+)([a-zA-Z]+)")
@@ -48,12 +48,17 @@ class DurationError(ValueError):
 
 
 def parse_duration(text: str) -> timedelta:
-    """`48h`, `30d`, `12w`, `6m` (30-day months), `1y` (365 days) -> timedelta. Raises DurationError."""
-    accepted = "a whole number and a unit: 48h, 30d, 12w, 6m (30-day months) or 1y"
+    """`48h`, `30d`, `12w`, `6mo` (30-day months), `1y` (365 days) -> timedelta. Raises DurationError.
+
+    `m` is refused: people read it as minutes as often as months, and a prune that guesses wrong deletes data.
+    """
+    accepted = "a whole number and a unit: 48h (hours), 30d (days), 12w (weeks), 6mo (30-day months) or 1y"
     match = _DURATION.fullmatch(text.strip())
     if match is None:
         raise DurationError(f"cannot read duration {text!r}: expected {accepted}")
     number, unit = int(match.group(1)), match.group(2)
+    if unit == "m":
+        raise DurationError(f"'m' in {text!r} is ambiguous (minutes or months?): for months write {number}mo")
     if unit not in UNITS:
         raise DurationError(f"unknown unit {unit!r} in {text!r}: expected {accepted}")
     if number < 1:

@@ -8,6 +8,7 @@ reader keeps its snapshot, new connections see the new file.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from sinks import failpoints
+from sinks import failpoints, prices, search, views
 from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
@@ -24,28 +25,25 @@ from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duc
 
 WAREHOUSE = "warehouse.duckdb"
 META = "transcripts_meta"
+VERSION_ERROR = "Trying to read a database file with version number"
 
-VIEWS: dict[str, str] = {
-    "session_overview": """
-        SELECT s.*, coalesce(src.present, true) AS source_present
-        FROM sessions s LEFT JOIN sources src USING (source_path)""",
-    "prompts": """
-        SELECT t.turn_id, t.session_id, t.agent, t.timestamp, s.cwd, s.title, t.text
-        FROM turns t JOIN sessions s USING (session_id)
-        WHERE t.role = 'user'""",
-    "daily_tokens": """
-        SELECT CAST(timestamp AS DATE) AS day, agent, model, count(*) AS responses,
-               sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-               sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens
-        FROM usage GROUP BY ALL""",
-    "tool_failures": """
-        SELECT agent, tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,
-               round(count(*) FILTER (WHERE is_error) / count(*), 3) AS error_rate
-        FROM tool_calls GROUP BY ALL""",
-    "current_rejects": """
-        SELECT r.*, coalesce(src.present, true) AS source_present
-        FROM rejects r LEFT JOIN sources src USING (source_path)""",
-}
+log = logging.getLogger("transcripts.warehouse")
+
+
+class WarehouseUnreadable(RuntimeError):
+    """The warehouse file cannot be opened by this DuckDB (another version wrote it, or it is damaged)."""
+
+
+def open_error(exc: duckdb.Error, path: Path) -> WarehouseUnreadable:
+    """Say why `path` cannot be opened, in one line, and that the next run rebuilds it from Parquet."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if VERSION_ERROR in first:
+        why = f"it was written by another DuckDB version than {duckdb.__version__} ({first.removeprefix('IO Error: ')})"
+    else:
+        why = first
+    return WarehouseUnreadable(
+        f"{path} cannot be opened: {why}; the next `transcripts run` rebuilds it from the Parquet snapshot"
+    )
 
 
 def warehouse_path(data_dir: Path) -> Path:
@@ -79,23 +77,26 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(k): str(v) for k, v in rows}
 
 
-def _set_meta(con: duckdb.DuckDBPyConnection, version_number: int) -> None:
+def _set_meta(con: duckdb.DuckDBPyConnection, version_number: int, zone: str) -> None:
     con.execute(f"DELETE FROM {META}")
     con.execute(
-        f"INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?)",
-        [SCHEMA_VERSION, str(version_number)],
+        f"INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?)",
+        [SCHEMA_VERSION, str(version_number), zone],
     )
 
 
-def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int) -> None:
+def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str) -> None:
     con.execute("BEGIN")
     for table in TABLES:
         con.execute(duckdb_ddl(table))
+    search.create_index(con)  # on the empty table: the scaffold, filled below much faster than the extension does
+    for table in TABLES:
         _insert_all(con, store, table, version)
+    search.update_index(con, "SELECT DISTINCT session_id FROM turns")
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
-    _set_meta(con, version_number)
-    for name, sql in VIEWS.items():
-        con.execute(f"CREATE VIEW {name} AS {sql}")
+    _set_meta(con, version_number, zone)
+    views.create_views(con, zone)
+    prices.install(con)
     con.execute("COMMIT")
 
 
@@ -105,6 +106,7 @@ def _apply(
     version: Path,
     version_number: int,
     replaced: Mapping[str, set[str]],
+    zone: str,
 ) -> None:
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
     layout = store.layout(version)
@@ -130,7 +132,13 @@ def _apply(
         if table not in SESSION_TABLES:
             con.execute(f"DELETE FROM {table.name}")
             _insert_all(con, store, table, version)
-    _set_meta(con, version_number)
+    if not search.has_index(con):
+        search.create_index(con)  # a warehouse from before search: built once, whole
+    elif ids.num_rows:
+        search.update_index(con, "SELECT session_id FROM replaced_ids")
+    _set_meta(con, version_number, zone)
+    views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
+    prices.install(con)
     con.execute("COMMIT")
     con.unregister("replaced_ids")
 
@@ -142,12 +150,16 @@ def refresh(
     *,
     previous_version: int,
     replaced: Mapping[str, set[str]] | None,
+    timezone: str | None = None,
 ) -> None:
     """Bring `warehouse.duckdb` to the current Parquet version and swap it in atomically.
 
     With `replaced` (the sessions the run replaced) and a warehouse built from `previous_version`, the change is
-    applied to a copy; otherwise (first run, a killed run left it behind, a schema change) it is rebuilt.
+    applied to a copy; otherwise (first run, a killed run left it behind, a schema change, a file this DuckDB
+    cannot open, e.g. one written by DuckDB 2.0) it is rebuilt. Per-day views use `timezone` (default: the
+    machine's zone). Raises views.ZoneError for an unknown zone.
     """
+    zone = views.resolve_zone(timezone)
     version = store.current()
     if version is None:
         return
@@ -159,19 +171,26 @@ def refresh(
     incremental = False
     if replaced is not None and target.exists():
         shutil.copyfile(target, tmp)
-        con = _connect(tmp, data_dir)
-        meta = _meta(con)
-        incremental = meta.get("schema_version") == SCHEMA_VERSION and meta.get("parquet_version") == str(
-            previous_version
-        )
+        try:
+            con = _connect(tmp, data_dir)
+        except duckdb.Error as exc:
+            # The warehouse is derived data: one this DuckDB cannot open is rebuilt from Parquet, not repaired.
+            log.warning("event=warehouse_rebuild reason=%r", str(open_error(exc, target)))
+        else:
+            meta = _meta(con)
+            incremental = meta.get("schema_version") == SCHEMA_VERSION and meta.get("parquet_version") == str(
+                previous_version
+            )
+            if not incremental:
+                con.close()
         if not incremental:
-            con.close()
-            tmp.unlink()
+            for stale in (tmp, Path(f"{tmp}.wal")):
+                stale.unlink(missing_ok=True)
     if incremental:
-        _apply(con, store, version, number, replaced or {})
+        _apply(con, store, version, number, replaced or {}, zone)
     else:
         con = _connect(tmp, data_dir)
-        _build(con, store, version, number)
+        _build(con, store, version, number, zone)
     con.execute("CHECKPOINT")
     con.close()
     os.chmod(tmp, FILE_MODE)

@@ -29,6 +29,19 @@ for key in (
 ):
     os.environ.pop(key, None)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="transcripts-xdg-")
+# The managed Prefect server of a test lives here, never in the real ~/.local/state (stopped at the end).
+_STATE_DIR = tempfile.mkdtemp(prefix="transcripts-state-")
+os.environ["TRANSCRIPTS_STATE_DIR"] = _STATE_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_managed_server_outlives_the_tests() -> Iterator[None]:
+    try:
+        yield
+    finally:
+        from flows import server
+
+        server.stop(server.state_dir({"TRANSCRIPTS_STATE_DIR": _STATE_DIR}))
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from extractors.bounded import Limits, clip, iter_jsonl, parse_json, read_json_document
+from extractors.bounded import (
+    GLUED_INDEX_BASE,
+    GLUED_MAX_VALUES,
+    Limits,
+    clip,
+    glued_index,
+    iter_jsonl,
+    parse_json,
+    parse_json_values,
+    read_json_document,
+)
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from tests.support import write_jsonl
 
@@ -78,15 +89,40 @@ def test_reject_line_over_limit_without_reading_it_whole(tmp_path: Path) -> None
     assert (err.value.code, err.value.line) == (RejectCode.LIMIT_EXCEEDED, 1)
 
 
+def opens_of(path: Path) -> list[str]:
+    """Every open of `path` from now on, seen by an audit hook ("open" events: `open()`, `os.open`, ...).
+
+    Counting opens holds for root too, where a chmod 0 file would still open.
+    """
+    seen: list[str] = []
+    _WATCHED[os.fspath(path)] = seen
+    return seen
+
+
+_WATCHED: dict[str, list[str]] = {}
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
+        name = os.fsdecode(args[0])
+        if name in _WATCHED:
+            _WATCHED[name].append(event)
+
+
+sys.addaudithook(_audit)  # hooks cannot be removed; it records only paths a test registered
+
+
 def test_reject_source_over_limit_before_opening(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}'] * 10)
-    os.chmod(path, 0)  # proves it is never opened: the size check comes first
+    opens = opens_of(path)
     try:
         with pytest.raises(RejectError) as err:
             list(iter_jsonl(path, Limits(max_source_bytes=20)))
         assert err.value.code is RejectCode.LIMIT_EXCEEDED
+        assert opens == [], "the size check comes before any open"
+        assert list(iter_jsonl(path, Limits())) and opens, "the audit hook does see an open of the file"
     finally:
-        os.chmod(path, 0o600)
+        _WATCHED.pop(os.fspath(path))
 
 
 def test_reject_too_many_records(tmp_path: Path) -> None:
@@ -120,3 +156,109 @@ def test_clip_keeps_short_text_and_marks_cut_text() -> None:
     assert clip("short", limits) == "short"
     clipped = clip("é" * 20, limits)
     assert clipped.startswith("ééééé\n[… clipped: 40 bytes")
+
+
+# --- records glued onto one line ------------------------------------------------------------------------------------
+
+
+def test_ok_glued_records_are_read_in_order_and_the_next_line_keeps_its_index(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"type":"progress"}{"type":"summary"} {"c":3}', '{"d":4}'])
+    lines = list(iter_jsonl(path, Limits()))
+    assert [(x.index, x.line, x.part, x.parts, x.offset, x.record) for x in lines] == [
+        (0, 0, 0, 1, 0, {"a": 1}),
+        (1, 1, 0, 3, 8, {"type": "progress"}),
+        (GLUED_INDEX_BASE + 1 * 1000 + 1, 1, 1, 3, 8, {"type": "summary"}),
+        (GLUED_INDEX_BASE + 1 * 1000 + 2, 1, 2, 3, 8, {"c": 3}),
+        (2, 2, 0, 1, 54, {"d": 4}),
+    ]
+    assert [x.starts_glued_line for x in lines] == [False, True, False, False, False]
+
+
+def test_ok_glued_index_is_the_line_for_the_first_value_and_outside_every_line_number_after() -> None:
+    assert glued_index(7, 0) == 7
+    assert glued_index(0, 1) == GLUED_INDEX_BASE + 1 > 2**40  # no file under a petabyte has that many lines
+    assert glued_index(7, GLUED_MAX_VALUES - 1) < glued_index(8, 1)  # unique per (line, part)
+
+
+def test_ok_glued_records_with_lone_surrogates_are_scrubbed() -> None:
+    assert parse_json_values(b'{"a":"\\ud83d"}{"b":1}\n') == [{"a": "\ufffd"}, {"b": 1}]
+
+
+def test_ok_glued_last_line_without_newline_once_settled(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"b":2}{"c":3}'], newline_at_end=False)
+    _age(path, 7200)
+    assert [x.record for x in iter_jsonl(path, Limits(settle_seconds=3600))] == [{"a": 1}, {"b": 2}, {"c": 3}]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"a":1}{"b":',  # a complete record, then a cut one (a crash, anthropics/claude-code#52387)
+        '{"a":1} trailing',
+        '{"a":1}{"b":2}]',
+    ],
+)
+def test_reject_invalid_json_when_the_rest_of_the_line_is_not_complete_values(tmp_path: Path, line: str) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"x":0}', line, '{"y":2}'])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert (err.value.code, err.value.line, err.value.offset) == (RejectCode.INVALID_JSON, 1, 8)
+    assert "Extra data" in err.value.detail
+
+
+def test_reject_a_glued_value_that_is_not_an_object(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}[2]', '{"b":2}'])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert (err.value.code, err.value.line) == (RejectCode.BAD_SHAPE, 0)
+
+
+def test_reject_more_glued_values_than_the_bound(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ["{}" * (GLUED_MAX_VALUES + 1)])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert (err.value.code, err.value.line) == (RejectCode.LIMIT_EXCEEDED, 0)
+    at_the_bound = write_jsonl(tmp_path / "t.jsonl", ["{}" * GLUED_MAX_VALUES])
+    assert len(list(iter_jsonl(at_the_bound, Limits()))) == GLUED_MAX_VALUES
+
+
+def test_reject_glued_values_past_max_records(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"b":2}{"c":3}{"d":4}'])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits(max_records=3)))
+    assert (err.value.code, err.value.line) == (RejectCode.LIMIT_EXCEEDED, 1)
+
+
+# --- numbers the stdlib refuses (issue 14.1) -------------------------------------------------------------------------
+
+_HUGE = "9" * 4301  # one digit past the interpreter's int_max_str_digits: the stdlib raises ValueError
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        f'{{"usage":{{"output_tokens":{_HUGE}}}}}',  # orjson reads it as infinity and refuses it
+        f'{{"a":"\\ud83d","n":{_HUGE}}}',
+        f'{{"a":1}}{{"n":-{_HUGE}}}',  # in a glued record
+    ],
+)
+def test_reject_huge_integer_literal_as_invalid_json_never_a_value_error(tmp_path: Path, raw: str) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"x":0}', raw, '{"y":2}'])
+    with pytest.raises(RejectError) as err:
+        list(iter_jsonl(path, Limits()))
+    assert (err.value.code, err.value.line, err.value.offset) == (RejectCode.INVALID_JSON, 1, 8)
+    assert "integer literal of more than 4300 digits" in err.value.detail
+
+
+def test_reject_huge_integer_in_a_whole_document(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(f'{{"tokens":{_HUGE}}}')
+    with pytest.raises(RejectError) as err:
+        read_json_document(path, Limits())
+    assert err.value.code is RejectCode.INVALID_JSON
+
+
+def test_reject_nesting_past_the_recursion_limit_as_invalid_json() -> None:
+    with pytest.raises(RejectError) as err:
+        parse_json(b"[" * 100_000 + b"]" * 100_000)
+    assert err.value.code is RejectCode.INVALID_JSON

@@ -19,7 +19,7 @@ from extractors.bounded import Limits
 from extractors.bounded_json import iter_json_elements
 from extractors.bounded_zip import MemberStream, unsafe_name
 from extractors.errors import RejectCode, RejectError
-from extractors.model import Agent, Deferred, Loaded, Rejected
+from extractors.model import Agent, Loaded, Outcome, Rejected
 from extractors.registry import read_source
 from tests.support import SETTLED, read_one
 from tests.test_chatgpt import conversation, text, turns
@@ -245,16 +245,46 @@ def test_reject_zip_name_that_is_not_a_zip(tmp_path: Path) -> None:
     assert bad.code is RejectCode.SOURCE_UNREADABLE and "not a zip" in bad.detail
 
 
-# ---------------------------------------------------------------- any bytes: a classified outcome, never a crash
+# ---------------------------------------------------------------- any bytes: the outcome each input must give
+# What broken bytes may give: the reader names the fault; never a session made of garbage.
+BROKEN = {RejectCode.INVALID_JSON, RejectCode.INVALID_UTF8, RejectCode.TRUNCATED_TAIL, RejectCode.BAD_SHAPE}
+
+
+def _good_export_beside(folder: Path) -> Path:
+    """A good export in the same folder (a zip, since the folder's conversations.json is the hostile one)."""
+    return _zip(folder / "good.zip", {"conversations.json": orjson.dumps([conversation([text("user", "Q")], cid="g")])})
+
+
+def _read_folder(folder: Path) -> dict[str, list[Outcome]]:
+    found = {Path(s.path).name: list(read_source(s, SETTLED)) for s in chatgpt.discover(folder)}
+    assert [o.session.session_id for o in found["good.zip"] if isinstance(o, Loaded)] == ["chatgpt-g"], found
+    return found
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=300) | st.builds(lambda b: b"[" + b, st.binary(max_size=200)))
-def test_any_bytes_give_outcomes(tmp_path: Path, data: bytes) -> None:
+def test_any_bytes_give_the_outcome_they_must(tmp_path: Path, data: bytes) -> None:
+    _good_export_beside(tmp_path)
     for name in ("conversations.json", "export.zip"):
         path = tmp_path / name
         path.write_bytes(data)
-        for source in chatgpt.discover(tmp_path):
-            for outcome in read_source(source, SETTLED):
-                assert isinstance(outcome, Loaded | Rejected | Deferred)
+        found = _read_folder(tmp_path)
+        assert set(found) == {name, "good.zip"}, "the loop below reads the hostile export"
+        outcomes = found[name]
+        if name == "export.zip" and not data.startswith(b"PK"):
+            assert [(type(o), getattr(o, "code", None)) for o in outcomes] == [(Rejected, RejectCode.SOURCE_UNREADABLE)]
+        elif name == "conversations.json" and not _is_json(data):
+            assert outcomes and isinstance(outcomes[-1], Rejected) and outcomes[-1].code in BROKEN, outcomes
+        else:
+            assert outcomes and all(isinstance(o, Loaded | Rejected) for o in outcomes), outcomes
         path.unlink()
 
 
@@ -267,11 +297,18 @@ FRAGMENTS = [
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(st.sampled_from(FRAGMENTS), max_size=40))
-def test_json_like_fragments_give_outcomes(tmp_path: Path, pieces: list[bytes]) -> None:
-    path = tmp_path / "conversations.json"
-    path.write_bytes(b"".join(pieces))
-    for outcome in read_one(Agent.CHATGPT, path):
-        assert isinstance(outcome, Loaded | Rejected | Deferred)
+def test_json_like_fragments_give_the_outcome_they_must(tmp_path: Path, pieces: list[bytes]) -> None:
+    _good_export_beside(tmp_path)
+    raw = b"".join(pieces)
+    (tmp_path / "conversations.json").write_bytes(raw)
+    outcomes = _read_folder(tmp_path)["conversations.json"]
+    assert outcomes
+    if not _is_json(raw):
+        assert isinstance(outcomes[-1], Rejected) and outcomes[-1].code in BROKEN, outcomes
+    else:  # valid JSON built of fragments: each conversation (or the document) gets a reason or loads
+        assert all(isinstance(o, Loaded | Rejected) for o in outcomes), outcomes
+    for outcome in outcomes[:-1]:  # everything before the last outcome is a whole element: never a parse error
+        assert not (isinstance(outcome, Rejected) and outcome.code is RejectCode.TRUNCATED_TAIL), outcomes
 
 
 MESSAGE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)

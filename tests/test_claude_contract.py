@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from extractors import claude
 from extractors.errors import RejectCode
-from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Role
+from extractors.model import Agent, Loaded, Outcome, Rejected, Role
 from tests.claude_records import SID, assistant, envelope, text, tool_result, tool_use, usage, user
 from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one, write_jsonl
 
@@ -190,18 +190,40 @@ def test_golden_real_session(shared: dict[str, list[Outcome]], golden: str, relp
 # --- properties -----------------------------------------------------------------------------------------------------
 
 
+# What broken bytes may give: the reader names the fault; never a session made of garbage.
+BROKEN = {RejectCode.INVALID_JSON, RejectCode.INVALID_UTF8, RejectCode.TRUNCATED_TAIL, RejectCode.BAD_SHAPE}
+GOOD = "aaaaaaaa-0000-4000-8000-00000000000a"
+
+
+def _jsonl_objects(data: bytes) -> bool:
+    try:
+        return all(isinstance(json.loads(line), dict) for line in data.splitlines() if line.strip())
+    except ValueError:
+        return False
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2000) | st.lists(st.binary(max_size=200), max_size=6).map(b"\n".join))
-def test_any_bytes_give_outcomes_never_an_exception(data: bytes) -> None:
+def test_any_bytes_give_the_outcome_they_must_and_the_good_session_loads(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for rel in (f"-p/{SID}.jsonl", f"-p/{SID}/subagents/agent-a1.jsonl", "-p/agent-b2.jsonl"):
+        hostile = (f"-p/{SID}.jsonl", f"-p/{SID}/subagents/agent-a1.jsonl", "-p/agent-b2.jsonl")
+        for rel in hostile:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
+        write_jsonl(root / "-p" / f"{GOOD}.jsonl", [user("hi", sid=GOOD), assistant([text("hello")], sid=GOOD)])
         found = outcomes_under(Agent.CLAUDE, root)
-        assert len(found) == 3
-        for outcomes in found.values():
-            assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded | Rejected | Deferred)
+        assert sorted(found) == sorted([*hostile, f"-p/{GOOD}.jsonl"])
+        [good] = found[f"-p/{GOOD}.jsonl"]
+        assert isinstance(good, Loaded) and good.session.session_id == f"claude-{GOOD}", good
+        for rel in hostile:
+            [outcome] = found[rel]
+            if not _jsonl_objects(data):
+                assert isinstance(outcome, Rejected) and outcome.code in BROKEN, (rel, outcome)
+            elif not data.strip():  # an empty file holds no session
+                assert isinstance(outcome, Rejected) and outcome.code is RejectCode.NO_CONVERSATION, (rel, outcome)
+            else:
+                assert isinstance(outcome, Loaded | Rejected), (rel, outcome)
 
 
 def _line(kind: int, n: int) -> dict[str, object]:
@@ -232,9 +254,12 @@ def test_appending_lines_never_changes_existing_turn_ids(spec: list[tuple[int, i
         write_jsonl(path, records)
         after = read_one(Agent.CLAUDE, path, SETTLED)
     [old], [new] = before, after
+    for outcome in (old, new):  # a prefix, or all of it, may hold no conversation (yet): that, and nothing else
+        if not isinstance(outcome, Loaded):
+            assert isinstance(outcome, Rejected) and outcome.code is RejectCode.NO_CONVERSATION, outcome
     if not isinstance(old, Loaded):
-        return  # a prefix may hold no conversation yet
-    assert isinstance(new, Loaded)
+        return
+    assert isinstance(new, Loaded), "appending lines never unloads a session"
     assert new.session.session_id == old.session.session_id
     assert {(t.index, t.role) for t in old.session.turns} <= {(t.index, t.role) for t in new.session.turns}
     old_users = {(t.index, t.text) for t in old.session.turns if t.role is Role.USER}
@@ -248,7 +273,7 @@ def test_module_reads_through_the_registry() -> None:
     from extractors.registry import extractor
 
     assert extractor(Agent.CLAUDE) is claude
-    assert json.dumps(claude.PARSER_VERSION) == '"1"'
+    assert json.dumps(claude.PARSER_VERSION) == '"2"'
 
 
 def test_real_response_usage_is_its_last_snapshot(shared: dict[str, list[Outcome]]) -> None:

@@ -427,3 +427,21 @@ def test_ok_server_tool_error_content_marks_the_call_failed(tmp_path: Path) -> N
         tmp_path, "ok_server_tool_error.jsonl", [assistant([block, failed, text("Could not search.")])]
     ).tool_calls
     assert call.is_error is True
+
+
+# --- numbers the fast JSON path cannot take (issue 14.1) -----------------------------------------------------------
+
+
+def test_reject_integer_literal_past_the_digit_limit_as_invalid_json_with_its_line(tmp_path: Path) -> None:
+    huge = '{"type":"assistant","message":{"id":"m","content":[],"usage":{"output_tokens":' + "9" * 5000 + "}}}"
+    rejected = reject(tmp_path, "reject_invalid_json_huge_integer.jsonl", [json.dumps(user("q")), huge])
+    assert (rejected.code, rejected.line) == (RejectCode.INVALID_JSON, 1)
+    assert "integer literal of more than 4300 digits" in rejected.detail
+
+
+def test_ok_tool_input_with_an_integer_past_64_bits_is_stored_as_written(tmp_path: Path) -> None:
+    # A lone surrogate sends the line to the stdlib parser, which keeps the integer exact; orjson cannot write it.
+    line = json.dumps(assistant([text("\ud83d cut"), tool_use("toolu_1", seed=10**30)]))
+    session = load(tmp_path, "ok_tool_input_big_integer.jsonl", [json.dumps(user("q")), line])
+    [call] = session.tool_calls
+    assert call.input == '{"seed":1000000000000000000000000000000}'

@@ -7,15 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from flows.settings import load_settings
-from sinks.lock import writer_lock
 from tests.corpus import S1, claude_exchange, small_home, write_session
+from tests.lock_support import HANG, runs_only_after_the_lock_is_free
 from tests.test_crash import leftovers
 from tests.test_pipeline import run, settings_for, snapshot, table_rows
 
@@ -61,44 +60,76 @@ def test_a_reader_holding_the_warehouse_open_neither_fails_the_run_nor_sees_half
 
 
 READ_PARQUET_LOOP = """
-import sys, time, duckdb
-root, seconds = sys.argv[1], float(sys.argv[2])
-errors, seen, end = 0, set(), time.monotonic() + seconds
-while time.monotonic() < end:
+import os, sys, time, duckdb
+root, stop = sys.argv[1], sys.argv[2]
+while not os.path.exists(stop):
+    began = time.monotonic()
     try:
         n = duckdb.execute(f"SELECT count(*) FROM read_parquet('{root}/turns/**/*.parquet')").fetchall()[0][0]
-        seen.add(n)
+        print("read", began, time.monotonic(), n, flush=True)
     except Exception as exc:
-        errors += 1
-        print("error", exc, file=sys.stderr)
-print(errors, sorted(seen))
+        print("error", began, time.monotonic(), repr(exc).replace(chr(10), " "), flush=True)
+print("end", flush=True)
 """
 
 
 def test_readers_of_the_parquet_dataset_never_see_a_half_written_snapshot(tmp_path: Path) -> None:
+    """A reader loops over the dataset while runs write it; its reads must overlap the writes, and see whole ones.
+
+    No timing is assumed: runs go on (up to a bound) until a read began during a run, and after each run the
+    test waits for a read that began after it, which must see exactly that run's snapshot.
+    """
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     settings = settings_for(home, data)
     run(settings)
     counts = [len(table_rows(data, "turns"))]
+    stop = tmp_path / "stop"
     reader = subprocess.Popen(
-        [sys.executable, "-c", READ_PARQUET_LOOP, str(data / "parquet"), "6"],
+        [sys.executable, "-c", READ_PARQUET_LOOP, str(data / "parquet"), str(stop)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
     )
-    deadline = time.monotonic() + 5
-    minute = 30
-    while time.monotonic() < deadline:
-        write_session(home, S1, claude_exchange(S1, 1, start_minute=minute), append=True)
-        minute += 1
-        run(settings)
-        counts.append(len(table_rows(data, "turns")))
-    out, err = reader.communicate(timeout=60)
-    errors, seen = out.split(" ", 1)
-    assert errors == "0", err[-2000:]
-    assert set(eval(seen)) <= set(counts), "every read saw one whole snapshot"
+    assert reader.stdout is not None
+    lines: list[list[str]] = []
+
+    def read_until(after: float) -> list[str]:
+        """Reader lines up to the first read that began after `after` (monotonic: one clock for both)."""
+        assert reader.stdout is not None
+        while True:
+            line = reader.stdout.readline().split()
+            assert line and line[0] != "end", "the reader stopped"
+            lines.append(line)
+            if float(line[1]) > after:
+                return line
+
+    windows: list[tuple[float, float]] = []
+    try:
+        read_until(0.0)  # the reader is reading
+        minute = 30
+        during = 0
+        while len(windows) < 20 and (len(windows) < 3 or during == 0):
+            write_session(home, S1, claude_exchange(S1, 1, start_minute=minute), append=True)
+            minute += 1
+            began = time.monotonic()
+            run(settings)
+            windows.append((began, time.monotonic()))
+            counts.append(len(table_rows(data, "turns")))
+            last = read_until(windows[-1][1])
+            assert last[0] == "read" and int(last[3]) == counts[-1], (last, counts)
+            during = sum(1 for x in lines if any(a <= float(x[1]) <= b for a, b in windows))
+    finally:
+        stop.touch()
+        out, err = reader.communicate(timeout=60)
+    lines += [x.split() for x in out.splitlines()]
+    reads = [x for x in lines if x[0] == "read"]
+    errors = [x for x in lines if x[0] == "error"]
+    assert errors == [], (errors[:3], err[-2000:])
+    assert during > 0, f"no read began while a run was writing ({len(windows)} runs, {len(reads)} reads)"
+    assert len(set(counts)) == len(counts) > 3, counts
+    assert {int(x[3]) for x in reads} <= set(counts), "every read saw one whole snapshot"
 
 
 def test_a_full_disk_fails_the_run_clearly_and_leaves_the_previous_corpus_intact(
@@ -150,23 +181,13 @@ def test_a_failure_after_the_commit_is_recorded_and_the_next_run_repairs_the_war
     assert snapshot(data) == snapshot(clean)
 
 
-def test_a_second_run_waits_for_the_first_to_finish(tmp_path: Path) -> None:
+def test_a_second_run_waits_for_the_first_to_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     data.mkdir()
-    released = threading.Event()
-
-    def hold() -> None:
-        with writer_lock(data, 0):
-            time.sleep(0.8)
-        released.set()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    time.sleep(0.1)
-    report = run(load_settings(home=home, data_dir=data, sources=["claude"], env={}, lock_wait=30))
-    holder.join()
-    assert released.is_set() and report.committed.sessions_loaded == 2
+    settings = load_settings(home=home, data_dir=data, sources=["claude"], env={}, lock_wait=HANG)
+    report = runs_only_after_the_lock_is_free(data, lambda: run(settings), monkeypatch)
+    assert report.committed.sessions_loaded == 2
 
 
 def _processes_with(marker: str) -> list[int]:
@@ -184,11 +205,16 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Nothing of the run outlives it; the managed Prefect server does, on purpose (its own session)."""
+    from flows import server
+
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     marker = f"TRANSCRIPTS_TEST_MARKER={tmp_path.name}"
     env = {**os.environ, "TRANSCRIPTS_TEST_MARKER": tmp_path.name, "PREFECT_HOME": str(tmp_path / "prefect")}
+    env["TRANSCRIPTS_STATE_DIR"] = str(tmp_path / "state")
     env.pop("PREFECT_API_URL", None)
+    folder = server.state_dir(env)
     cli = [
         sys.executable,
         "-c",
@@ -202,15 +228,24 @@ def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> N
         "claude",
     ]
     proc = subprocess.Popen(cli, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while len(_processes_with(marker)) < 2 and time.monotonic() < deadline:  # the CLI and its Prefect server
-        time.sleep(0.2)
-    assert len(_processes_with(marker)) >= 2, "the private Prefect server did not start"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 30
-    while _processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _processes_with(marker) == [], "the Prefect server outlived the killed run"
+    try:
+        deadline = time.monotonic() + 180
+        while server.read_state(folder) is None and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        managed = server.read_state(folder)
+        assert managed is not None and managed.pid is not None, "the managed Prefect server did not start"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+        def run_processes() -> list[int]:
+            return [pid for pid in _processes_with(marker) if os.getsid(pid) != managed.pid]
+
+        deadline = time.monotonic() + 30
+        while run_processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert run_processes() == [], "a process of the killed run outlived it"
+        assert server.healthy(managed.url), "the managed server outlives the run, for the next command"
+    finally:
+        server.stop(folder)
     report = run(settings_for(home, data))  # and a later run starts cleanly
     assert report.committed.sessions_loaded + report.plan_counts["claude"]["unchanged"] >= 2

@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractors import gemini
-from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Role
-from extractors.registry import read_source
-from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, loaded_sessions, outcomes_under, read_one
+from extractors.errors import RejectCode
+from extractors.model import Agent, Loaded, Outcome, Rejected, Role
+from tests.support import SHARED_FIXTURES, assert_golden, loaded_sessions, outcomes_under, read_one
 
 FIXTURES = SHARED_FIXTURES / "gemini"
 REAL = "codemie-ai__codemie-code/chats/session-2025-12-01T21-45-5b959dae.json"
@@ -99,16 +98,38 @@ def test_contract_hand_written_jsonl_sample(shared: dict[str, list[Outcome]]) ->
 # --- any bytes in, a classified outcome out ----------------------------------------------------------------------
 
 
+GOOD = "session-2026-01-01T00-00-gggggggg.json"
+# What broken bytes may give: the reader names the fault; never a session made of garbage.
+BROKEN = {
+    RejectCode.INVALID_JSON, RejectCode.INVALID_UTF8, RejectCode.TRUNCATED_TAIL, RejectCode.BAD_SHAPE,
+    RejectCode.MISSING_SESSION_ID, RejectCode.MISSING_TIMESTAMP, RejectCode.NO_CONVERSATION,
+}  # fmt: skip
+
+
+def _with_good_beside(chats: Path) -> None:
+    record = {"sessionId": "good", "startTime": "2026-01-01T00:00:00Z", "messages": [{"id": "m", "type": "user",
+              "content": "hi"}]}  # fmt: skip
+    (chats / GOOD).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _good_loaded(found: dict[str, list[Outcome]]) -> None:
+    [good] = [v for k, v in found.items() if k.endswith(GOOD)]
+    assert [o.session.session_id for o in good if isinstance(o, Loaded)] == ["gemini-good"], good
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.binary(max_size=2048), st.sampled_from(["session-2026-01-01T00-00-aaaaaaaa.json", "s.jsonl", "p/c.jsonl"]))
-def test_property_arbitrary_bytes_as_a_recording(raw: bytes, name: str) -> None:
+def test_property_arbitrary_bytes_as_a_recording_are_rejected_with_a_reason(raw: bytes, name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "proj" / "chats" / name
-        path.parent.mkdir(parents=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(raw)
-        [source] = gemini.discover(Path(tmp))
-        outcomes = list(read_source(source, SETTLED))
-        assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded | Rejected | Deferred)
+        _with_good_beside(Path(tmp) / "proj" / "chats")
+        found = outcomes_under(Agent.GEMINI, Path(tmp))
+        _good_loaded(found)
+        [outcomes] = [v for k, v in found.items() if k.endswith(name)]
+        assert len(outcomes) == 1 and isinstance(outcomes[0], Rejected), outcomes
+        assert outcomes[0].code in BROKEN, outcomes
 
 
 _MESSAGE = st.fixed_dictionaries(
@@ -143,11 +164,11 @@ def test_property_any_fold_gives_unique_turn_indexes(records: list[dict[str, obj
         meta = {"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"}
         path.write_text("".join(json.dumps(r) + "\n" for r in [meta, *records]), encoding="utf-8")
         [outcome] = read_one(Agent.GEMINI, path)
-        assert isinstance(outcome, Loaded | Rejected)
-        if isinstance(outcome, Loaded):
-            indexes = [t.index for t in outcome.session.turns]
-            assert len(indexes) == len(set(indexes))
-            assert sum(outcome.session.census.values()) == len(records) + 1
+        # The metadata line is valid and every record is well-formed: the fold always gives a session.
+        assert isinstance(outcome, Loaded), outcome
+        indexes = [t.index for t in outcome.session.turns]
+        assert len(indexes) == len(set(indexes))
+        assert sum(outcome.session.census.values()) == len(records) + 1
 
 
 _JSON = st.recursive(
@@ -196,4 +217,7 @@ def test_property_any_json_in_message_fields_is_classified(fields: dict[str, obj
         message = {"id": "m", "type": kind, **fields}
         path.write_text(json.dumps({"sessionId": "s", "startTime": "2026-01-01T00:00:00Z", "messages": [message]}))
         [outcome] = read_one(Agent.GEMINI, path)
-        assert isinstance(outcome, Loaded | Rejected)
+        # Any JSON in a message field: the session loads, or is rejected as bad_shape naming the field.
+        assert isinstance(outcome, Loaded) or (
+            isinstance(outcome, Rejected) and outcome.code is RejectCode.BAD_SHAPE
+        ), outcome

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from extractors.errors import RejectCode
 from extractors.grok import discover
-from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Session
+from extractors.model import Agent, Loaded, Outcome, Rejected, Role, Session
 from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one
 
 GROK = SHARED_FIXTURES / "grok"
@@ -88,9 +88,36 @@ def test_golden_fixture_session(tmp_path: Path) -> None:
     assert_golden("grok_agent_sessions_019f6851", _session(tmp_path))
 
 
+GOOD = "019f6851-7ec4-7ef0-97d3-03f3eee387aa"
+# What broken bytes may give: the reader names the fault; never a session made of garbage.
+BROKEN = {RejectCode.INVALID_JSON, RejectCode.INVALID_UTF8, RejectCode.TRUNCATED_TAIL, RejectCode.BAD_SHAPE}
+
+
+def _outcomes_with_good_beside(root: Path) -> list[Outcome]:
+    """Read the root (the hostile session and a good one beside it); the good one must load."""
+    good = root / "sessions" / BUCKET / GOOD
+    good.mkdir(parents=True, exist_ok=True)
+    (good / "chat_history.jsonl").write_text('{"type":"user","content":"hi","prompt_index":0}\n')
+    (good / "summary.json").write_text(json.dumps({"info": {"id": GOOD}, "created_at": "2026-07-31T10:13:27Z"}))
+    found = outcomes_under(Agent.GROK, root, SETTLED)
+    hostile = f"sessions/{BUCKET}/{SID}/chat_history.jsonl"
+    assert sorted(found) == sorted([hostile, f"sessions/{BUCKET}/{GOOD}/chat_history.jsonl"])
+    [good_outcome] = found[f"sessions/{BUCKET}/{GOOD}/chat_history.jsonl"]
+    assert isinstance(good_outcome, Loaded) and good_outcome.session.session_id == f"grok-{GOOD}", good_outcome
+    return found[hostile]
+
+
+def _jsonl_objects(data: bytes) -> bool:
+    """Every non-blank line is a JSON object (what the reader accepts before looking at the records)."""
+    try:
+        return all(isinstance(json.loads(line), dict) for line in data.splitlines() if line.strip())
+    except ValueError:
+        return False
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=400), with_summary=st.booleans())
-def test_property_arbitrary_bytes_give_a_classified_outcome(tmp_path: Path, data: bytes, with_summary: bool) -> None:
+def test_property_arbitrary_bytes_give_the_outcome_they_must(tmp_path: Path, data: bytes, with_summary: bool) -> None:
     folder = tmp_path / "sessions" / BUCKET / SID
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "chat_history.jsonl").write_bytes(data)
@@ -99,10 +126,13 @@ def test_property_arbitrary_bytes_give_a_classified_outcome(tmp_path: Path, data
         summary.write_text(json.dumps({"info": {"id": SID}, "created_at": "2026-07-31T10:13:27Z"}))
     elif summary.exists():
         summary.unlink()
-    found = outcomes_under(Agent.GROK, tmp_path, SETTLED)
-    assert list(found) == [f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
-    [outcome] = found[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
-    assert isinstance(outcome, Loaded | Rejected | Deferred)
+    [outcome] = _outcomes_with_good_beside(tmp_path)
+    if not with_summary:  # times come only from summary.json: rejected whatever the history holds
+        assert isinstance(outcome, Rejected) and outcome.code is RejectCode.MISSING_TIMESTAMP, outcome
+    elif not _jsonl_objects(data):
+        assert isinstance(outcome, Rejected) and outcome.code in BROKEN, outcome
+    else:
+        assert isinstance(outcome, Loaded | Rejected), outcome
     if isinstance(outcome, Loaded):
         records = sum(1 for line in data.splitlines() if line.strip())
         assert sum(outcome.session.census.values()) == records
@@ -110,11 +140,21 @@ def test_property_arbitrary_bytes_give_a_classified_outcome(tmp_path: Path, data
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=200))
-def test_property_arbitrary_summary_bytes_give_a_classified_outcome(tmp_path: Path, data: bytes) -> None:
+def test_property_arbitrary_summary_bytes_give_the_outcome_they_must(tmp_path: Path, data: bytes) -> None:
     folder = tmp_path / "sessions" / BUCKET / SID
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "chat_history.jsonl").write_text('{"type":"user","content":"hi","prompt_index":0}\n')
     (folder / "summary.json").write_bytes(data)
-    [source] = discover(tmp_path)
-    [outcome] = outcomes_under(Agent.GROK, tmp_path, SETTLED)[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
-    assert isinstance(outcome, Loaded | Rejected | Deferred) and source.size == 48 + len(data)
+    sizes = {Path(s.path).parent.name: s.size for s in discover(tmp_path)}
+    [outcome] = _outcomes_with_good_beside(tmp_path)
+    assert sizes[SID] == 48 + len(data)
+    try:
+        summary = json.loads(data)
+    except ValueError:
+        summary = None
+    if summary is None:  # not JSON: the summary's fault is named, or the times it should give are missing
+        assert isinstance(outcome, Rejected), outcome
+        assert outcome.code in BROKEN | {RejectCode.MISSING_TIMESTAMP}, outcome
+    else:  # JSON without a usable created_at and the matching id: rejected, never stamped with the clock
+        assert isinstance(outcome, Rejected), outcome
+        assert outcome.code in {RejectCode.MISSING_TIMESTAMP, RejectCode.BAD_SHAPE, RejectCode.INCONSISTENT_SOURCE}

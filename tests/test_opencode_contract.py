@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from pathlib import Path
 
@@ -13,9 +14,10 @@ from hypothesis import strategies as st
 from extractors import opencode
 from extractors.bounded_sqlite import SQLITE_MAGIC
 from extractors.errors import RejectCode
-from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Role, Source
+from extractors.model import Agent, Loaded, Outcome, Rejected, Role, Source
 from extractors.opencode import storage
 from extractors.registry import read_source
+from tests.opencode_support import add_exchange, add_session, create_db
 from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, loaded_sessions
 
 FIXTURES = SHARED_FIXTURES / "opencode"
@@ -181,24 +183,41 @@ def test_contract_codemie_storage_session(shared: tuple[dict[str, list[Outcome]]
 # --- any bytes in, a classified outcome out ----------------------------------------------------------------------
 
 
-def _classified(outcomes: list[Outcome]) -> None:
-    assert outcomes
-    assert all(isinstance(o, Loaded | Rejected | Deferred) for o in outcomes)
+# What broken bytes may give: the reader names the fault; never a session made of garbage.
+BROKEN = {RejectCode.INVALID_JSON, RejectCode.INVALID_UTF8, RejectCode.TRUNCATED_TAIL, RejectCode.BAD_SHAPE}
+
+
+def _good_db_beside(root: Path) -> None:
+    conn = create_db(root / "opencode-good.db", wal=False)
+    add_session(conn, "ses_good")
+    add_exchange(conn, "ses_good", 1)
+    conn.close()
+
+
+def _read(root: Path) -> dict[str, list[Outcome]]:
+    """Every unit under root read; the good database beside the hostile unit must load its session."""
+    found = {Path(s.path).name: list(read_source(s, SETTLED)) for s in opencode.discover(root)}
+    good = found.pop("opencode-good.db")
+    assert [o.session.session_id for o in good if isinstance(o, Loaded)] == ["opencode-ses_good"], good
+    return found
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.binary(max_size=4096), st.booleans())
-def test_property_arbitrary_bytes_as_a_database(raw: bytes, with_magic: bool) -> None:
+def test_property_arbitrary_bytes_as_a_database_are_unreadable(raw: bytes, with_magic: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "opencode.db").write_bytes((SQLITE_MAGIC + raw) if with_magic else raw)
-        for source in opencode.discover(root):
-            _classified(list(read_source(source, SETTLED)))
+        _good_db_beside(root)
+        found = _read(root)
+        assert list(found) == ["opencode.db"], "the hostile database is discovered"
+        [outcome] = found["opencode.db"]
+        assert isinstance(outcome, Rejected) and outcome.code is RejectCode.SOURCE_UNREADABLE, outcome
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.binary(max_size=512), st.sampled_from(["session", "message", "part"]))
-def test_property_arbitrary_bytes_as_storage_json(raw: bytes, which: str) -> None:
+def test_property_arbitrary_bytes_as_storage_json_are_rejected_with_a_reason(raw: bytes, which: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         files = {
@@ -214,5 +233,17 @@ def test_property_arbitrary_bytes_as_storage_json(raw: bytes, which: str) -> Non
         for name, path in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(raw if name == which else good[name])
-        [source] = opencode.discover(root)
-        _classified(list(read_source(source, SETTLED)))
+        _good_db_beside(root)
+        found = _read(root)
+        assert list(found) == ["ses_a.json"], "the hostile unit is discovered"
+        [outcome] = found["ses_a.json"]
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        if value is None:  # not JSON: the unit is rejected naming the fault
+            assert isinstance(outcome, Rejected) and outcome.code in BROKEN, outcome
+        elif not isinstance(value, dict):  # JSON, but not an object where one is expected
+            assert isinstance(outcome, Rejected) and outcome.code is RejectCode.BAD_SHAPE, outcome
+        else:
+            assert isinstance(outcome, Loaded | Rejected), outcome

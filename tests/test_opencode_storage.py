@@ -135,7 +135,7 @@ def test_reject_limit_exceeded_session_bytes(tmp_path: Path) -> None:
 def test_reject_invalid_json_part_file_with_session_hint(tmp_path: Path) -> None:
     storage = tmp_path / "storage"
     storage_session(storage, "ses_a", EXCHANGE)
-    (storage / "part" / "msg_2" / "prt_3.json").write_text('{"type": "text", "text": "cut', encoding="utf-8")
+    (storage / "part" / "msg_2" / "prt_3.json").write_text('{"type": "text", "text": "x" oops}', encoding="utf-8")
     [outcome] = outcomes_under(Agent.OPENCODE, tmp_path)["storage/session/global/ses_a.json"]
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.INVALID_JSON
     assert outcome.session_hint == "opencode-ses_a"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from sinks.prune import (
 )
 from tests.claude_records import assistant, text, user
 from tests.corpus import PROJECT, codex_rollout
+from tests.lock_support import HANG, runs_only_after_the_lock_is_free
 from tests.support import write_jsonl
 from tests.test_crash import leftovers
 from tests.test_pipeline import dataset_files, parquet_rows, run, settings_for, snapshot, table_rows, tree_checksum
@@ -84,7 +86,7 @@ def test_gone_multi_session_source_keeps_its_manifest_row_while_one_session_stay
         ("48h", timedelta(hours=48)),
         ("30d", timedelta(days=30)),
         (" 12w ", timedelta(weeks=12)),
-        ("6m", timedelta(days=180)),
+        ("6mo", timedelta(days=180)),
         ("1y", timedelta(days=365)),
     ],
 )
@@ -100,6 +102,7 @@ def test_durations_are_read(text: str, expected: timedelta) -> None:
         ("1.5d", "expected"),
         ("-3d", "expected"),
         ("30x", "unknown unit 'x'"),
+        ("90m", "ambiguous .* 90mo"),
         ("30D", "unknown unit 'D'"),
         ("0d", "at least 1"),
         ("9" * 30 + "y", "too large"),
@@ -205,6 +208,17 @@ def test_old_family_whose_sources_are_gone_is_removed_whole_from_parquet_and_war
     assert [Path(r[0]).name for r in after["sources"]] == [f"{K}.jsonl"], "gone sources of pruned sessions go too"
     links = [r for r in before["session_links"] if r[0] in family_ids()]
     assert len(links) == 2 and not [r for r in after["session_links"] if r[0] in family_ids()]
+
+
+def test_prune_waits_for_a_run_holding_the_writer_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, settings = loaded_home(tmp_path)
+    data = settings.data_dir
+    delete(projects(home) / f"{P}.jsonl", projects(home) / P)
+    run(settings)
+    waiting = dataclasses.replace(settings, lock_wait_seconds=HANG)
+    report = runs_only_after_the_lock_is_free(data, lambda: prune(waiting), monkeypatch)
+    assert [{m.session_id for m in f} for f in report.plan.removed] == [family_ids()]
+    assert session_ids(data)["sessions"] == {f"claude-{K}"}
 
 
 def test_shared_parent_stays_until_its_last_subagent_may_go(tmp_path: Path) -> None:

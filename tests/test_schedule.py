@@ -26,11 +26,26 @@ def test_serve_arguments_carry_the_configured_cron_and_time_zone(tmp_path: Path)
     assert serve_arguments(later, {})["schedules"][0].cron == "0 4 * * 1"
 
 
-def test_schedule_without_a_prefect_server_explains_how_to_start_one(
+def test_schedule_serves_on_the_api_of_the_command_and_prints_the_ui(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The session's Prefect test harness may be active: pretend no server is configured.
-    monkeypatch.setattr("flows.schedule.configured_api", lambda: None)
-    result = CliRunner().invoke(app, ["schedule", "--data-dir", str(tmp_path / "d"), "--home", str(tmp_path)])
-    assert result.exit_code == 2
-    assert "prefect server start" in result.output.replace("\n", " ")
+    import contextlib
+    from collections.abc import Iterator
+
+    from flows import etl
+    from flows.server import Api
+
+    @contextlib.contextmanager
+    def managed() -> Iterator[Api]:
+        yield Api("http://127.0.0.1:4999/api", "managed", 1, 4999)
+
+    served: list[dict[str, object]] = []
+    monkeypatch.setattr("flows.server.prefect_api", managed)
+    monkeypatch.setattr(etl.etl_flow, "serve", lambda **kw: served.append(kw))
+    (tmp_path / "h").mkdir()
+    args = ["schedule", "--cron", "15 4 * * *", "--timezone", "UTC", "--data-dir", str(tmp_path / "d")]
+    result = CliRunner().invoke(app, [*args, "--home", str(tmp_path / "h")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "http://127.0.0.1:4999" in result.output and "Traceback" not in result.output
+    (kwargs,) = served
+    assert kwargs["schedules"][0].cron == "15 4 * * *"  # type: ignore[index]

@@ -54,7 +54,7 @@ def test_home_flag_ignores_the_agents_own_environment(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"limits": {"max_lines": 3}}, "unknown limit 'max_lines'"),
-        ({"limits": {"max_records": "many"}}, "must be a number"),
+        ({"limits": {"max_records": "many"}}, "must be a whole number"),
         ({"roots": ["claude"]}, "AGENT=PATH"),
         ({"sources": ["clade"]}, "Did you mean 'claude'"),
         ({"config": Path("/no/such/config.toml")}, "does not exist"),

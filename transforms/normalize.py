@@ -1,16 +1,25 @@
 """Pure: complete `Session`s and rejected outcomes -> Arrow tables shaped by `transforms.schema`.
 
 No filesystem, no clock, no environment: the same outcomes give the same rows.
+
+Numbers that do not fit their column never stop a run (`extractors.numbers`): a token count outside int64 (readers
+hand over Python's unbounded ints: `2**63`, a 30-digit literal) and a cost that is not a finite float (`1e400`,
+`NaN`, an integer too large for a float) are stored null, and counted in the session's `record_kinds` as kind
+`usage/out_of_range` (disposition `metadata`; `record_count` = fields nulled), added to what the reader counted
+under the same key (Gemini, for NaN / infinite token counts). The rest of the session loads as it is. Those rows
+count fields, not records: `sessions.record_count` leaves them out.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session, Turn
+from extractors.numbers import OUT_OF_RANGE, OUT_OF_RANGE_KIND, fit_float, fit_int
 from transforms import ids
 from transforms.schema import SESSION_TABLES, Table
 
@@ -62,7 +71,7 @@ def session_tables(
         sid = ses.session_id
         agent = ses.agent.value
         start = ses.started_at
-        users = assistants = 0
+        users = assistants = out_of_range = 0
         for turn in ses.turns:
             if not _kept(turn):
                 continue
@@ -102,21 +111,33 @@ def session_tables(
             u["response_id"].append(use.response_id)
             u["model"].append(use.model)
             u["timestamp"].append(use.timestamp or start)
-            u["input_tokens"].append(use.input_tokens)
-            u["output_tokens"].append(use.output_tokens)
-            u["cache_read_tokens"].append(use.cache_read_tokens)
-            u["cache_write_tokens"].append(use.cache_write_tokens)
-            u["reasoning_tokens"].append(use.reasoning_tokens)
-            u["cost_usd"].append(use.cost_usd)
+            for name, raw in (
+                ("input_tokens", use.input_tokens),
+                ("output_tokens", use.output_tokens),
+                ("cache_read_tokens", use.cache_read_tokens),
+                ("cache_write_tokens", use.cache_write_tokens),
+                ("reasoning_tokens", use.reasoning_tokens),
+            ):
+                value, bad = fit_int(raw)
+                u[name].append(value)
+                out_of_range += bad
+            cost, bad = fit_float(use.cost_usd)
+            u["cost_usd"].append(cost)
+            out_of_range += bad
         for link in ses.links:
             lk["session_id"].append(sid)
             lk["agent"].append(agent)
             lk["other_session_id"].append(link.other_session_id)
             lk["kind"].append(link.kind.value)
             lk["tool_call_id"].append(link.tool_call_id)
+        census = ses.census
+        if out_of_range:
+            census = Counter(census)
+            census[OUT_OF_RANGE] += out_of_range
         records = 0
-        for (kind, version, disposition), n in ses.census.items():
-            records += n
+        for (kind, version, disposition), n in census.items():
+            if kind != OUT_OF_RANGE_KIND:
+                records += n  # record_count counts records; out-of-range rows count fields
             rk["session_id"].append(sid)
             rk["agent"].append(agent)
             rk["record_kind"].append(kind)

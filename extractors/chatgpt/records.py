@@ -109,7 +109,7 @@ class Message:
     content: dict[str, Any]
     metadata: dict[str, Any]
     recipient: str
-    channel: Any
+    channel: str | None
     create_time: Any
 
 
@@ -131,6 +131,9 @@ def message_of(node_id: str, raw: dict[str, Any]) -> Message:
     recipient = raw.get("recipient")
     if recipient is not None and not isinstance(recipient, str):
         raise _bad(f"node {node_id}: message.recipient is not a string")
+    channel = raw.get("channel")
+    if channel is not None and not isinstance(channel, str):  # compared with a set of channel names below
+        raise _bad(f"node {node_id}: message.channel is not a string")
     name = author.get("name")
     content_type = content["content_type"]
     if content_type in TEXT_CONTENT:
@@ -149,7 +152,7 @@ def message_of(node_id: str, raw: dict[str, Any]) -> Message:
         content=content,
         metadata=metadata or {},
         recipient=recipient or "all",  # absent in old exports: addressed to everyone
-        channel=raw.get("channel"),
+        channel=channel,
         create_time=raw.get("create_time"),
     )
 
@@ -206,7 +209,8 @@ def text_and_attachments(msg: Message) -> tuple[str, tuple[str, ...]]:
         if isinstance(part, str):
             texts.append(part)
         elif isinstance(part, dict):
-            if part.get("content_type") in SPOKEN_PARTS and isinstance(part.get("text"), str):
+            content_type = part.get("content_type")  # a list or an object is unhashable: not a spoken part
+            if isinstance(content_type, str) and content_type in SPOKEN_PARTS and isinstance(part.get("text"), str):
                 texts.append(part["text"])
             else:
                 attachments.append(_attachment(part))

@@ -23,7 +23,7 @@ from extractors.discovery import walk_files
 from extractors.model import Agent, Loaded, Outcome, Source
 
 AGENT = Agent.CLAUDE
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: queued prompts, a command recorded twice, glued lines (issue 9)
 NIGHTLY = True
 
 # Folder depth below a root (a root holds `<encoded-cwd>` folders): main and flat subagent files sit at depth 1

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from extractors import ids
+from extractors.bounded import GLUED_LINE_KIND
 from extractors.claude import tables
 from extractors.claude.records import Entry, Layout, Part, Result, int_value
+from extractors.claude.repeats import merge_doubled_commands, resolve_queue
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 
@@ -93,9 +95,9 @@ class _Call:
     spawned: str | None = None
 
 
-def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None) -> Session:
-    """The Session of one file's entries. Raises RejectError(missing_session_id | inconsistent_source |
-    missing_timestamp)."""
+def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None, glued_lines: int = 0) -> Session:
+    """The Session of one file's entries (`glued_lines`: lines that held several records). Raises
+    RejectError(missing_session_id | inconsistent_source | missing_timestamp)."""
     who = _identity(entries, layout, record_agent_id)
     census: Counter[tuple[str, str, Disposition]] = Counter()
     foreign: list[str] = []
@@ -111,6 +113,12 @@ def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None) 
             own.append(_metadata_only(entry))
         else:
             own.append(entry)
+    if glued_lines:
+        census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += glued_lines
+    # One action written twice is one turn: first a command's second record, then queued prompts (which may be
+    # the same turn as a later command or user line).
+    merge_doubled_commands(own)
+    resolve_queue(own)
 
     responses: dict[tuple[str, str], _Response] = {}
     calls: dict[str, _Call] = {}

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from extractors.bounded import Limits, clip
+from extractors.bounded import json_text as _bounded_json_text
 from extractors.claude import tables
 from extractors.ids import stable_hash
 from extractors.model import Disposition
@@ -144,5 +143,9 @@ def _item_text(item: Any) -> str:
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON text of a parsed value (tool input, structured output)."""
-    return orjson.dumps(value).decode("utf-8")
+    """Compact JSON text of a parsed value (tool input, structured output).
+
+    Through `extractors.bounded.json_text`: a record read by the stdlib fallback may hold integers past 64 bits,
+    which orjson refuses to write.
+    """
+    return _bounded_json_text(value)

@@ -19,9 +19,10 @@ from extractors.claude.content import (
     classify_user,
     command_text,
     json_text,
+    text_of,
     tool_result_output,
 )
-from extractors.claude.records import Entry, Layout, Part, Result, Use, text_value
+from extractors.claude.records import Entry, Layout, Part, QueueOp, Result, Use, text_value
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Disposition, Session
 from extractors.timeutil import parse_iso
@@ -35,10 +36,13 @@ class Parser:
     limits: Limits
     entries: list[Entry] = field(default_factory=list)
     record_agent_id: str | None = None
+    glued_lines: int = 0
 
     def feed(self, line: Line) -> None:
         """Classify one record. Raises RejectError(bad_shape) for a known kind with the wrong structure."""
         record = line.record
+        if line.starts_glued_line:
+            self.glued_lines += 1
         raw_type = record.get("type")
         rtype = raw_type if isinstance(raw_type, str) and raw_type else "<untyped>"
         sid = record.get("sessionId")
@@ -71,6 +75,15 @@ class Parser:
             self._system(entry, record)
         elif rtype == "progress":
             self._progress(entry, record)
+        elif rtype == tables.QUEUE_TYPE:
+            self._queue(entry, record)
+        elif rtype == "attachment" and _attachment_type(record) == tables.QUEUED_COMMAND_ATTACHMENT:
+            # The record of a queued prompt delivered into the running turn (2.1.1xx+): evidence for the queue
+            # rules, never a turn of its own (the enqueue is).
+            entry.kind = f"attachment/{tables.QUEUED_COMMAND_ATTACHMENT}"
+            prompt = record["attachment"].get("prompt")
+            if isinstance(prompt, str) or (isinstance(prompt, list) and all(isinstance(b, dict) for b in prompt)):
+                entry.delivered = text_of(prompt)
         else:
             entry.disposition = tables.NON_TURN_TYPES.get(rtype, (Disposition.SKIPPED, ""))[0]
             entry.title = _title(rtype, record)
@@ -129,11 +142,11 @@ class Parser:
         texts = tuple(
             b["text"]
             for b in blocks
-            if b.get("type") in tables.VISIBLE_BLOCKS and isinstance(b.get("text"), str) and b["text"].strip()
+            if _kind(b) in tables.VISIBLE_BLOCKS and isinstance(b.get("text"), str) and b["text"].strip()
         )
         uses = []
         for position, block in enumerate(blocks):
-            if block.get("type") not in tables.TOOL_USE_BLOCKS:
+            if _kind(block) not in tables.TOOL_USE_BLOCKS:
                 continue
             name = block.get("name")
             if not isinstance(name, str):
@@ -153,7 +166,7 @@ class Parser:
             entry.kind, entry.disposition = "assistant", Disposition.TURN
         elif uses or entry.results:
             entry.kind, entry.disposition = "assistant/tool_use", Disposition.TOOL
-        elif any(b.get("type") in tables.REASONING_BLOCKS for b in blocks):
+        elif any(_kind(b) in tables.REASONING_BLOCKS for b in blocks):
             entry.kind, entry.disposition = "assistant/thinking", Disposition.HARNESS
         else:
             entry.kind, entry.disposition = "assistant/empty", Disposition.SKIPPED
@@ -167,6 +180,24 @@ class Parser:
             command = command_text(content)
             if command is not None:
                 self._person_said(entry, entry.kind, command)
+
+    def _queue(self, entry: Entry, record: dict[str, Any]) -> None:
+        """Note what the operation did; whether an enqueued prompt is a turn is decided once the file is read."""
+        operation = text_value(record.get("operation")) or "<none>"
+        entry.kind, entry.disposition = f"{tables.QUEUE_TYPE}/{operation}", Disposition.SKIPPED
+        raw = record.get("content")
+        content: str | Blocks | None = None
+        if isinstance(raw, str) or (isinstance(raw, list) and all(isinstance(b, dict) for b in raw)):
+            content = raw
+        prompt, kind = None, ""
+        if content is not None:
+            # The queued text is what the person typed: the user-line rules decide whether it is a person's.
+            kind, _, prompt = classify_user({}, content)
+            entry.attachments = attachments_of(content)  # kept for the turn it may become
+            if self.layout.is_subagent:
+                kind, prompt = tables.SUBAGENT_PROMPT_KIND, None
+        text = None if content is None else text_of(content)
+        entry.queue = QueueOp(operation, text, text_value(record.get("reason")), prompt, kind)
 
     def _progress(self, entry: Entry, record: dict[str, Any]) -> None:
         data = record.get("data")
@@ -184,7 +215,13 @@ class Parser:
         missing_timestamp)."""
         if not any(e.rtype in tables.CONVERSATION_TYPES for e in self.entries):
             raise RejectError(RejectCode.NO_CONVERSATION, "no user or assistant record in the file")
-        return assemble(self.entries, self.layout, self.record_agent_id)
+        return assemble(self.entries, self.layout, self.record_agent_id, self.glued_lines)
+
+
+def _kind(block: dict[str, Any]) -> str | None:
+    """A content block's `type` when it is a string (a list there must not reach a set lookup: unhashable)."""
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else None
 
 
 def _content(record: dict[str, Any], line: Line) -> str | Blocks:
@@ -209,6 +246,11 @@ def _title(rtype: str, record: dict[str, Any]) -> tuple[str, str, str | None] | 
     field_name = {"summary": "summary", "custom-title": "customTitle", "ai-title": "aiTitle"}.get(rtype)
     text = text_value(record.get(field_name)) if field_name else None
     return (rtype, text, text_value(record.get("leafUuid"))) if text else None
+
+
+def _attachment_type(record: dict[str, Any]) -> str | None:
+    attachment = record.get("attachment")
+    return text_value(attachment.get("type")) if isinstance(attachment, dict) else None
 
 
 def _tool_use_result_agent(record: dict[str, Any]) -> str | None:

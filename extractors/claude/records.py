@@ -9,6 +9,7 @@ from typing import Any
 
 from extractors.claude import tables
 from extractors.model import Disposition
+from extractors.numbers import integral
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,17 @@ class Part:
     uses: tuple[Use, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class QueueOp:
+    """One `queue-operation` record: what it did, and for an enqueue the text as the user-line rules read it."""
+
+    operation: str
+    content: str | None  # the text of `content` (an enqueue's prompt; some removes and popAlls name theirs)
+    reason: str | None  # `reason` of a remove (`absorbed_mid_turn`, ...), when given
+    prompt: str | None = None  # the `content` when it is a person's text (harness rules applied), else None
+    kind: str = ""  # the `content`'s user-line census kind (`user`, `user/command`, `user/task-notification`, ...)
+
+
 @dataclass(slots=True)
 class Entry:
     """What one line contributes, kept until the session's own id is known."""
@@ -82,6 +94,8 @@ class Entry:
     results: tuple[Result, ...] = ()
     spawn: tuple[str, str] | None = None  # (tool_use_id, agentId) of a subagent spawn
     title: tuple[str, str, str | None] | None = None  # (source kind, title, leafUuid)
+    queue: QueueOp | None = None  # set for a `queue-operation` record
+    delivered: str | None = None  # the prompt text of a `queued_command` attachment
 
 
 def text_value(value: Any) -> str | None:
@@ -89,4 +103,6 @@ def text_value(value: Any) -> str | None:
 
 
 def int_value(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A token count: an int, or the whole-valued float a literal past 64 bits is parsed as (`numbers.integral`);
+    anything else is null. Counts past int64 are nulled and counted when rows are built."""
+    return integral(value)[0]

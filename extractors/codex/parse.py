@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from extractors.blobref import data_url_reference
-from extractors.bounded import Limits, Line, clip
+from extractors.bounded import Limits, Line, clip, count_glued_line
 from extractors.codex.tables import (
     ENVELOPE_KINDS,
     EVENT_KINDS,
@@ -56,6 +56,11 @@ CALL_KINDS = frozenset(
 OUTPUT_KINDS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 _ROLLED = {False: Disposition.TURN, True: Disposition.SKIPPED}  # a rolled-back turn is counted, never a turn
+
+
+def _named(value: object, names: frozenset[str]) -> bool:
+    """`value in names` for any JSON value: a list or an object is unhashable, and never one of the names."""
+    return isinstance(value, str) and value in names
 
 
 def uuid7_ms(value: Any) -> int | None:
@@ -328,7 +333,8 @@ class RolloutParser:
         for part in content:
             if not isinstance(part, dict):
                 raise RejectError(RejectCode.BAD_SHAPE, "a message content part that is not an object", line=index)
-            if part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
+            # a type that is not a string (a list, an object) cannot be looked up in the set: not text
+            if _named(part.get("type"), _TEXT_PARTS) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
             elif part.get("type") == "input_image":
                 url = part.get("image_url")
@@ -391,7 +397,7 @@ class RolloutParser:
         if not isinstance(message, str | None):
             raise RejectError(RejectCode.BAD_SHAPE, "a user_message whose message is not text", line=index)
         self.event_users.records += 1  # the rollout has event user messages: they are the turn source
-        if payload.get("kind") in NON_PERSON_USER_MESSAGE_KINDS or contextual_fragment(message or ""):
+        if _named(payload.get("kind"), NON_PERSON_USER_MESSAGE_KINDS) or contextual_fragment(message or ""):
             self._count("event_msg/user_message/contextual", Disposition.HARNESS)
             return
         attachments: list[str] = []
@@ -509,5 +515,6 @@ def parse_rollout(lines: Iterable[Line], limits: Limits, *, archived: bool = Fal
     """The session of one rollout's records. Raises RejectError (see `RolloutParser`)."""
     parser = RolloutParser(limits, archived)
     for line in lines:
+        count_glued_line(line, parser.census)
         parser.feed(line)
     return parser.session()

@@ -8,6 +8,9 @@ input = input - cached and cache_read = cached (input + cache_read = prompt toke
 is as reported and includes `reasoning_tokens` (OpenAI counts reasoning inside output). `cache_write_input_tokens`,
 where a build writes it, is stored as cache_write_tokens as reported (not subtracted: unverified whether it is
 inside input_tokens). A token_count with only `last_token_usage` (no total) is taken as that response's usage.
+Numbers: a count must be an integer (or the whole-valued float an integer literal past 64 bits is parsed as); a
+fraction, NaN or `1e400` rejects the session as bad_shape. Counts past int64 are stored null and counted as
+`usage/out_of_range` when the rows are built (`transforms.normalize`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Usage
+from extractors.numbers import integral
 
 USAGE_FIELDS = (
     "input_tokens",
@@ -92,8 +96,9 @@ def _values(value: Any, index: int) -> Totals:
         raise RejectError(RejectCode.BAD_SHAPE, "token usage that is not an object", line=index)
     values: Totals = {}
     for name in USAGE_FIELDS:
-        number = value.get(name)
-        if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+        raw = value.get(name)
+        number, _ = integral(raw)
+        if raw is not None and number is None:  # a fraction, NaN, 1e400, text: not what Codex writes
             raise RejectError(RejectCode.BAD_SHAPE, f"token usage {name} is not an integer", line=index)
         values[name] = number
     return values

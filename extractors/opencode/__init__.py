@@ -12,6 +12,7 @@ from pathlib import Path
 
 from extractors import bounded_sqlite
 from extractors.bounded import Limits
+from extractors.discovery import skip
 from extractors.model import Agent, Outcome, Source
 from extractors.opencode import db, storage
 
@@ -29,12 +30,21 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
 
 def discover(root: Path) -> Iterator[Source]:
     """The databases directly in `root` and every legacy session under `root/storage` (or `root` given as the
-    storage folder itself). Stat only: nothing is opened."""
+    storage folder itself). Stat only: nothing is opened. A unit that vanishes while it is listed is skipped and
+    counted (`discovery.drain_skips`), never an error."""
     for path in db.databases(root):
-        size, mtime = bounded_sqlite.fingerprint(path)
+        try:
+            size, mtime = bounded_sqlite.fingerprint(path)
+        except OSError as exc:
+            skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
+            continue
         yield Source(AGENT, str(path), size, mtime, str(root), "database")
     for path, _ in storage.session_files(root):
-        listing = storage.list_unit(storage.Unit.of(path), root)
+        try:
+            listing = storage.list_unit(storage.Unit.of(path), root)
+        except OSError as exc:
+            skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
+            continue
         yield Source(AGENT, str(path), listing.size, listing.mtime_ns, str(root), "directory")
 
 

@@ -7,7 +7,6 @@ optional column, from the fixed tables below). Sizes are checked in SQL before p
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from extractors import bounded_sqlite
 from extractors.bounded import Limits, parse_json
 from extractors.bounded_sqlite import ReadOnlyDb, open_readonly
-from extractors.discovery import confined
+from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Loaded, Outcome, Rejected, Source
 from extractors.opencode.records import MessageRow, PartRow, SessionRow, build_session, session_id_of
@@ -37,17 +36,10 @@ def is_database_name(name: str) -> bool:
 
 
 def databases(root: Path) -> list[Path]:
-    """The OpenCode databases directly in a data directory, sorted; symlinks leading outside are not listed."""
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        path = Path(entry.path)
-        if is_database_name(entry.name) and entry.is_file() and confined(path, root):
-            found.append(path)
-    return found
+    """The OpenCode databases directly in a data directory, sorted, each real file once (`discovery.walk_files`:
+    a loop, a dangling link, a FIFO named `opencode.db` is skipped and counted; a copy reached by a second name
+    through a symlink or hard link is listed once); symlinks leading outside are not listed."""
+    return [path for path, _ in walk_files(root, lambda p: is_database_name(p.name), max_depth=0)]
 
 
 def _root_of(source: Source) -> Path:

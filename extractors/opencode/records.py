@@ -21,6 +21,7 @@ from extractors import ids
 from extractors.bounded import Limits, clip, json_text
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+from extractors.numbers import OUT_OF_RANGE, fit_float, whole_number
 from extractors.timeutil import from_epoch_ms
 
 AGENT = Agent.OPENCODE
@@ -137,11 +138,6 @@ def _number(value: Any) -> float | None:
     return value
 
 
-def _int(value: Any) -> int | None:
-    number = _number(value)
-    return None if number is None else int(number)
-
-
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -174,37 +170,49 @@ def _model_of(data: dict[str, Any]) -> str | None:
     return nested if isinstance(nested, str) and nested else None
 
 
-def _usage_fields(tokens: dict[str, Any]) -> tuple[int | None, ...]:
+def _usage_fields(tokens: dict[str, Any]) -> tuple[tuple[int | None, bool], ...]:
+    """(count, out of range) per token field (`extractors.numbers.whole_number`)."""
     cache = _dict(tokens.get("cache"))
-    return (
-        _int(tokens.get("input")),
-        _int(tokens.get("output")),
-        _int(cache.get("read")),
-        _int(cache.get("write")),
-        _int(tokens.get("reasoning")),
-    )
+    fields = (tokens.get("input"), tokens.get("output"), cache.get("read"), cache.get("write"), tokens.get("reasoning"))
+    return tuple(whole_number(value) for value in fields)
 
 
 def _usage(
-    index: int, message_id: str, data: dict[str, Any], steps: list[dict[str, Any]], when: datetime | None
+    index: int,
+    message_id: str,
+    data: dict[str, Any],
+    steps: list[dict[str, Any]],
+    when: datetime | None,
+    census: Counter[tuple[str, str, Disposition]],
 ) -> Usage | None:
     """One Usage per assistant message: the sum of its `step-finish` parts, else the message's own totals.
 
     Never both: the message's `tokens`/`cost` are OpenCode's running total of the same steps. Fields that are not
-    numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null.
+    numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null. A NaN or infinite count or
+    cost (`1e400`) in any step makes that field's total null, counted in the census as `usage/out_of_range`
+    (`extractors.numbers`); totals too large for their column are nulled and counted when rows are built.
     """
     sources = [(_dict(s.get("tokens")), s.get("cost")) for s in steps] or [
         (_dict(data.get("tokens")), data.get("cost"))
     ]
     totals: list[int | None] = [None] * 5
+    broken = [False] * 5
     cost: float | None = None
+    cost_broken = False
     for tokens, step_cost in sources:
-        for i, value in enumerate(_usage_fields(tokens)):
+        for i, (value, bad) in enumerate(_usage_fields(tokens)):
+            broken[i] = broken[i] or bad
             if value is not None:
                 totals[i] = (totals[i] or 0) + value
-        step_usd = _number(step_cost)
-        if step_usd is not None:
-            cost = (cost or 0.0) + float(step_usd)
+        if _number(step_cost) is not None:
+            step_usd, bad = fit_float(step_cost)
+            cost_broken = cost_broken or bad
+            if step_usd is not None:
+                cost = (cost or 0.0) + step_usd
+    if any(broken) or cost_broken:
+        census[OUT_OF_RANGE] += sum(broken) + cost_broken
+    totals = [None if bad else total for total, bad in zip(totals, broken, strict=True)]
+    cost = None if cost_broken else cost
     if all(v is None for v in totals) and cost is None:
         return None
     return Usage(
@@ -319,7 +327,7 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
         if role is not None and text.strip():
             turns.append(Turn(index, role, text, when, model, tuple(attachments)))
         if role is Role.ASSISTANT:
-            found = _usage(index, message.id, data, steps, when)
+            found = _usage(index, message.id, data, steps, when, census)
             if found is not None:
                 usage.append(found)
     for orphans in by_message.values():  # parts whose message is not in this session

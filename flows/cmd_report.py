@@ -1,0 +1,97 @@
+"""`transcripts report`: the HTML report with charts, a thin layer over `sinks.report` (messages and exit codes)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import typer
+from rich.console import Console
+
+from flows.settings import SettingsError, load_settings
+
+console = Console(stderr=False, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def machine_timezone(env: dict[str, str] | None = None) -> str:
+    """The machine's IANA zone name: `TZ`, else what /etc/localtime links to, else /etc/timezone, else UTC."""
+    env = dict(os.environ) if env is None else env
+    candidates = [env.get("TZ", "").lstrip(":")]
+    try:
+        target = os.readlink("/etc/localtime")
+        candidates.append(target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "")
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
+    for name in candidates:
+        if name and _valid_zone(name):
+            return name
+    return "UTC"
+
+
+def _valid_zone(name: str) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def report(
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
+    since: Annotated[str | None, typer.Option("--since", help="First day to show, YYYY-MM-DD (in --timezone).")] = None,
+    timezone: Annotated[
+        str | None, typer.Option("--timezone", help="IANA zone whose days group the figures (default: the machine's).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
+) -> None:
+    """Write one self-contained HTML report with charts (viewable offline)."""
+    from sinks.report import ReportError, write
+
+    try:
+        settings = load_settings(data_dir=data_dir, config=config)
+    except SettingsError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    zone = timezone or machine_timezone()
+    if not _valid_zone(zone):
+        err.print(f"[red]error:[/red] unknown time zone {zone!r} for --timezone (an IANA name, e.g. Europe/Berlin)")
+        raise typer.Exit(2)
+    first: date | None = None
+    if since is not None:
+        try:
+            first = date.fromisoformat(since)
+        except ValueError:
+            err.print(f"[red]error:[/red] --since {since!r} is not a date (YYYY-MM-DD)")
+            raise typer.Exit(2) from None
+    try:
+        done = write(
+            settings.data_dir, out, timezone=zone, since=first, now=datetime.now(UTC).astimezone(ZoneInfo(zone))
+        )
+    except ReportError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        where = getattr(exc, "filename", None)
+        err.print(f"[red]report failed:[/red] {exc.strerror or exc}{f' ({where})' if where else ''}")
+        raise typer.Exit(1) from None
+    s = done.summary
+    unpriced = int(s["unpriced_responses"] or 0)
+    console.print(
+        f"Wrote {out} ({s['sessions']} sessions, {len([c for c in done.charts if c.rows])} charts; days in {zone}"
+        + (f"; {unpriced} of {s['responses']} responses unpriced" if unpriced else "")
+        + ")."
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="report")(report)

@@ -1,0 +1,474 @@
+"""`transcripts run` and `transcripts backfill`: plan first, and go through a Prefect flow only when there is work.
+
+A run with nothing new, changed or deleted is recorded in the ledger and answered without importing Prefect.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from flows.console import (
+    Config,
+    DataDir,
+    Json,
+    UsageError,
+    Wait,
+    console,
+    count,
+    human_bytes,
+    print_json,
+    reported,
+    split_list,
+)
+
+if TYPE_CHECKING:
+    from extractors.model import Source
+    from flows.pipeline import Discovery, RunReport
+    from flows.settings import Settings
+    from sinks.manifest import Plan
+
+Sources = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source", metavar="AGENT[,AGENT]", help="Only these agents: a comma list or repeated (claude,codex)."
+    ),
+]
+Home = Annotated[Path | None, typer.Option("--home", metavar="DIR", help="Resolve default locations under this home.")]
+Roots = Annotated[
+    list[str] | None,
+    typer.Option("--root", metavar="AGENT=PATH", help="AGENT=PATH: read AGENT from PATH (repeatable)."),
+]
+
+
+def _quiet_prefect() -> None:
+    """Prefect settings for a quiet, robust run (each can be overridden in the environment)."""
+    import os
+
+    for key, value in {
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",
+        "PREFECT_API_REQUEST_TIMEOUT": "30",
+    }.items():
+        os.environ.setdefault(key, value)
+
+
+def _structured_logs() -> None:
+    """Send our `event=...` lines to stderr (once per command: a handler from an earlier call is replaced)."""
+    import logging
+
+    ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
+    for old in [h for h in ours.handlers if getattr(h, "transcripts_cli", False)]:
+        ours.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.transcripts_cli = True  # type: ignore[attr-defined]
+    ours.addHandler(handler)
+    ours.setLevel(logging.INFO)
+    ours.propagate = False
+
+
+def sample_home() -> Path:
+    from flows.cli import SAMPLE_HOME
+
+    return SAMPLE_HOME
+
+
+def run(
+    source: Sources = None,
+    home: Home = None,
+    root: Roots = None,
+    data_dir: DataDir = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-read every source, changed or not.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a run would do; write nothing.")] = False,
+    sample: Annotated[bool, typer.Option("--sample", help="Load the sample corpus shipped in data/sample.")] = False,
+    wait: Wait = None,
+    as_json: Json = False,
+    dask: Annotated[
+        str | None, typer.Option("--dask", help="Read on a Dask cluster: a scheduler ADDRESS, or 'local'.")
+    ] = None,
+    config: Config = None,
+) -> None:
+    """Discover new and changed sessions and load them into the corpus."""
+    _run(source, home, root, data_dir, full, dry_run, sample, wait, as_json, config, dask)
+
+
+@reported("run")
+def _run(
+    source: list[str] | None,
+    home: Path | None,
+    root: list[str] | None,
+    data_dir: Path | None,
+    full: bool,
+    dry_run: bool,
+    sample: bool,
+    wait: float | None,
+    as_json: bool,
+    config: Path | None,
+    dask: str | None = None,
+) -> None:
+    from extractors.registry import extractor
+    from flows import pipeline
+    from flows.settings import check_paths, load_settings
+    from sinks import ledger
+
+    start = time.monotonic()
+    if sample:
+        home = sample_home()
+    options: dict[str, Any] = {
+        "data_dir": data_dir,
+        "home": home,
+        "sources": split_list(source),
+        "roots": root or [],
+        "config": config,
+        "lock_wait": wait,
+        "dask": dask,
+    }
+    settings = load_settings(**options)
+    check_paths(settings)
+    options["data_dir"] = settings.data_dir
+    say = _Say(as_json)
+    for agent in [a for a in settings.agents if not extractor(a).NIGHTLY and a not in settings.explicit_roots]:
+        say.line(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
+    if dry_run:
+        found = pipeline.discover(settings)
+        if _nothing_found(settings, found, say):
+            return
+        _dry_run(settings, found, full, say)
+        return
+    run_id = pipeline.new_run_id()
+    mode = "full" if full else "incremental"
+    with ledger.recording(settings.data_dir, run_id, flow="etl", mode=mode, defer=True) as record:
+        found = pipeline.discover(settings)
+        if _nothing_found(settings, found, say):
+            record.skip = True
+            return
+        record.begin()
+        plan = _plan(settings, found, full)
+        if plan is not None and not full and _may_skip_flow(settings.data_dir) and pipeline.nothing_to_do(plan):
+            record.outcome = "noop"
+            record.counts = pipeline.noop_counts(plan)
+            report = pipeline.RunReport(run_id, pipeline.plan_counts(plan), seconds=pipeline.elapsed_since(start))
+            _print_report(report, settings, say, outcome="noop")
+            return
+        total = sum(s.size for s in plan.to_read) if plan is not None else None
+        wait_for_writer(settings)
+        report = _through_flow(settings, options, run_id, full, total)
+    _print_report(report, settings, say, outcome="ok")
+
+
+def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | None:
+    """The plan against the current version, read without the lock (versions are swapped in whole)."""
+    from flows import pipeline
+    from sinks.store import Store
+
+    try:
+        return pipeline.plan_run(settings, Store(settings.data_dir), full=full, explicit=found)[1]
+    except OSError:  # a run swapped versions while it was read: the flow plans again under the lock
+        return None
+
+
+def wait_for_writer(settings: Settings) -> None:
+    """Wait (up to --wait) for another run holding the data directory, before Prefect is started: a busy data
+    directory is then the one line it should be, not a Prefect error (the flow takes the lock for itself)."""
+    if not (settings.data_dir / ".lock").exists():
+        return
+    from sinks.lock import writer_lock
+
+    with writer_lock(settings.data_dir, settings.lock_wait_seconds):
+        pass
+
+
+def _may_skip_flow(data_dir: Path) -> bool:
+    """A no-op may skip the flow only when the corpus is whole: the warehouse exists and was written by the DuckDB
+    installed here, no run is writing, and the last run ended well (after a failed or killed run the flow runs, and
+    repairs the warehouse)."""
+    from sinks import ledger
+
+    if not (data_dir / "warehouse.duckdb").exists() or ledger.lock_held(data_dir):
+        return False
+    from flows.status import foreign_warehouse
+
+    records = ledger.runs(data_dir)
+    finished = [r for r in records if r["outcome"] not in ("running", "busy")]
+    snapshot = next((r["corpus"] for r in records if r.get("corpus")), None)
+    if snapshot is None or foreign_warehouse(data_dir / "warehouse.duckdb", snapshot):
+        return False  # a warehouse another DuckDB wrote (or one we know nothing of) is rebuilt by the flow
+    return bool(finished) and finished[0]["outcome"] in ("ok", "noop")
+
+
+class _NoCrashReportOnCtrlC(logging.Filter):
+    """Prefect logs "Crash detected! ... interrupt signal" for a Ctrl-C; our one line says it (and the ledger)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "interrupt signal" not in record.getMessage()
+
+
+def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None) -> Any:
+    from flows.server import prefect_api
+
+    _quiet_prefect()
+    logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
+    progress = None
+    with prefect_api():
+        from flows import etl
+
+        if sys.stdout.isatty():
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+            progress = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                DownloadColumn(),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            bar = progress.add_task("loading", total=total)
+
+            def hook(done: int, all_bytes: int) -> None:
+                progress.update(bar, completed=done, total=all_bytes)
+
+            etl.progress_hook = hook
+            progress.start()
+        else:  # cron, systemd, a pipe: one structured line per step instead of a bar
+            _structured_logs()
+        try:
+            return etl.etl_flow(options, full=full, run_id=run_id)
+        finally:
+            if progress is not None:
+                progress.stop()
+
+
+class _Say:
+    """Human lines, or nothing (the JSON document is printed at the end)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.doc: dict[str, Any] = {}
+
+    def line(self, text: str) -> None:
+        if not self.as_json:
+            console.print(text, soft_wrap=True, highlight=False)
+
+
+def _nothing_found(settings: Settings, found: Discovery, say: _Say) -> bool:
+    """No sources and no corpus: say per agent where it looked, point to --sample; True when that is the case."""
+    from extractors.registry import extractor
+
+    if found.sources or (settings.data_dir / "parquet").is_symlink():
+        return False
+    looked: dict[str, list[str]] = {}
+    for agent in settings.agents:
+        if not extractor(agent).NIGHTLY and agent not in settings.explicit_roots:
+            continue
+        looked[agent.value] = [f"{p} (not there)" for p in found.missing_roots.get(agent, [])] + [
+            f"{p} (no sessions)" for p in found.scanned.get(agent, [])
+        ]
+    if say.as_json:
+        print_json({"outcome": "nothing_found", "data_dir": str(settings.data_dir), "looked_in": looked})
+        return True
+    say.line("No agent data found. Looked in:")
+    for name, paths in looked.items():
+        say.line(f"  {name}: {', '.join(paths) or '(no folders)'}")
+    say.line("Nothing to load. Point at data with --home DIR or --root AGENT=PATH, or try --sample.")
+    return True
+
+
+def _dry_run(settings: Settings, found: Discovery, full: bool, say: _Say) -> None:
+    from flows import pipeline
+    from sinks.store import Store
+
+    _, plan = pipeline.plan_run(settings, Store(settings.data_dir), full=full, explicit=found)
+    counts = pipeline.plan_counts(plan)
+    if say.as_json:
+        print_json({"outcome": "dry_run", "data_dir": str(settings.data_dir), "plan": counts})
+        return
+    say.line("Dry run: what a run would do (nothing written)")
+    say.line(f"  {'agent':<10}{'new':>8}{'changed':>9}{'unchanged':>11}{'deleted':>9}{'to read':>12}")
+    for agent, c in counts.items():
+        say.line(
+            f"  {agent:<10}{c['new']:>8}{c['changed']:>9}{c['unchanged']:>11}{c['deleted']:>9}"
+            f"{human_bytes(c['bytes']):>12}"
+        )
+
+
+def _where(settings: Settings) -> str:
+    path = settings.data_dir / "warehouse.duckdb"
+    return f"Corpus: {path} (query it: duckdb -readonly {path}; `transcripts status` for a summary)"
+
+
+def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: str) -> None:
+    c = report.committed
+    rows = report.plan_counts
+    found = sum(v["new"] + v["changed"] + v["unchanged"] for v in rows.values())
+    unchanged = sum(v["unchanged"] for v in rows.values())
+    if say.as_json:
+        print_json(
+            {
+                "outcome": outcome,
+                "run_id": report.run_id,
+                "data_dir": str(settings.data_dir),
+                "warehouse": str(settings.data_dir / "warehouse.duckdb"),
+                "seconds": report.seconds,
+                "plan": rows,
+                "sessions_loaded": c.sessions_loaded if c else 0,
+                "sessions_rejected": c.sessions_rejected if c else 0,
+                "sources_deferred": c.sources_deferred if c else 0,
+                "new_rejections": c.new_rejections if c else 0,
+                "turns_loaded": c.turns_loaded if c else 0,
+                "bytes_read": c.bytes_read if c else 0,
+                "counts_by_agent": c.counts_by_agent if c else {},
+                "flow_run_id": report.flow_run_id,
+            }
+        )
+        return
+    if c is None:
+        say.line(f"sources found {found} · nothing new, changed or deleted · {report.seconds:.2f}s")
+    else:
+        say.line(
+            f"sources found {found} · loaded {c.sessions_loaded} sessions · unchanged {unchanged} · "
+            f"rejected {c.sessions_rejected} · deferred {c.sources_deferred} · turns {c.turns_loaded} · "
+            f"{human_bytes(c.bytes_read)} read · {report.seconds:.1f}s"
+        )
+        for agent, counts in c.counts_by_agent.items():
+            parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+            say.line(f"  {agent}: {parts}")
+        if c.new_rejections:
+            say.line(f"[yellow]{count(c.new_rejections, 'new rejection')}: see `transcripts status`[/yellow]")
+    say.line(_where(settings))
+
+
+def backfill(
+    target: Annotated[
+        list[str],
+        typer.Argument(metavar="[FORMAT] PATH...", help="[FORMAT] PATH...: e.g. `chatgpt ~/Downloads/export.zip`."),
+    ],
+    write: Annotated[bool, typer.Option("--write", help="Load it. Without --write: a dry run.")] = False,
+    fmt: Annotated[
+        str | None, typer.Option("--format", metavar="FORMAT", help="The format, whatever the path says.")
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="Read it again even if unchanged.")] = False,
+    data_dir: DataDir = None,
+    wait: Wait = None,
+    as_json: Json = False,
+    config: Config = None,
+) -> None:
+    """Load an explicitly given source, such as a ChatGPT export (.zip or conversations.json)."""
+    _backfill(target, write, fmt, full, data_dir, wait, as_json, config)
+
+
+@reported("backfill")
+def _backfill(
+    target: list[str],
+    write: bool,
+    fmt: str | None,
+    full: bool,
+    data_dir: Path | None,
+    wait: float | None,
+    as_json: bool,
+    config: Path | None,
+) -> None:
+    from extractors.registry import detect_format, parse_agent
+    from flows import pipeline
+    from flows.settings import check_data_dir, load_settings
+
+    paths = list(target)
+    named = None
+    if len(paths) > 1:
+        try:
+            named = parse_agent(paths[0])
+            paths = paths[1:]
+        except ValueError:
+            named = None
+    for p in paths:
+        if not Path(p).expanduser().exists():
+            raise UsageError(f"no such file or folder: {p}")
+    try:
+        agents = {detect_format(Path(p), fmt or (named.value if named else None)) for p in paths}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if len(agents) != 1:
+        raise UsageError("these paths are of different formats; give one format at a time (--format).")
+    agent = agents.pop()
+    settings = load_settings(data_dir=data_dir, config=config, lock_wait=wait)
+    check_data_dir(settings)
+    try:
+        found = pipeline.explicit_sources(agent, [Path(p) for p in paths])
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    if not found.sources:
+        raise UsageError(f"nothing to load at {', '.join(paths)} (looked for {agent} sources).")
+    say = _Say(as_json)
+    if not write:
+        pv = pipeline.preview(found, settings)
+        _refuse_what_is_not_an_export(agent.value, pv, paths)
+        if as_json:
+            print_json(
+                {
+                    "outcome": "dry_run",
+                    "format": agent.value,
+                    "sources": pv.sources,
+                    "bytes": pv.bytes,
+                    "sessions": pv.sessions,
+                    "turns": pv.turns,
+                    "tool_calls": pv.tool_calls,
+                    "first": pv.first.isoformat() if pv.first else None,
+                    "last": pv.last.isoformat() if pv.last else None,
+                    "rejected": pv.rejected,
+                    "deferred": pv.deferred,
+                    "examples": pv.examples,
+                }
+            )
+            return
+        span = f"{pv.first:%Y-%m-%d} to {pv.last:%Y-%m-%d}" if pv.first and pv.last else "no dates"
+        say.line(f"Dry run ({agent}, nothing written): {pv.sources} source(s), {human_bytes(pv.bytes)}")
+        say.line(f"  would load {pv.sessions} sessions, {pv.turns} turns, {pv.tool_calls} tool calls, {span}")
+        rejected = ", ".join(f"{code} {n}" for code, n in sorted(pv.rejected.items())) or "none"
+        say.line(f"  rejections: {rejected}; deferred sources: {pv.deferred}")
+        for line in pv.examples:
+            say.line(f"    {line}")
+        say.line("Run again with --write to load it.")
+        return
+    from flows.server import prefect_api
+    from sinks import ledger
+
+    run_id = pipeline.new_run_id()
+    _quiet_prefect()
+    _structured_logs()
+    with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
+        wait_for_writer(settings)
+        with prefect_api():
+            from flows import etl
+
+            report = etl.backfill_flow(
+                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+                agent.value,
+                [s.path for s in found.sources],
+                full=full,
+                run_id=run_id,
+            )
+    _print_report(report, settings, say, outcome="ok")
+
+
+def _refuse_what_is_not_an_export(agent: str, pv: Any, paths: list[str]) -> None:
+    """A ChatGPT backfill of which nothing is readable (a .zip of something else) is a wrong argument."""
+    if agent != "chatgpt" or pv.sessions or pv.deferred:
+        return
+    if pv.rejected and set(pv.rejected) <= {"source_unreadable", "unsupported_format", "bad_shape", "invalid_json"}:
+        detail = f" ({pv.examples[0].split(' — ')[0]})" if pv.examples else ""
+        raise UsageError(
+            f"{', '.join(paths)} is not a ChatGPT export{detail}: give the export's .zip or its conversations.json"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)
+    app.command()(backfill)

@@ -1,0 +1,110 @@
+"""`transcripts search`: turns ranked by BM25 for some words, each with agent, time, project and a snippet."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console, Group
+from rich.padding import Padding
+from rich.text import Text
+
+from extractors.model import Agent
+from flows.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
+from flows.lazy import lazy
+
+if TYPE_CHECKING:
+    from sinks.search import Hit
+
+search_index = lazy("sinks.search")
+
+console = Console(highlight=False)
+
+
+class Role(StrEnum):
+    user = "user"
+    assistant = "assistant"
+
+
+def _hit_json(rank: int, hit: Hit) -> dict[str, object]:
+    return {
+        "rank": rank,
+        "score": round(hit.score, 4),
+        "agent": hit.agent,
+        "role": hit.role,
+        "timestamp": hit.timestamp.isoformat(),
+        "project": hit.project,
+        "cwd": hit.cwd,
+        "title": hit.title,
+        "session_id": hit.session_id,
+        "turn_id": hit.turn_id,
+        "snippet": hit.snippet,
+        "highlights": [list(span) for span in hit.highlights],
+    }
+
+
+def _hit_text(rank: int, hit: Hit) -> Group:
+    head = Text(f"{rank:>2}. ", style="bold")
+    head.append(hit.agent, style="cyan")
+    head.append(f" · {hit.timestamp:%Y-%m-%d %H:%M} · ")
+    head.append(hit.project, style="green")
+    head.append(f" · {hit.role} · score {hit.score:.2f}", style="dim")
+    snippet = Text(hit.snippet)
+    for start, end in hit.highlights:
+        snippet.stylize("bold yellow", start, end)
+    return Group(
+        head,
+        Padding(snippet, (0, 0, 0, 4), expand=False),
+        Padding(Text(hit.turn_id, style="dim"), (0, 0, 0, 4), expand=False),
+    )
+
+
+def search(
+    words: Annotated[str, typer.Argument(help="Words to look for (any of them; stemmed, English stop words ignored).")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's turns.")] = None,
+    since: Annotated[
+        datetime | None, typer.Option("--since", formats=["%Y-%m-%d"], help="Only turns from this day on (YYYY-MM-DD).")
+    ] = None,
+    role: Annotated[
+        Role | None, typer.Option("--role", help="Only a person's (user) or a model's (assistant) turns.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Hits to show, best first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="A JSON array of hits.")] = False,
+    timezone: Zone = None,
+    data_dir: DataDir = None,
+    config: Config = None,
+) -> None:
+    """Full-text search of every turn (BM25), offline, from the index the load builds."""
+    if agent is not None and agent not in {a.value for a in Agent}:
+        raise fail(f"unknown agent {agent!r}; known: {', '.join(a.value for a in Agent)}", 2)
+    settings = settings_of(data_dir, config)
+    zone, how = zone_of(timezone, settings)
+    with opened(settings, zone) as con:
+        try:
+            hits = search_index.search(
+                con,
+                words,
+                agent=agent,
+                role=role.value if role else None,
+                since=since.date() if since else None,
+                limit=limit,
+            )
+        except search_index.SearchUnavailable as exc:
+            raise fail(str(exc), 2) from None
+    if as_json:
+        lines = [json.dumps(_hit_json(n, h), ensure_ascii=False) for n, h in enumerate(hits, 1)]
+        print("[\n" + ",\n".join(lines) + "\n]" if lines else "[]")  # one hit per line, as `sql --json`
+        return
+    if not hits:
+        console.print(f"No turns match {words!r}.")
+        return
+    console.print(Text(f"{len(hits)} hit(s) for {words!r}, times in {zone} ({how})", style="dim"))
+    for n, hit in enumerate(hits, 1):
+        console.print(_hit_text(n, hit))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="search")(search)

@@ -1,0 +1,143 @@
+"""What every command shares: the consoles, the documented exit codes, and one place that turns failures into messages.
+
+Imports stay light (no Prefect, DuckDB, pyarrow or polars): this is on the path of `--help` and `status`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+# Exit codes (README "Exit codes"): a script may rely on them.
+OK = 0
+FAILED = 1  # the run failed; the previous corpus is intact
+USAGE = 2  # bad arguments or settings
+BUSY = 3  # another run holds the data directory
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """`transcripts status | head`: the reader went away. Rich exits 1 here; a closed pipe is not an error."""
+        self.quiet = True
+        closed_pipe()
+        raise SystemExit(OK)
+
+
+console = _Console(stderr=False)
+err = _Console(stderr=True)
+
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", metavar="DIR", help="Where the corpus lives (default: data/).")
+]
+Config = Annotated[Path | None, typer.Option("--config", metavar="FILE", help="TOML settings file.")]
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (a stable shape, see README).")]
+Wait = Annotated[float | None, typer.Option("--wait", metavar="SECONDS", help="Seconds to wait for another run.")]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class UsageError(ValueError):
+    """A person gave an argument that cannot be used; the message says which and why (exit 2)."""
+
+
+def fail(message: str, code: int = USAGE) -> typer.Exit:
+    """Print `error: message` on stderr and return the Exit to raise."""
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    return typer.Exit(code)
+
+
+def print_json(value: Any) -> None:
+    """JSON on stdout as one document (not pretty-printed by rich: a pipe gets exactly this)."""
+    sys.stdout.write(json.dumps(value, default=str, indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def closed_pipe() -> None:
+    """`transcripts status | head`: the reader went away; that is not an error, and Python must not say so."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _is(exc: BaseException, module: str, name: str) -> bool:
+    """isinstance against a class of a module only if that module is loaded (a module never imported cannot
+    have raised it), so that catching stays free of heavy imports."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(exc, getattr(loaded, name))
+
+
+@contextlib.contextmanager
+def reporting(what: str) -> Iterator[None]:
+    """Turn every failure a person can cause or fix into one line on stderr and a documented exit code."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        err.print(f"{what} interrupted; the previous corpus is intact.", highlight=False)
+        raise typer.Exit(INTERRUPTED) from None
+    except BrokenPipeError:
+        closed_pipe()
+        raise typer.Exit(OK) from None
+    except Exception as exc:
+        if _is(exc, "sinks.lock", "LockBusy"):
+            err.print(f"[red]busy:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
+            raise typer.Exit(BUSY) from None
+        if isinstance(exc, UsageError) or _is(exc, "flows.settings", "SettingsError"):
+            raise fail(str(exc), USAGE) from None
+        if _is(exc, "flows.server", "ServerError"):
+            raise fail(str(exc), FAILED) from None
+        if isinstance(exc, OSError):
+            where = getattr(exc, "filename", None)
+            place = f" ({escape(str(where))})" if where else ""
+            err.print(
+                f"[red]{what} failed:[/red] {escape(str(exc.strerror or exc))}{place}; the previous corpus is intact.",
+                soft_wrap=True,
+                highlight=False,
+            )
+            raise typer.Exit(FAILED) from None
+        raise
+
+
+def reported(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator form of `reporting` for a command function."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def inner(*args: P.args, **kwargs: P.kwargs) -> R:
+            with reporting(what):
+                return fn(*args, **kwargs)
+
+        return inner
+
+    return wrap
+
+
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def split_list(values: list[str] | None) -> list[str]:
+    """`--source claude,codex --source grok` -> ['claude', 'codex', 'grok'] (like TRANSCRIPTS_SOURCES)."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]

@@ -1,0 +1,243 @@
+"""Full-text search over turns: DuckDB's fts extension (BM25), loaded offline from the duckdb-extension-fts wheel.
+
+The index lives in the warehouse itself (schema `fts_main_turns`), so it is swapped in with the tables it indexes
+and SQL users can rank with `fts_main_turns.match_bm25(turn_id, 'words')`. The extension only builds an index
+whole; a load re-indexes just the sessions it replaced (`update_index`), in the extension's own tables.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+INDEX_SCHEMA = "fts_main_turns"
+STEMMER = "porter"
+SNIPPET_CHARS = 160
+
+
+class SearchUnavailable(RuntimeError):
+    """The fts extension or the index is missing; the message says what to do."""
+
+
+def extension_path() -> Path:
+    """The fts extension built for the DuckDB in use, from the `duckdb-extension-fts` wheel (no network)."""
+    spec = importlib.util.find_spec("duckdb_extension_fts")
+    if spec is None or not spec.submodule_search_locations:
+        raise SearchUnavailable(
+            f"the DuckDB fts extension is not installed: install duckdb-extension-fts=={duckdb.__version__} "
+            "(`uv sync` does)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "extensions" / f"v{duckdb.__version__}"
+    path = path / "fts.duckdb_extension"
+    if not path.exists():
+        raise SearchUnavailable(
+            f"no fts extension for DuckDB {duckdb.__version__} in {path.parent.parent}: "
+            f"install duckdb-extension-fts=={duckdb.__version__}"
+        )
+    return path
+
+
+def load_extension(con: duckdb.DuckDBPyConnection) -> None:
+    """LOAD fts by path: never INSTALL, which would fetch it from the network."""
+    con.execute(f"LOAD '{extension_path()}'")
+
+
+def has_index(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = 'docs'", [INDEX_SCHEMA]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def create_index(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the extension's index on `turns` (English stop words, Porter stemmer), indexing what it holds.
+
+    On an empty `turns` this is instant and gives the scaffold (schema, stop words, `match_bm25`) that
+    `update_index` fills; on a full one it is the extension's own (slow: correlated updates) full build.
+    """
+    load_extension(con)
+    con.execute(f"PRAGMA create_fts_index('turns', 'turn_id', 'text', stemmer = '{STEMMER}', overwrite = 1)")
+
+
+def update_index(con: duckdb.DuckDBPyConnection, sessions: str) -> None:
+    """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
+
+    The extension can only rebuild the whole index; this applies the same tokenizer, stop words and stemmer to
+    just these turns and keeps document frequencies and statistics as a rebuild would have them, so an
+    append-one-session run stays cheap. Documents of turns no longer in `turns` go too.
+    """
+    load_extension(con)
+    x = INDEX_SCHEMA
+    statements = [
+        f"""CREATE OR REPLACE TEMP TABLE fts_changed AS
+            SELECT turn_id, text FROM turns WHERE session_id IN ({sessions})""",
+        f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
+            SELECT docid FROM {x}.docs
+            WHERE name IN (SELECT turn_id FROM fts_changed) OR name NOT IN (SELECT turn_id FROM turns)""",
+        f"""UPDATE {x}.dict SET df = dict.df - g.n
+            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
+                  WHERE docid IN (SELECT docid FROM fts_gone) GROUP BY termid) g
+            WHERE dict.termid = g.termid""",
+        f"DELETE FROM {x}.terms WHERE docid IN (SELECT docid FROM fts_gone)",
+        f"DELETE FROM {x}.docs WHERE docid IN (SELECT docid FROM fts_gone)",
+        f"""CREATE OR REPLACE TEMP TABLE fts_new_docs AS
+            SELECT (SELECT coalesce(max(docid), -1) FROM {x}.docs) + row_number() OVER (ORDER BY turn_id) AS docid,
+                   turn_id AS name, text
+            FROM fts_changed""",
+        # As the extension's own build: tokenize, drop empty words and stop words, then stem; each distinct word
+        # is stemmed once (stemming every occurrence is most of the extension's build time).
+        f"""CREATE OR REPLACE TEMP TABLE fts_words AS
+            SELECT docid, w FROM (SELECT docid, unnest({x}.tokenize(text)) AS w FROM fts_new_docs)
+            WHERE w IS NOT NULL AND len(w) > 0 AND w NOT IN (SELECT sw FROM {x}.stopwords)""",
+        f"""CREATE OR REPLACE TEMP TABLE fts_new_terms AS
+            WITH stems AS (SELECT w, stem(w, '{STEMMER}') AS term FROM (SELECT DISTINCT w FROM fts_words))
+            SELECT docid, term FROM fts_words JOIN stems USING (w)""",
+        f"""INSERT INTO {x}.dict (termid, term, df)
+            SELECT (SELECT coalesce(max(termid), -1) FROM {x}.dict) + row_number() OVER (ORDER BY term), term, 0
+            FROM (SELECT DISTINCT term FROM fts_new_terms) n
+            WHERE NOT EXISTS (SELECT 1 FROM {x}.dict d WHERE d.term = n.term)""",
+        f"""INSERT INTO {x}.docs (docid, name, len)
+            SELECT d.docid, d.name, count(t.term) FROM fts_new_docs d LEFT JOIN fts_new_terms t USING (docid)
+            GROUP BY d.docid, d.name""",
+        f"""INSERT INTO {x}.terms (docid, fieldid, termid)
+            SELECT t.docid, (SELECT fieldid FROM {x}.fields WHERE field = 'text'), d.termid
+            FROM fts_new_terms t JOIN {x}.dict d USING (term)""",
+        f"""UPDATE {x}.dict SET df = dict.df + n.n
+            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
+                  WHERE docid IN (SELECT docid FROM fts_new_docs) GROUP BY termid) n
+            WHERE dict.termid = n.termid""",
+        f"DELETE FROM {x}.dict WHERE df = 0",
+        f"""UPDATE {x}.stats SET num_docs = (SELECT count(docid) FROM {x}.docs),
+                                 avgdl = (SELECT sum(len) / count(len) FROM {x}.docs)""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+    for temp in ("fts_changed", "fts_gone", "fts_new_docs", "fts_words", "fts_new_terms"):
+        con.execute(f"DROP TABLE {temp}")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    score: float
+    turn_id: str
+    session_id: str
+    agent: str
+    role: str
+    timestamp: datetime
+    project: str
+    cwd: str | None
+    title: str | None
+    snippet: str
+    highlights: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of matched words in snippet
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _fold(word: str) -> str:
+    """Lower-case and strip accents, as the index does (strip_accents = 1, lower = 1)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+
+
+def _stems(con: duckdb.DuckDBPyConnection, words: set[str]) -> dict[str, str]:
+    """Porter stems of `words`, by the extension itself (an Arrow column: a long Python list converts slowly)."""
+    if not words:
+        return {}
+    con.register("transcripts_stem_words", pa.table({"w": pa.array(sorted(words), pa.string())}))
+    try:
+        rows = con.execute(f"SELECT w, stem(w, '{STEMMER}') FROM transcripts_stem_words").fetchall()
+    finally:
+        con.unregister("transcripts_stem_words")
+    return {str(w): str(s) for w, s in rows}
+
+
+def _candidates(words: set[str], stems: set[str]) -> set[str]:
+    """Words that may stem to one of `stems`: a Porter stem less its last letter starts the word (happy -> happi)."""
+    prefixes = tuple(stem[:-1] or stem for stem in stems)
+    return {w for w in words if w.startswith(prefixes)} if prefixes else set()
+
+
+def _snippet(text: str, matched: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """About SNIPPET_CHARS of `text` around its first match, whitespace collapsed, matches re-based to it."""
+    start = max(0, matched[0][0] - SNIPPET_CHARS // 3) if matched else 0
+    # Widen to word boundaries (a little) so no word is cut in half.
+    for _ in range(20):
+        if start == 0 or text[start - 1].isspace():
+            break
+        start -= 1
+    end = min(len(text), start + SNIPPET_CHARS)
+    for _ in range(20):
+        if end == len(text) or text[end].isspace():
+            break
+        end += 1
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    position = 0
+    prefix = "…" if start > 0 else ""
+    out.append(prefix)
+    position += len(prefix)
+    cursor = start
+    for a, b in [(a, b) for a, b in matched if a >= start and b <= end] + [(end, end)]:
+        piece = re.sub(r"\s+", " ", text[cursor:a])
+        out.append(piece)
+        position += len(piece)
+        if a < b:
+            out.append(text[a:b])
+            spans.append((position, position + b - a))
+            position += b - a
+        cursor = b
+    if end < len(text):
+        out.append("…")
+    return "".join(out), spans
+
+
+def search(
+    con: duckdb.DuckDBPyConnection,
+    words: str,
+    *,
+    agent: str | None = None,
+    role: str | None = None,
+    since: date | None = None,
+    limit: int = 20,
+) -> list[Hit]:
+    """Turns ranked by BM25 for `words` (any of them; best first, ties by turn id), with filters.
+
+    `since` is a day in the connection's view zone (`transcripts_timezone()`). Raises SearchUnavailable when the
+    extension or the index is missing.
+    """
+    if not has_index(con):
+        raise SearchUnavailable("the warehouse has no search index yet: run `transcripts run` to build it")
+    load_extension(con)
+    # Rank on turns alone (the index's own table), then fetch the session context of the best `limit` only.
+    rows = con.execute(
+        f"""WITH ranked AS (
+                SELECT turn_id, score FROM (
+                    SELECT t.turn_id, {INDEX_SCHEMA}.match_bm25(t.turn_id, $words) AS score
+                    FROM turns t
+                    WHERE ($agent IS NULL OR t.agent = $agent) AND ($role IS NULL OR t.role = $role)
+                      AND ($since IS NULL OR CAST(timezone(transcripts_timezone(), t.timestamp) AS DATE) >= $since)
+                ) WHERE score IS NOT NULL ORDER BY score DESC, turn_id LIMIT $limit
+            )
+            SELECT r.score, c.turn_id, c.session_id, c.agent, c.role, c.timestamp, c.project, c.cwd, c.title, c.text
+            FROM ranked r JOIN turn_context c USING (turn_id) ORDER BY r.score DESC, c.turn_id""",
+        {"words": words, "agent": agent, "role": role, "since": since, "limit": limit},
+    ).fetchall()
+    stop = {str(r[0]) for r in con.execute(f"SELECT sw FROM {INDEX_SCHEMA}.stopwords").fetchall()}
+    terms = {_fold(w) for w in _WORD.findall(words)} - stop
+    query_stems = _stems(con, terms)
+    wanted = set(query_stems.values())
+    text_words = {_fold(m.group()) for row in rows for m in _WORD.finditer(str(row[9]))}
+    stems = query_stems | _stems(con, _candidates(text_words, wanted))
+    hits = []
+    for score, turn_id, session_id, agent_, role_, ts, project, cwd, title, text in rows:
+        matched = [(m.start(), m.end()) for m in _WORD.finditer(text) if stems.get(_fold(m.group())) in wanted]
+        snippet, spans = _snippet(text, matched)
+        hits.append(Hit(float(score), turn_id, session_id, agent_, role_, ts, project, cwd, title, snippet, spans))
+    return hits

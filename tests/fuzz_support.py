@@ -1,0 +1,692 @@
+"""The fuzzing suite's machinery: every format's good session and hostile target, mutations, and the checks.
+
+A *case* is a home (tmp dir) laid out as the agent writes it, holding a known-good session (`good`) and a target
+source made hostile by one mutation. The checks call the extractor's own `read` (no catch-all in between), so a
+crash is an exception the test sees.
+
+Mutations work on the valid documents of the target: replace one field (anywhere, at any depth) by a raw JSON text
+of another type or a hostile one (4301-digit and 2**64 integers, 1e400, NaN, lone surrogates, NUL, invalid
+UTF-8, deep nesting), delete a field, or work on the bytes: truncate, splice, insert arbitrary bytes, glue or
+shuffle JSONL lines, or arbitrary bytes for the whole file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import io
+import json
+import os
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from extractors.bounded import Limits
+from extractors.errors import DeferError, RejectError
+from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Source
+from extractors.registry import extractor
+from tests import opencode_support as oc
+from tests.claude_records import assistant, text, user
+from tests.corpus import codex_rollout, grok_session
+from tests.support import SETTLED
+from tests.test_chatgpt import conversation
+from tests.test_chatgpt import text as gpt_text
+from transforms.normalize import session_tables
+
+# ---------------------------------------------------------------------------------------------------- budget
+# Examples per fuzz test: a bounded number in CI, many more on demand (TRANSCRIPTS_FUZZ_EXAMPLES=5000).
+EXAMPLES = int(os.environ.get("TRANSCRIPTS_FUZZ_EXAMPLES", "60"))
+# Bounded time: one example (build the home, read every source) past this fails. Generous: CI machines are shared.
+DEADLINE = timedelta(milliseconds=int(os.environ.get("TRANSCRIPTS_FUZZ_DEADLINE_MS", "20000")))
+# Bounded memory: the growth of the process's resident peak while one case is read, over a floor (the inputs are
+# at most a few hundred KB). Resident memory, not tracemalloc: a reserved but never touched buffer costs nothing.
+MEMORY_FLOOR = 48 * 1024 * 1024
+MEMORY_PER_INPUT_BYTE = 64
+
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=DEADLINE,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+
+# ---------------------------------------------------------------------------------------------------- values
+# Raw JSON texts (bytes: some are not valid UTF-8 or not valid JSON) put in place of one field.
+WRONG_TYPES = [
+    b"null", b"true", b"false", b"0", b"-1", b"1.5", b'""', b'"x"', b"[]", b"{}", b"[null]", b'{"":null}',
+    b'[{}]', b'"2026-13-45T99:99:99Z"', b'"not a time"', b"-0", b"1e3",
+]  # fmt: skip
+HUGE_NUMBERS = [
+    b"1" * 4301, b"-" + b"9" * 4301, str(2**64).encode(), str(2**63).encode(), str(-(2**63) - 1).encode(),
+    b"9" * 30, b"1e400", b"-1e400", b"1e-400", b"NaN", b"Infinity", b"-Infinity", b"1.7976931348623157e309",
+    b"123456789012345678901234567890.5",
+]  # fmt: skip
+HOSTILE_STRINGS = [
+    b'"\\ud800"', b'"x\\udfffy"', b'"\\ud83d"', b'"\\udc00\\ud800"', b'"a\\u0000b"', b'"a\x00b"', b'"\xff\xfe"',
+    b'"\xed\xa0\x80"', b'"\xc0\x80"', b'"\xe2\x82"', b'"\\u"', b'"tab\there"', b'"\\"', b'"\xe9"',
+]  # fmt: skip
+NESTING = [
+    b"[" * 100 + b"]" * 100, b"[" * 1100 + b"]" * 1100, b"[" * 100_000 + b"]" * 100_000,
+    b'{"a":' * 2000 + b"1" + b"}" * 2000, b"[" * 50_000, b'{"a":' * 30_000 + b"{}" + b"}" * 30_000,
+]  # fmt: skip
+RAW_VALUES = WRONG_TYPES + HUGE_NUMBERS + HOSTILE_STRINGS + NESTING
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+# A replacement value: a raw hostile text, or any JSON value Hypothesis makes (NaN, Infinity, lone surrogates
+# escaped as \udxxx, huge integers), written as the stdlib writes it.
+REPLACEMENT = st.sampled_from(RAW_VALUES) | _JSON_VALUES.map(lambda v: json.dumps(v).encode())
+
+_HOLE = "@@fuzz-hole@@"
+_HOLE_BYTES = json.dumps(_HOLE).encode()
+
+
+# ---------------------------------------------------------------------------------------------------- documents
+@dataclass
+class Doc:
+    """One file of a target: a whole-JSON document or JSONL records; `mutable` says which top paths may change."""
+
+    kind: str  # "json" | "jsonl"
+    value: Any  # the document, or the list of records
+    mutable: Callable[[tuple[Any, ...]], bool] = lambda path: True
+
+    def dump(self, value: Any | None = None) -> bytes:
+        value = self.value if value is None else value
+        if self.kind == "jsonl":
+            return b"".join(json.dumps(r).encode() + b"\n" for r in value)
+        return json.dumps(value).encode()
+
+
+def paths_of(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every location in a JSON value (keys and indexes), the root first."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from paths_of(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from paths_of(inner, (*prefix, index))
+
+
+def _set(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    value[path[0]] = new if len(path) == 1 else _set(value[path[0]], path[1:], new)
+    return value
+
+
+def _delete(value: Any, path: tuple[Any, ...]) -> None:
+    parent = value
+    for step in path[:-1]:
+        parent = parent[step]
+    del parent[path[-1]]
+
+
+@st.composite
+def field_mutation(draw: st.DrawFn, doc: Doc) -> tuple[bytes, str]:
+    """The document with one field replaced by `REPLACEMENT` (or deleted): a wrong type in any field."""
+    # The roots of JSONL records are records: replacing one whole is a line that is not an object.
+    candidates = [p for p in paths_of(doc.value) if p and doc.mutable(p)]
+    path = draw(st.sampled_from(candidates))
+    value = copy.deepcopy(doc.value)
+    if len(path) > 1 and draw(st.integers(0, 5)) == 0:
+        _delete(value, path)
+        return doc.dump(value), f"delete {path}"
+    raw = draw(REPLACEMENT)
+    dumped = doc.dump(_set(value, path, _HOLE))
+    return dumped.replace(_HOLE_BYTES, raw, 1), f"field {path} = {raw[:60]!r}"
+
+
+@st.composite
+def byte_mutation(draw: st.DrawFn, doc: Doc) -> tuple[bytes, str]:
+    """The document's bytes truncated, spliced, with bytes inserted, lines glued or shuffled, or arbitrary bytes."""
+    raw = doc.dump()
+    kind = draw(st.sampled_from(["truncate", "splice", "insert", "lines", "bytes"]))
+    if kind == "truncate":
+        cut = draw(st.integers(0, len(raw)))
+        return raw[:cut], f"truncate at {cut} of {len(raw)}"
+    if kind == "splice":  # a prefix of the document glued to a suffix of it (or of itself at another place)
+        i, j = draw(st.integers(0, len(raw))), draw(st.integers(0, len(raw)))
+        return raw[:i] + raw[j:], f"splice [:{i}] + [{j}:]"
+    if kind == "insert":
+        at = draw(st.integers(0, len(raw)))
+        junk = draw(st.binary(min_size=1, max_size=16) | st.sampled_from([b"\x00", b"\xff", b"\n", b"\r\n", b"\\"]))
+        return raw[:at] + junk + raw[at:], f"insert {junk!r} at {at}"
+    if kind == "lines":
+        lines = raw.split(b"\n")
+        order = draw(st.permutations(range(len(lines))))
+        keep = draw(st.integers(1, len(lines)))
+        glue = draw(st.booleans())
+        picked = [lines[i] for i in order[:keep]]
+        joiner = b"" if glue and len(picked) > 1 else b"\n"
+        return joiner.join(picked), f"lines {order[:keep]} glued={glue}"
+    return draw(st.binary(max_size=600)), "arbitrary bytes"
+
+
+# ---------------------------------------------------------------------------------------------------- formats
+@dataclass
+class Case:
+    """A home with a good session and a hostile target, ready to discover."""
+
+    agent: Agent
+    home: Path
+    roots: list[Path]
+    target: Path  # the source path of the hostile unit
+    good: dict[str, str]  # good source path -> its session id (must load, whatever the target holds)
+    beside: set[str] = field(default_factory=set)  # session ids in the target source that must still load
+    described: str = ""
+
+
+@dataclass
+class Format:
+    """How to lay out one format: its target documents and how to write them, the good session beside them."""
+
+    name: str
+    agent: Agent
+    docs: Callable[[], dict[str, Doc]]  # file name (relative to the target folder) -> valid document
+    write: Callable[[Path, dict[str, bytes], bool], Case]  # (home, file bytes, field-mutation?) -> the case
+
+
+def _records(lines: str) -> list[Any]:
+    return [json.loads(line) for line in lines.splitlines() if line.strip()]
+
+
+# Claude Code: `<project>/<sessionId>.jsonl`; the good session is another file in the same project folder.
+CLAUDE_T = "11111111-2222-4333-8444-555555555555"
+CLAUDE_G = "aaaaaaaa-0000-4000-8000-00000000000a"
+
+
+def _claude_records(sid: str) -> list[Any]:
+    ts = "2026-02-10T21:00:00.000Z"
+    records = [
+        user("a question", sid=sid, ts=ts),
+        assistant([text("an answer")], sid=sid, ts=ts, msg_id=f"msg_{sid[:4]}", request_id="req_1"),
+        user("another", sid=sid, ts="2026-02-10T21:01:00.000Z"),
+    ]
+    for number, record in enumerate(records):  # the builders count uuids globally: the same bytes every time
+        record["uuid"] = f"uuid-{sid[:4]}-{number}"
+    return records
+
+
+def _claude_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    project = home / ".claude" / "projects" / "-home-u-proj"
+    project.mkdir(parents=True, exist_ok=True)
+    good = project / f"{CLAUDE_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _claude_records(CLAUDE_G)).dump())
+    target = project / f"{CLAUDE_T}.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    return Case(Agent.CLAUDE, home, [home / ".claude" / "projects"], target, {str(good): f"claude-{CLAUDE_G}"})
+
+
+# Codex: `sessions/YYYY/MM/DD/rollout-...-<thread>.jsonl`; the good rollout is another day's file.
+CODEX_T = "019e1695-0522-7c83-8b39-0dd379793f80"
+CODEX_G = "019e1695-0522-7c83-8b39-0dd379793faa"
+
+
+def _codex_docs() -> dict[str, Doc]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = codex_rollout(Path(tmp), CODEX_T, 2)
+        return {"rollout.jsonl": Doc("jsonl", _records(path.read_text(encoding="utf-8")))}
+
+
+def _codex_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    good = codex_rollout(home, CODEX_G, 2, day="2026-05-10")
+    target = home / ".codex" / "sessions" / "2026" / "05" / "11" / f"rollout-2026-05-11T09-00-00-{CODEX_T}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(files["rollout.jsonl"])
+    return Case(Agent.CODEX, home, [home / ".codex" / "sessions"], target, {str(good): f"codex-{CODEX_G}"})
+
+
+# Grok: `sessions/<cwd>/<id>/chat_history.jsonl` + `summary.json`; the good session is another folder.
+GROK_T = "019f6851-7ec4-7ef0-97d3-03f3eee38755"
+GROK_G = "019f6851-7ec4-7ef0-97d3-03f3eee387aa"
+
+
+def _grok_docs() -> dict[str, Doc]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = grok_session(Path(tmp), GROK_T, 2)
+        return {
+            "chat_history.jsonl": Doc("jsonl", _records((folder / "chat_history.jsonl").read_text(encoding="utf-8"))),
+            "summary.json": Doc("json", json.loads((folder / "summary.json").read_text(encoding="utf-8"))),
+        }
+
+
+def _grok_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    good = grok_session(home, GROK_G, 2) / "chat_history.jsonl"
+    folder = good.parent.parent / GROK_T
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, raw in files.items():
+        (folder / name).write_bytes(raw)
+    return Case(Agent.GROK, home, [home / ".grok"], folder / "chat_history.jsonl", {str(good): f"grok-{GROK_G}"})
+
+
+# Gemini CLI: `<project>/chats/session-*.json` (one document) and `*.jsonl` (records); good: another recording.
+GEMINI_META = {
+    "projectHash": "ab" * 32,
+    "startTime": "2026-01-02T03:04:05.000Z",
+    "lastUpdated": "2026-01-02T03:10:00.000Z",
+}
+
+
+def _gemini_messages() -> list[dict[str, Any]]:
+    ts = "2026-01-02T03:05:00.000Z"
+    return [
+        {"id": "m1", "timestamp": ts, "type": "user", "content": "hi"},
+        {
+            "id": "m2",
+            "timestamp": ts,
+            "type": "gemini",
+            "content": "hello",
+            "model": "gemini-2.5-pro",
+            "tokens": {"input": 10, "output": 5, "cached": 2, "thoughts": 1, "tool": 0, "total": 16},
+            "toolCalls": [{"id": "c1", "name": "ls", "args": {"dir": "."}, "status": "success", "result": []}],
+        },
+    ]
+
+
+def _gemini_json(sid: str) -> dict[str, Any]:
+    return {"sessionId": sid, **GEMINI_META, "messages": _gemini_messages()}
+
+
+def _gemini_jsonl(sid: str) -> list[dict[str, Any]]:
+    return [{"sessionId": sid, **GEMINI_META, "kind": "main"}, *_gemini_messages()]
+
+
+def _gemini_write(suffix: str) -> Callable[[Path, dict[str, bytes], bool], Case]:
+    def write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+        chats = home / ".gemini" / "tmp" / "proj" / "chats"
+        chats.mkdir(parents=True, exist_ok=True)
+        good = chats / "session-2026-01-02T03-04-gggggggg.json"
+        good.write_bytes(Doc("json", _gemini_json("good-session")).dump())
+        target = chats / f"session-2026-01-02T03-04-tttttttt.{suffix}"
+        target.write_bytes(files[f"session.{suffix}"])
+        return Case(Agent.GEMINI, home, [home / ".gemini" / "tmp"], target, {str(good): "gemini-good-session"})
+
+    return write
+
+
+# OpenCode database: the target session's message and part rows hold the (mutated) JSON; a second session in the
+# same database must still load after a field mutation; the good session is in another database beside it.
+def _opencode_db_docs() -> dict[str, Doc]:
+    rows = {
+        "msg_u": oc.user(oc.T0),
+        "msg_a": oc.assistant(
+            oc.T0 + 1000, tokens={"input": 10, "output": 5, "reasoning": 0, "cache": {"read": 1, "write": 0}}
+        ),
+        "prt_u": oc.text("a question"),
+        "prt_a": oc.text("an answer"),
+        "prt_t": {"type": "tool", "callID": "c1", "tool": "bash", "state": {"status": "completed", "input": {}}},
+    }
+    return {"rows": Doc("json", rows)}
+
+
+def _opencode_db_write(home: Path, files: dict[str, bytes], field_mutation: bool) -> Case:
+    root = home / ".local" / "share" / "opencode"
+    root.mkdir(parents=True, exist_ok=True)
+    good = root / "opencode-good.db"
+    good.write_bytes(_good_db_bytes())
+    target = root / "opencode.db"
+    raw = files["rows"]
+    if not field_mutation:  # the bytes of the database file itself
+        target.write_bytes(_opencode_db_file(raw))
+        return Case(Agent.OPENCODE, home, [root], target, {str(good): "opencode-ses_good"})
+    conn = oc.create_db(target, wal=False)
+    oc.add_session(conn, "ses_beside")
+    oc.add_exchange(conn, "ses_beside", 1)
+    oc.add_session(conn, "ses_t")
+    try:
+        rows = json.loads(raw.decode("utf-8", "surrogatepass"))
+        texts = {k: json.dumps(v) for k, v in rows.items()} if isinstance(rows, dict) else None
+    except (ValueError, RecursionError):
+        texts = None
+    if texts is None:  # the mutation broke the row map itself: the hostile text is one row's data
+        texts = {"msg_u": raw.decode("utf-8", "surrogateescape"), "prt_u": json.dumps(oc.text("x"))}
+    for key, data in texts.items():
+        # TEXT from bytes: the hostile row may hold invalid UTF-8, as a damaged database can
+        blob = data.encode("utf-8", "surrogateescape")
+        if key.startswith("msg_"):
+            conn.execute(
+                "INSERT INTO message (id, session_id, time_created, time_updated, data)"
+                " VALUES (?, 'ses_t', ?, ?, CAST(? AS TEXT))",
+                (key, oc.T0, oc.T0, blob),
+            )
+        else:
+            owner = "msg_a" if key != "prt_u" else "msg_u"
+            conn.execute(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+                " VALUES (?, ?, 'ses_t', ?, ?, CAST(? AS TEXT))",
+                (key, owner, oc.T0, oc.T0, blob),
+            )
+    conn.close()
+    return Case(Agent.OPENCODE, home, [root], target, {str(good): "opencode-ses_good"}, {"opencode-ses_beside"})
+
+
+@functools.cache
+def _db_bytes(sid: str, exchanges: int) -> bytes:
+    """A canonical database holding one session, as bytes (built once: SQLite files cost milliseconds each)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "opencode.db"
+        conn = oc.create_db(path, wal=False)
+        oc.add_session(conn, sid)
+        oc.add_exchange(conn, sid, exchanges)
+        conn.close()
+        return path.read_bytes()
+
+
+def _good_db_bytes() -> bytes:
+    return _db_bytes("ses_good", 2)
+
+
+def _opencode_db_file(raw: bytes) -> bytes:
+    """A byte mutation of a database: the mutated bytes spliced into a real database file (its header kept)."""
+    real = _db_bytes("ses_t", 1)
+    # Half the cases damage a real file at an offset derived from the mutation; the others are the raw bytes.
+    if len(raw) % 2:
+        return raw
+    at = (len(raw) * 37) % len(real)
+    return real[:at] + raw + real[at + len(raw) :]
+
+
+# OpenCode legacy storage: one session's session/message/part files; the good session is another unit.
+def _opencode_storage_docs() -> dict[str, Doc]:
+    return {
+        "session": Doc(
+            "json",
+            {
+                "id": "ses_t",
+                "title": "t",
+                "directory": "/w",
+                "version": "1.0.0",
+                "time": {"created": oc.T0, "updated": oc.T0 + 5000},
+            },
+        ),
+        "message_u": Doc("json", {"id": "msg_u", "sessionID": "ses_t", **oc.user(oc.T0)}),
+        "message_a": Doc("json", {"id": "msg_a", "sessionID": "ses_t", **oc.assistant(oc.T0 + 1000)}),
+        "part_u": Doc("json", {"id": "prt_u", "messageID": "msg_u", "sessionID": "ses_t", **oc.text("question")}),
+        "part_a": Doc("json", {"id": "prt_a", "messageID": "msg_a", "sessionID": "ses_t", **oc.text("answer")}),
+    }
+
+
+def _opencode_storage_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    root = home / ".local" / "share" / "opencode"
+    storage = root / "storage"
+    good = oc.storage_session(
+        storage,
+        "ses_good",
+        [("msg_gu", oc.user(oc.T0), [("prt_gu", oc.text("q"))]),
+         ("msg_ga", oc.assistant(oc.T0 + 1), [("prt_ga", oc.text("a"))])],
+    )  # fmt: skip
+    places = {
+        "session": storage / "session" / "global" / "ses_t.json",
+        "message_u": storage / "message" / "ses_t" / "msg_u.json",
+        "message_a": storage / "message" / "ses_t" / "msg_a.json",
+        "part_u": storage / "part" / "msg_u" / "prt_u.json",
+        "part_a": storage / "part" / "msg_a" / "prt_a.json",
+    }
+    for name, raw in files.items():
+        places[name].parent.mkdir(parents=True, exist_ok=True)
+        places[name].write_bytes(raw)
+    return Case(Agent.OPENCODE, home, [root], places["session"], {str(good): "opencode-ses_good"})
+
+
+# ChatGPT: an export (conversations.json or a .zip of it) with a good conversation beside the target one, and a
+# good export beside it in the same folder.
+def _gpt(cid: str) -> dict[str, Any]:
+    return conversation([gpt_text("user", "question"), gpt_text("assistant", "answer")], cid=cid)
+
+
+def _chatgpt_docs() -> dict[str, Doc]:
+    return {"conversations.json": Doc("json", [_gpt("beside"), _gpt("t")], mutable=lambda path: path[0] == 1)}
+
+
+def _zip_of(raw: bytes, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
+        archive.writestr("conversations.json", raw)
+    return buffer.getvalue()
+
+
+def _chatgpt_write(zipped: bool) -> Callable[[Path, dict[str, bytes], bool], Case]:
+    def write(home: Path, files: dict[str, bytes], field_mutation: bool) -> Case:
+        folder = home / "exports"
+        folder.mkdir(parents=True, exist_ok=True)
+        good = folder / "good.zip"
+        good.write_bytes(_zip_of(json.dumps([_gpt("good")]).encode()))
+        raw = files["conversations.json"]
+        target = folder / ("export.zip" if zipped else "conversations.json")
+        # stored, not deflated: deep nesting compresses past max_compression_ratio, and a zip bomb is rightly
+        # rejected whole (tests/test_chatgpt_stream.py), which would leave no good conversation to check
+        target.write_bytes(_zip_of(raw, zipfile.ZIP_STORED) if zipped else raw)
+        beside = {"chatgpt-beside"} if field_mutation else set()
+        return Case(Agent.CHATGPT, home, [folder], target, {str(good): "chatgpt-good"}, beside)
+
+    return write
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in [
+        Format("claude", Agent.CLAUDE, lambda: {"session.jsonl": Doc("jsonl", _claude_records(CLAUDE_T))},
+               _claude_write),
+        Format("codex", Agent.CODEX, _codex_docs, _codex_write),
+        Format("grok", Agent.GROK, _grok_docs, _grok_write),
+        Format("gemini-json", Agent.GEMINI, lambda: {"session.json": Doc("json", _gemini_json("target"))},
+               _gemini_write("json")),
+        Format("gemini-jsonl", Agent.GEMINI, lambda: {"session.jsonl": Doc("jsonl", _gemini_jsonl("target"))},
+               _gemini_write("jsonl")),
+        Format("opencode-db", Agent.OPENCODE, _opencode_db_docs, _opencode_db_write),
+        Format("opencode-storage", Agent.OPENCODE, _opencode_storage_docs, _opencode_storage_write),
+        Format("chatgpt-json", Agent.CHATGPT, _chatgpt_docs, _chatgpt_write(zipped=False)),
+        Format("chatgpt-zip", Agent.CHATGPT, _chatgpt_docs, _chatgpt_write(zipped=True)),
+    ]
+}  # fmt: skip
+
+
+@st.composite
+def hostile_files(draw: st.DrawFn, fmt: Format, *, field: bool) -> tuple[dict[str, bytes], str]:
+    """The target's files: every document valid but one, which gets one field or byte mutation."""
+    docs = fmt.docs()
+    name = draw(st.sampled_from(sorted(docs)))
+    raw, how = draw(field_mutation(docs[name]) if field else byte_mutation(docs[name]))
+    files = {n: (raw if n == name else d.dump()) for n, d in docs.items()}
+    return files, f"{fmt.name} {name}: {how}"
+
+
+# ---------------------------------------------------------------------------------------------------- checks
+def read_directly(source: Source, limits: Limits) -> list[Outcome]:
+    """The extractor's own `read`, with only its two classified exceptions made outcomes (as `read_source` does).
+
+    Anything else raised is a crash and propagates to the test.
+    """
+    outcomes: list[Outcome] = []
+    try:
+        outcomes.extend(extractor(source.agent).read(source, limits))
+    except RejectError as exc:
+        outcomes.append(Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint))
+    except DeferError as exc:
+        outcomes.append(Deferred(source, exc.code, exc.detail))
+    return outcomes
+
+
+def discover(case: Case) -> list[Source]:
+    module = extractor(case.agent)
+    return [source for root in case.roots for source in module.discover(root)]
+
+
+@dataclass
+class Peak:
+    grew: int = 0
+
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _resident(key: str) -> int:
+    for line in _STATUS.read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(key)
+
+
+@contextlib.contextmanager
+def resident_peak() -> Iterator[Peak]:
+    """How far the process's resident high-water mark (VmHWM) rose over its resident size at the start.
+
+    Writing 5 to /proc/self/clear_refs resets the mark (Linux >= 4.0), so each case is measured on its own.
+    """
+    peak = Peak()
+    _CLEAR_REFS.write_text("5")
+    start = _resident("VmRSS")
+    yield peak
+    peak.grew = max(0, _resident("VmHWM") - start)
+
+
+def input_bytes(case: Case) -> int:
+    return sum(p.stat().st_size for p in case.home.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def check_case(case: Case, limits: Limits = SETTLED) -> list[Outcome]:
+    """Every source of the case read directly: classified outcomes within bounded memory, the good ones loaded.
+
+    Returns the target's outcomes. Loaded sessions also go through the pure transform to table rows, as staging
+    does, so a value that breaks the tables (an integer past int64) is seen here too.
+    """
+    sources = {s.path: s for s in discover(case)}
+    assert str(case.target) in sources, f"the hostile target was not discovered: {sorted(sources)}"
+    assert set(case.good) <= set(sources), f"a good source was not discovered: {sorted(sources)}"
+    versions = {case.agent: extractor(case.agent).PARSER_VERSION}
+    size = input_bytes(case)
+    found: dict[str, list[Outcome]] = {}
+    with resident_peak() as peak:
+        for path, source in sources.items():
+            found[path] = read_directly(source, limits)
+    assert peak.grew < MEMORY_FLOOR + MEMORY_PER_INPUT_BYTE * size, f"peak grew {peak.grew} for {size} input bytes"
+    for path, outcomes in found.items():
+        assert outcomes, f"{path}: no outcome at all"
+        for outcome in outcomes:
+            assert isinstance(outcome, Loaded | Rejected | Deferred), outcome
+            if isinstance(outcome, Loaded):
+                session_tables([outcome], versions)
+    for path, sid in case.good.items():
+        assert [o.session.session_id for o in found[path] if isinstance(o, Loaded)] == [sid], found[path]
+    target = found[str(case.target)]
+    loaded = {o.session.session_id for o in target if isinstance(o, Loaded)}
+    assert case.beside <= loaded, f"the good session beside the hostile one was lost: {target}"
+    assert not loaded & set(case.good.values()), "the target claimed a good session's id"
+    return target
+
+
+def build(fmt: Format, home: Path, files: dict[str, bytes], *, field: bool, described: str = "") -> Case:
+    case = fmt.write(home, files, field)
+    case.described = described
+    return case
+
+
+# ---------------------------------------------------------------------------------------------------- open bugs
+@dataclass(frozen=True)
+class KnownBug:
+    """A crash found by this suite in a file another change owns: seen by its exception and innermost frame."""
+
+    name: str
+    exception: tuple[type[BaseException], ...]
+    file: str  # the innermost frame of the project's code (extractors/ or transforms/) that raised
+    function: str | None  # None: any function of that file
+    owner: str
+
+
+# Crashes open while their fix is on another branch (issue 14; each is also a plain test in test_fuzz_regressions.py).
+# A fuzz test that hits only these ends as xfail naming them; any other crash fails it. Remove an entry once fixed.
+KNOWN_OPEN: tuple[KnownBug, ...] = ()  # every crash this suite found is fixed (tests/test_fuzz_regressions.py)
+
+_PROJECT = Path(__file__).resolve().parent.parent
+
+
+def known_open(exc: BaseException) -> KnownBug | None:
+    """The open bug `exc` is, judged by its type and the innermost project frame it was raised in."""
+    import traceback
+
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(str(_PROJECT / "extractors"))
+        or f.filename.startswith(str(_PROJECT / "transforms"))
+    ]  # fmt: skip
+    named = [f for f in frames if not f.name.startswith("<")]  # a comprehension's frame is its function's
+    if not named:
+        return None
+    last = named[-1]
+    where = Path(last.filename).relative_to(_PROJECT).as_posix()
+    for bug in KNOWN_OPEN:
+        if isinstance(exc, bug.exception) and where == bug.file and bug.function in (None, last.name):
+            return bug
+    return None
+
+
+def with_field(name: str, doc: str, path: tuple[Any, ...], raw: bytes) -> dict[str, bytes]:
+    """The files of format `name` with one field of document `doc` replaced by the raw JSON text `raw`."""
+    docs = FORMATS[name].docs()
+    value = _set(copy.deepcopy(docs[doc].value), path, _HOLE)
+    files = {n: d.dump() for n, d in docs.items()}
+    files[doc] = docs[doc].dump(value).replace(_HOLE_BYTES, raw, 1)
+    return files
+
+
+def with_bytes(name: str, doc: str, raw: bytes) -> dict[str, bytes]:
+    """The files of format `name` with document `doc` replaced by `raw` whole."""
+    files = {n: d.dump() for n, d in FORMATS[name].docs().items()}
+    files[doc] = raw
+    return files
+
+
+class Recursed(AssertionError):
+    """A RecursionError out of the project's code, told in one line."""
+
+
+def short_recursion(exc: RecursionError) -> Recursed:
+    """A RecursionError as a one-line failure: pytest cannot render a traceback thousands of frames deep."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    inner = [f for f in frames if "/extractors/" in f.filename or "/transforms/" in f.filename]
+    where = f"{inner[-1].filename}:{inner[-1].lineno} in {inner[-1].name}" if inner else "outside the project"
+    return Recursed(f"RecursionError ({len(frames)} frames) raised at {where}")
+
+
+class Crashed(Exception):
+    """A crash out of the project's code, re-raised with a one-line message and no traceback."""
+
+
+def short_crash(exc: Exception) -> Exception:
+    """`exc` as a `Crashed` that is still an instance of its own class (so `xfail(raises=...)` sees it).
+
+    Why: CPython 3.11.7 (gh-106905) can leave the AST recursion counter wrong after a deep RecursionError, and
+    then pytest's ast.parse of every later failing test's source raises SystemError (an INTERNALERROR that
+    stops the session). A failure without a traceback is rendered without ast.parse.
+    """
+    import traceback
+
+    if isinstance(exc, RecursionError):
+        return short_recursion(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    inner = [f for f in frames if "/extractors/" in f.filename or "/transforms/" in f.filename]
+    where = f"{inner[-1].filename}:{inner[-1].lineno} in {inner[-1].name}" if inner else "outside the project"
+    kind = type(f"Crashed{type(exc).__name__}", (Crashed, type(exc)), {})
+    try:
+        crash = kind(f"{type(exc).__name__}: {str(exc)[:300]} (raised at {where})")
+    except TypeError:  # an exception class with a constructor of its own
+        crash = Crashed(f"{type(exc).__name__}: {str(exc)[:300]} (raised at {where})")
+    return crash

@@ -1,0 +1,311 @@
+"""Cost from dated prices: exact dollars per kind, a price change applied per day, unknown models unpriced (NULL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import genai_prices
+import pytest
+from genai_prices import Usage as PriceUsage
+
+from extractors import ids
+from extractors.model import Agent, Loaded, Role, Session, Source, Turn, Usage
+from sinks import prices, warehouse
+from sinks.store import FileKey, NextVersion, Store
+from transforms.normalize import session_tables
+from transforms.schema import USAGE, duckdb_ddl
+
+MTOK = Decimal(1_000_000)
+
+
+def _row(
+    n: int,
+    agent: str,
+    model: str | None,
+    at: str,
+    *,
+    inp: int | None = 0,
+    out: int | None = 0,
+    read: int | None = None,
+    write: int | None = None,
+    reasoning: int | None = None,
+    reported: float | None = None,
+    session: str = "s1",
+) -> dict[str, Any]:
+    return {
+        "usage_id": f"{agent}-{session}-usage-{n}",
+        "session_id": f"{agent}-{session}",
+        "agent": agent,
+        "turn_index": n,
+        "response_id": f"msg_{n}",
+        "model": model,
+        "timestamp": datetime.fromisoformat(at),
+        "input_tokens": inp,
+        "output_tokens": out,
+        "cache_read_tokens": read,
+        "cache_write_tokens": write,
+        "reasoning_tokens": reasoning,
+        "cost_usd": reported,
+    }
+
+
+@pytest.fixture
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    db = duckdb.connect()
+    db.execute(duckdb_ddl(USAGE))
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _load(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    names = USAGE.column_names
+    marks = ", ".join("?" for _ in names)
+    con.executemany(f"INSERT INTO usage ({', '.join(names)}) VALUES ({marks})", [[r[n] for n in names] for r in rows])
+    prices.install(con)
+
+
+def _costs(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    rel = con.sql("SELECT * FROM usage_costs")
+    return {r[0]: dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()}
+
+
+def test_claude_response_costs_exact_dollars_per_kind(con: duckdb.DuckDBPyConnection) -> None:
+    # claude-opus-4-6 before 2026-03-13: $5 input, $25 output, $0.50 cache read, $6.25 cache write per MTok.
+    _load(
+        con, [_row(1, "claude", "claude-opus-4-6", "2026-03-02T09:00:00+00:00", inp=12, out=61, read=18000, write=2048)]
+    )
+    got = _costs(con)["claude-s1-usage-1"]
+    assert (got["price_provider"], got["price_model"]) == ("anthropic", "claude-opus-4-6")
+    assert got["input_cost_usd"] == Decimal("0.000060")
+    assert got["output_cost_usd"] == Decimal("0.001525")
+    assert got["cache_read_cost_usd"] == Decimal("0.009000")
+    assert got["cache_write_cost_usd"] == Decimal("0.012800")
+    assert got["computed_cost_usd"] == Decimal("0.023385")
+    assert got["priced"] is True
+    assert got["price_source"].startswith("genai-prices ") and "anthropic.com" in got["price_source"]
+
+
+def test_price_change_between_two_days_applies_to_each_day(con: duckdb.DuckDBPyConnection) -> None:
+    # genai-prices' claude-opus-4-6 lost its long-context tier on 2026-03-13: a 250k-token prompt paid $10/MTok
+    # input before that day and $5/MTok from it. Same usage, two days, two prices.
+    usage = {"inp": 250_000, "out": 1000}
+    _load(
+        con,
+        [
+            _row(1, "claude", "claude-opus-4-6", "2026-03-12T23:59:59+00:00", **usage),
+            _row(2, "claude", "claude-opus-4-6", "2026-03-13T00:00:00+00:00", **usage),
+        ],
+    )
+    daily = dict(con.execute("SELECT day, computed_cost_usd FROM cost_daily ORDER BY day").fetchall())
+    assert daily == {
+        datetime(2026, 3, 12).date(): Decimal("2.5") + Decimal("0.0375"),  # 250k x $10 + 1k x $37.50
+        datetime(2026, 3, 13).date(): Decimal("1.25") + Decimal("0.025"),  # 250k x $5 + 1k x $25
+    }
+    periods = con.execute(
+        "SELECT price_index, effective_from, effective_to, prompt_tokens_over, input_usd_per_mtok FROM prices "
+        "WHERE model_id = 'claude-opus-4-6' AND provider_id = 'anthropic' ORDER BY ALL"
+    ).fetchall()
+    day = datetime(2026, 3, 13).date()
+    assert periods == [
+        (0, None, day, 0, Decimal(5)),
+        (0, None, day, 200_000, Decimal(10)),
+        (1, day, None, 0, Decimal(5)),
+    ]
+
+
+def test_a_price_table_change_never_rewrites_earlier_days(con: duckdb.DuckDBPyConnection) -> None:
+    # A hand-made model with a price rise on 2026-02-01: January keeps the January price.
+    _load(
+        con,
+        [
+            _row(1, "opencode", "acme-1", "2026-01-31T12:00:00+00:00", inp=1_000_000, out=0),
+            _row(2, "opencode", "acme-1", "2026-02-01T12:00:00+00:00", inp=1_000_000, out=0),
+        ],
+    )
+    con.execute("INSERT INTO price_models VALUES ('opencode', 'acme-1', 'acme', 'acme-1')")
+    base = ("acme", "Acme", "acme-1", None, '{"equals":"acme-1"}')
+    con.executemany(
+        "INSERT INTO prices VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, 0, ?, 8, NULL, NULL, 'hand-made')",
+        [
+            (*base, 0, None, "2026-02-01", "1.00"),
+            (*base, 1, "2026-02-01", None, "2.00"),
+        ],
+    )
+    daily = con.execute("SELECT day, computed_cost_usd FROM cost_daily ORDER BY day").fetchall()
+    assert [(str(d), c) for d, c in daily] == [("2026-01-31", Decimal("1.00")), ("2026-02-01", Decimal("2.00"))]
+
+
+def test_unknown_model_is_unpriced_null_never_zero(con: duckdb.DuckDBPyConnection) -> None:
+    _load(
+        con,
+        [
+            _row(1, "claude", "claude-opus-4-6", "2026-03-02T09:00:00+00:00", inp=10, out=10),
+            _row(2, "claude", "<synthetic>", "2026-03-02T09:01:00+00:00", inp=10, out=10),
+            _row(3, "opencode", "totally-unknown-model-9", "2026-03-02T09:02:00+00:00", inp=10, out=10),
+            _row(4, "codex", None, "2026-03-02T09:03:00+00:00", inp=10, out=10),
+        ],
+    )
+    got = _costs(con)
+    for key in ("claude-s1-usage-2", "opencode-s1-usage-3", "codex-s1-usage-4"):
+        assert got[key]["computed_cost_usd"] is None, key
+        assert got[key]["priced"] is False, key
+    assert got["claude-s1-usage-1"]["priced"] is True
+    claude = con.execute(
+        "SELECT priced, unpriced_responses, computed_cost_usd FROM cost_daily WHERE model = '<synthetic>'"
+    ).fetchone()
+    assert claude == (False, 1, None)
+    summary = prices.unpriced(con)
+    assert (summary.responses, summary.total_responses) == (3, 4)
+    assert summary.share == 0.75
+    assert {(a, m) for a, m, _ in summary.models} == {
+        ("claude", "<synthetic>"),
+        ("opencode", "totally-unknown-model-9"),
+        ("codex", None),
+    }
+
+
+def test_reported_cost_is_kept_beside_the_computed_one(con: duckdb.DuckDBPyConnection) -> None:
+    # OpenCode records its own cost; it is never used as the computed one, nor summed into it.
+    _load(
+        con,
+        [
+            _row(
+                1,
+                "opencode",
+                "claude-sonnet-4-5",
+                "2025-12-29T09:20:00+00:00",
+                inp=900,
+                out=120,
+                read=3000,
+                write=0,
+                reported=0.004,
+            )
+        ],
+    )
+    got = _costs(con)["opencode-s1-usage-1"]
+    assert got["reported_cost_usd"] == 0.004
+    # $3 input, $15 output, $0.30 cache read per MTok
+    assert got["computed_cost_usd"] == Decimal("0.0027") + Decimal("0.0018") + Decimal("0.0009")
+    session = con.execute("SELECT computed_cost_usd, reported_cost_usd, priced FROM session_costs").fetchone()
+    assert session == (Decimal("0.0054"), 0.004, True)
+
+
+def test_reasoning_is_billed_as_output_where_the_source_counts_it_apart(con: duckdb.DuckDBPyConnection) -> None:
+    # Gemini's `output` excludes its `thoughts`; Codex's output_tokens already include reasoning.
+    _load(
+        con,
+        [
+            _row(1, "gemini", "gemini-2.5-pro", "2026-01-16T18:34:10+00:00", inp=1000, out=40, reasoning=60),
+            _row(2, "codex", "gpt-5.4", "2026-05-11T11:26:10+00:00", inp=1000, out=100, reasoning=60),
+        ],
+    )
+    got = _costs(con)
+    assert got["gemini-s1-usage-1"]["billed_output_tokens"] == 100
+    assert got["gemini-s1-usage-1"]["output_cost_usd"] == Decimal("0.001")  # 100 x $10/MTok
+    assert got["codex-s1-usage-2"]["billed_output_tokens"] == 100
+    assert got["codex-s1-usage-2"]["output_cost_usd"] == Decimal("0.0015")  # 100 x $15/MTok
+
+
+def test_cost_daily_in_a_time_zone_groups_by_that_zones_days(con: duckdb.DuckDBPyConnection) -> None:
+    _load(con, [_row(1, "claude", "claude-opus-4-6", "2026-03-02T23:30:00+00:00", inp=0, out=1000)])
+    utc = con.execute("SELECT day FROM cost_daily").fetchall()
+    berlin = con.execute("SELECT day, computed_cost_usd FROM cost_daily_in('Europe/Berlin')").fetchall()
+    assert [str(d) for (d,) in utc] == ["2026-03-02"]
+    assert [(str(d), c) for d, c in berlin] == [("2026-03-03", Decimal("0.025"))]
+
+
+# Responses across providers, price periods (the opus change, DeepSeek's time-of-day prices), tiers (a prompt
+# just under and just over 200k) and kinds without their own price (OpenAI has no cache-write price).
+CROSS_CHECK = [
+    ("claude", "claude-opus-4-6", "2026-03-02T09:00:00+00:00", 12, 61, 18000, 2048),
+    ("claude", "claude-opus-4-6", "2026-03-12T09:00:00+00:00", 150_000, 500, 50_000, 0),
+    ("claude", "claude-opus-4-6", "2026-03-12T09:00:00+00:00", 150_000, 500, 50_001, 0),
+    ("claude", "claude-opus-4-6", "2026-06-01T09:00:00+00:00", 150_000, 500, 60_000, 10),
+    ("claude", "claude-sonnet-4-5", "2025-11-01T09:00:00+00:00", 300_000, 700, 1000, 1000),
+    ("codex", "gpt-5.4", "2026-05-11T11:26:10+00:00", 3000, 300, 6000, 500),
+    ("gemini", "gemini-2.5-pro", "2026-01-16T18:34:10+00:00", 210_000, 40, 4000, 0),
+    ("grok", "grok-code-fast-1", "2026-07-31T10:13:27+00:00", 900, 90, 9000, 0),
+    ("opencode", "deepseek-chat", "2026-04-01T03:00:00+00:00", 1000, 100, 500, 0),
+    ("opencode", "deepseek-chat", "2026-04-01T20:00:00+00:00", 1000, 100, 500, 0),
+]
+
+
+def test_computed_cost_equals_genai_prices_calc_price(con: duckdb.DuckDBPyConnection) -> None:
+    rows = [
+        _row(n, agent, model, at, inp=i, out=o, read=r, write=w)
+        for n, (agent, model, at, i, o, r, w) in enumerate(CROSS_CHECK)
+    ]
+    _load(con, rows)
+    got = _costs(con)
+    for row in rows:
+        expected = genai_prices.calc_price(
+            PriceUsage(
+                input_tokens=row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"],
+                cache_read_tokens=row["cache_read_tokens"],
+                cache_write_tokens=row["cache_write_tokens"],
+                output_tokens=row["output_tokens"],
+            ),
+            row["model"],
+            provider_id=prices.PROVIDER_HINTS[row["agent"]],
+            genai_request_timestamp=row["timestamp"].astimezone(UTC),
+        )
+        assert got[row["usage_id"]]["computed_cost_usd"] == expected.total_price, row
+
+
+def _publish(data: Path, sessions: list[Session]) -> None:
+    store = Store(data)
+    version = NextVersion(store, "t")
+    for session in sessions:
+        agent = session.agent
+        tables = session_tables([Loaded(Source(agent, f"/x/{session.native_id}", 1, 1), session)], {agent: "1"})
+        version.buckets[agent.value] = 1
+        for name, table in tables.items():
+            if name in ("sessions", "turns", "usage", "tool_calls", "session_links", "record_kinds"):
+                version.put(FileKey(name, agent.value, 0), table)
+    version.publish()
+
+
+def _session(agent: Agent, native: str, model: str) -> Session:
+    at = datetime(2026, 5, 11, 11, 26, tzinfo=UTC)
+    return Session(
+        agent,
+        ids.session_id(agent, native),
+        native,
+        at,
+        turns=(Turn(0, Role.USER, "q", at), Turn(1, Role.ASSISTANT, "a", at, model)),
+        usage=(Usage(1, model, 3000, 300, 6000, timestamp=at),),
+    )
+
+
+def test_an_incremental_load_prices_a_model_it_brings_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The warehouse's incremental path (_apply) re-installs prices and price_models: a model first seen in
+    # this run is priced, and the earlier sessions' costs are unchanged.
+    data = tmp_path / "data"
+    data.mkdir()
+    _publish(data, [_session(Agent.CLAUDE, "c1", "claude-opus-4-6")])
+    warehouse.refresh(data, Store(data), "r1", previous_version=0, replaced=None)
+    codex = _session(Agent.CODEX, "x1", "gpt-5.4")
+    _publish(data, [codex])
+
+    def no_rebuild(*args: object) -> None:
+        raise AssertionError("the second load must take the incremental path")
+
+    monkeypatch.setattr(warehouse, "_build", no_rebuild)
+    warehouse.refresh(data, Store(data), "r2", previous_version=1, replaced={"codex": {codex.session_id}})
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT value FROM transcripts_meta WHERE key = 'parquet_version'").fetchone() == ("2",)
+        rows = con.execute("SELECT agent, model, computed_cost_usd, priced FROM cost_daily ORDER BY agent").fetchall()
+    finally:
+        con.close()
+    assert rows == [
+        ("claude", "claude-opus-4-6", Decimal("0.0150") + Decimal("0.0075") + Decimal("0.0030"), True),
+        ("codex", "gpt-5.4", Decimal("0.0075") + Decimal("0.0045") + Decimal("0.0015"), True),
+    ]

@@ -1,0 +1,59 @@
+"""The nightly path of a corpus larger than one batch: the real Prefect flow, several batches on a worker pool."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from flows import etl
+from flows.etl import etl_flow, run_etl
+from flows.settings import load_settings
+from tests.corpus import mixed_home
+from tests.test_pipeline import snapshot
+
+
+def _config(path: Path, *, batch_files: int, workers: int) -> Path:
+    path.write_text(f"[run]\nbatch_files = {batch_files}\nworkers = {workers}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_flow_over_several_batches_on_two_workers_gives_the_one_batch_corpus(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = mixed_home(tmp_path / "home")
+    sources = ["claude", "codex", "grok"]
+    env = {"HOME": str(home)}
+
+    one = load_settings(
+        home=home, data_dir=tmp_path / "one", sources=sources, env=env, lock_wait=5,
+        config=_config(tmp_path / "one.toml", batch_files=400, workers=1),
+    )  # fmt: skip
+    single = run_etl(one, as_tasks=False)
+
+    submitted: list[object] = []
+    real_submit = etl.extract_batch.submit
+
+    def counting_submit(*args: object, **kwargs: object) -> object:
+        submitted.append(args[2])  # the batch number
+        return real_submit(*args, **kwargs)
+
+    monkeypatch.setattr(etl.extract_batch, "submit", counting_submit)
+    options = {
+        "home": home, "data_dir": tmp_path / "many", "sources": sources, "env": env, "lock_wait": 5,
+        "config": _config(tmp_path / "many.toml", batch_files=1, workers=2),
+    }  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="transcripts.etl"):
+        several = etl_flow(options)
+
+    found = sum(single.plan_counts[a]["new"] for a in sources)
+    assert found >= 5, single.plan_counts
+    assert submitted == list(range(found)), "every batch went to the worker pool as a Prefect task"
+    batches = [m for r in caplog.records if (m := r.getMessage()).startswith(f"event=batch run={several.run_id} ")]
+    assert len(batches) == found, batches
+    assert several.flow_run_id, "it ran as a Prefect flow"
+    assert several.committed.sessions_loaded == single.committed.sessions_loaded > 0
+    assert several.committed.sessions_rejected == single.committed.sessions_rejected
+    assert snapshot(tmp_path / "many") == snapshot(tmp_path / "one"), "the same corpus, table by table"

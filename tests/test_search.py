@@ -1,0 +1,239 @@
+"""`transcripts search`: BM25 over turns, offline, with filters, highlighted snippets and stable JSON."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from sinks import search
+from tests.corpus import S1, S2, claude_exchange, small_home, write_session
+from tests.test_pipeline import run, settings_for
+from tests.test_warehouse_views import PARENT, load_sample
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = tmp_path_factory.mktemp("search") / "data"
+    load_sample(data, "UTC")
+    return data
+
+
+def hits(data: Path, *args: str) -> list[dict[str, object]]:
+    result = runner.invoke(app, ["search", *args, "--json", "--data-dir", str(data)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    parsed: list[dict[str, object]] = json.loads(result.stdout)
+    return parsed
+
+
+def test_the_extension_loads_from_the_wheel_with_autoinstall_off() -> None:
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    search.load_extension(con)
+    assert con.execute("SELECT stem('passwords', 'porter')").fetchone() == ("password",)
+    assert search.extension_path().is_file()
+
+
+def test_stemmed_words_rank_the_prompt_that_has_them_all_first(data: Path) -> None:
+    found = hits(data, "empty password")
+    assert [h["turn_id"] for h in found] == [f"{PARENT}-1", f"{PARENT}-6"]
+    first = found[0]
+    assert first["agent"] == "claude" and first["role"] == "user" and first["project"] == "webapp"
+    assert first["timestamp"] == "2026-03-02T09:00:01+00:00"
+    assert first["snippet"] == "The login form accepts empty passwords. Find out why and fix it."
+    snippet = str(first["snippet"])
+    assert [snippet[a:b] for a, b in first["highlights"]] == ["empty", "passwords"]  # type: ignore[attr-defined]
+    assert float(first["score"]) > float(found[1]["score"])  # type: ignore[arg-type]
+    assert list(first) == [
+        "rank",
+        "score",
+        "agent",
+        "role",
+        "timestamp",
+        "project",
+        "cwd",
+        "title",
+        "session_id",
+        "turn_id",
+        "snippet",
+        "highlights",
+    ]
+
+
+def test_filters_by_role_agent_and_day(data: Path) -> None:
+    assert [h["turn_id"] for h in hits(data, "empty password", "--role", "assistant")] == [f"{PARENT}-6"]
+    assert hits(data, "empty password", "--agent", "codex") == []
+    codex = "codex-019e1695-0522-7c83-8b39-0dd379793f81"
+    everywhere = [h["turn_id"] for h in hits(data, "test")]
+    assert everywhere == [f"{PARENT}-agent-a7c41d2-1", f"{codex}-4", f"{codex}-9", f"{PARENT}-6"]
+    assert [h["turn_id"] for h in hits(data, "test", "--since", "2026-05-01")] == [f"{codex}-4", f"{codex}-9"]
+    assert [h["turn_id"] for h in hits(data, "test", "--agent", "claude")] == [
+        f"{PARENT}-agent-a7c41d2-1",
+        f"{PARENT}-6",
+    ]
+    assert hits(data, "test", "--since", "2026-12-01") == []
+    assert len(hits(data, "the form", "--limit", "1")) == 1
+
+
+def test_stop_words_alone_match_nothing_and_say_so(data: Path) -> None:
+    result = runner.invoke(app, ["search", "the", "--data-dir", str(data)], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert "No turns match 'the'." in result.output
+
+
+def test_the_terminal_output_names_agent_time_project_and_the_zone(data: Path) -> None:
+    result = runner.invoke(
+        app, ["search", "passwords", "--timezone", "Asia/Tokyo", "--data-dir", str(data)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "times in Asia/Tokyo (--timezone)" in out
+    assert "claude · 2026-03-02 18:00 · webapp · user" in out  # 09:00 UTC is 18:00 in Tokyo
+    assert "The login form accepts empty passwords." in out
+
+
+def test_bad_arguments_and_a_missing_warehouse_exit_2_with_one_line(data: Path, tmp_path: Path) -> None:
+    for args in (
+        ["search", "x", "--agent", "cursor", "--data-dir", str(data)],
+        ["search", "x", "--data-dir", str(tmp_path / "none")],
+        ["search", "x", "--timezone", "Nowhere/Town", "--data-dir", str(data)],
+        ["search", "x", "--since", "yesterday", "--data-dir", str(data)],
+    ):
+        result = runner.invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output
+    result = runner.invoke(app, ["search", "x", "--data-dir", str(tmp_path / "none")])
+    assert result.output.strip().startswith("error: no warehouse in")
+
+
+def test_a_warehouse_without_an_index_says_what_to_run(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    target = load_sample(data, "UTC")
+    con = duckdb.connect(str(target))
+    search.load_extension(con)
+    con.execute("PRAGMA drop_fts_index('turns')")
+    con.close()
+    result = runner.invoke(app, ["search", "x", "--data-dir", str(data)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "no search index yet: run `transcripts run`" in result.output
+
+
+def test_match_bm25_works_from_transcripts_sql(data: Path) -> None:
+    sql = (
+        "SELECT turn_id FROM (SELECT turn_id, fts_main_turns.match_bm25(turn_id, 'router') AS score FROM turns) "
+        "WHERE score IS NOT NULL ORDER BY score DESC"
+    )
+    result = runner.invoke(app, ["sql", "--csv", sql, "--data-dir", str(data)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "turn_id"
+    assert len(result.stdout.splitlines()) == 2
+
+
+def test_a_snippet_of_a_long_turn_is_cut_around_the_first_match_with_ellipses() -> None:
+    text = ("lorem ipsum " * 40) + "the needle\n\n  is here " + ("dolor sit " * 40)
+    snippet, spans = search._snippet(text, [(text.index("needle"), text.index("needle") + 6)])
+    assert snippet.startswith("…") and snippet.endswith("…")
+    assert [snippet[a:b] for a, b in spans] == ["needle"]
+    assert "needle is here" in snippet  # whitespace collapsed
+    assert len(snippet) <= search.SNIPPET_CHARS + 42
+
+
+WORDS = ["login", "logins", "form", "Forms", "the", "and", "café", "naïve", "tests", "testing", "42", "x-ray", "CI"]
+
+
+def _texts(rng: random.Random, n: int) -> list[str]:
+    return [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) + rng.choice(["", ".", " !?", "\n"])
+        for _ in range(n)
+    ]
+
+
+def _turns(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str]]) -> None:
+    con.execute("CREATE TABLE IF NOT EXISTS turns (turn_id VARCHAR, session_id VARCHAR, text VARCHAR)")
+    con.execute("DELETE FROM turns")
+    if rows:
+        con.executemany("INSERT INTO turns VALUES (?, ?, ?)", rows)
+
+
+def _index_contents(con: duckdb.DuckDBPyConnection) -> tuple[object, ...]:
+    """What BM25 scores depend on, independent of the internal ids."""
+    s = search.INDEX_SCHEMA
+    docs = con.execute(f"SELECT name, len FROM {s}.docs ORDER BY name").fetchall()
+    df = con.execute(f"SELECT term, df FROM {s}.dict WHERE df > 0 ORDER BY term").fetchall()
+    postings = con.execute(
+        f"SELECT d.name, t.term, count(*) FROM {s}.terms x JOIN {s}.docs d USING (docid) "
+        f"JOIN {s}.dict t USING (termid) GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    stats = con.execute(f"SELECT num_docs, round(avgdl, 9) FROM {s}.stats").fetchall()
+    return docs, df, postings, stats
+
+
+def _scores(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[str, float]]:
+    return [
+        (name, round(score, 9))
+        for name, score in con.execute(
+            f"SELECT turn_id, {search.INDEX_SCHEMA}.match_bm25(turn_id, ?) AS s FROM turns "
+            "WHERE s IS NOT NULL ORDER BY turn_id",
+            [query],
+        ).fetchall()
+    ]
+
+
+def _rebuilt(rows: list[tuple[str, str, str]]) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    _turns(con, rows)
+    search.create_index(con)  # the extension's own full build
+    return con
+
+
+def test_the_incremental_index_equals_the_extensions_full_build() -> None:
+    rng = random.Random(7)
+    rows = [(f"s{s}-{i}", f"s{s}", text) for s in range(6) for i, text in enumerate(_texts(rng, 8))]
+    ours = duckdb.connect()
+    _turns(ours, [])
+    search.create_index(ours)
+    _turns(ours, rows)
+    search.update_index(ours, "SELECT DISTINCT session_id FROM turns")
+    queries = ["login form", "tests", "cafe", "naive testing", "the", "x ray ci", "forms logins"]
+    theirs = _rebuilt(rows)
+    assert _index_contents(ours) == _index_contents(theirs)
+    for q in queries:
+        assert _scores(ours, q) == _scores(theirs, q), q
+
+    # s1 grows and changes, s2 goes, s9 is new: re-index just those three sessions.
+    rows = [r for r in rows if r[1] not in {"s1", "s2"}]
+    rows += [(f"s1-{i}", "s1", text) for i, text in enumerate(_texts(rng, 11))]
+    rows += [(f"s9-{i}", "s9", text) for i, text in enumerate(_texts(rng, 3))]
+    _turns(ours, rows)
+    search.update_index(ours, "SELECT unnest(['s1', 's2', 's9'])")
+    theirs = _rebuilt(rows)
+    assert _index_contents(ours) == _index_contents(theirs)
+    for q in queries:
+        assert _scores(ours, q) == _scores(theirs, q), q
+    assert _scores(ours, "login")  # the comparison is not between two empty indexes
+
+
+def test_after_incremental_runs_the_warehouse_index_equals_a_rebuild(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30, text="refactor the router"), append=True)
+    write_session(home, S2, claude_exchange(S2, 1, text="replaced wholly"))  # rewritten: turns replaced
+    run(settings_for(home, data))
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    search.load_extension(con)
+    try:
+        ours = _index_contents(con)
+        rows = con.execute("SELECT turn_id, session_id, text FROM turns").fetchall()
+        found = _scores(con, "router replaced")
+    finally:
+        con.close()
+    theirs = _rebuilt(rows)
+    assert ours == _index_contents(theirs)
+    assert found == _scores(theirs, "router replaced") and len(found) == 3

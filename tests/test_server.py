@@ -1,0 +1,95 @@
+"""The managed Prefect server: one per machine, started once, reused, replaced when dead, stopped on request."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from flows import server
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A state directory of its own; whatever a test leaves running there is stopped, whatever happens."""
+    base = tmp_path_factory.mktemp("state")
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
+    try:
+        yield base
+    finally:
+        server.stop(folder)
+
+
+def _cli(base: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["TRANSCRIPTS_STATE_DIR"] = str(base)
+    env["PREFECT_HOME"] = str(base / "no-profile")  # no user profile with an API URL
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", "server", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_one_server_for_concurrent_starts_reused_replaced_when_dead_and_stopped(state: Path) -> None:
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(state)})
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: server.start(folder), range(2))
+    assert first == second, "two commands starting at once start one server"
+    assert first.url.startswith("http://127.0.0.1:") and server.healthy(first.url)
+    assert (folder / "home").is_dir(), "its own Prefect home under the state directory"
+    proc = _cli(state, "status")
+    assert proc.returncode == 0, proc.stderr
+    assert f"UI  {first.ui}" in proc.stdout and f"pid {first.pid}" in proc.stdout
+    assert first.pid is not None
+    os.killpg(first.pid, signal.SIGKILL)  # a dead server, state file left behind
+    deadline = time.monotonic() + 30
+    while server.healthy(first.url) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _cli(state, "status").returncode == 1
+    replaced = server.start(folder)
+    assert replaced.pid != first.pid and server.healthy(replaced.url)
+    proc = _cli(state, "stop")
+    assert proc.returncode == 0 and f"pid {replaced.pid}" in proc.stdout
+    assert not server.healthy(replaced.url) and server.read_state(folder) is None
+    proc = _cli(state, "status")
+    assert proc.returncode == 1 and "not running" in proc.stdout
+
+
+def test_a_configured_api_comes_from_the_environment_or_the_active_profile(tmp_path: Path) -> None:
+    assert server.configured({"PREFECT_API_URL": "http://h:1/api", "HOME": str(tmp_path)}) == server.Api(
+        "http://h:1/api", "PREFECT_API_URL"
+    )
+    (tmp_path / "profiles.toml").write_text(
+        'active = "work"\n[profiles.work]\nPREFECT_API_URL = "http://127.0.0.1:4200/api"\n[profiles.other]\n'
+    )
+    env = {"PREFECT_HOME": str(tmp_path)}
+    assert server.configured(env) == server.Api("http://127.0.0.1:4200/api", "Prefect profile 'work'")
+    assert server.configured({**env, "PREFECT_PROFILE": "other"}) is None
+    assert server.configured({"PREFECT_HOME": str(tmp_path / "none")}) is None
+
+
+def test_the_health_check_of_a_silent_port_is_bounded() -> None:
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    try:
+        start = time.monotonic()
+        assert not server.healthy(f"http://127.0.0.1:{silent.getsockname()[1]}/api", timeout=1)
+        assert time.monotonic() - start < 5
+    finally:
+        silent.close()
