@@ -1,7 +1,7 @@
 """One benchmark phase in its own process: run the ETL once and print what it measured as one JSON line.
 
     python bench/phase.py --home HOME --data DATA --sources claude[,codex,...] [--full] [--prefect]
-                          [--dask local|ADDRESS] [--profile FILE.prof] [--stages]
+                          [--dask local|ADDRESS] [--profile FILE.prof] [--stages] [--no-redact]
 
 `bench/run.py` starts this once per phase, so that each phase's peak RSS is its own (the parent reads it with
 `os.wait4`). Without `--prefect` the pipeline runs as plain functions (`run_etl(..., as_tasks=False)`: no Prefect
@@ -38,6 +38,7 @@ STAGES = (
     ("flows.batch", "_hash", "  content hash of each source"),
     ("flows.batch", "read_source", "  read sources (extractors)"),
     ("flows.batch", "session_tables", "  sessions -> Arrow tables"),
+    ("transforms.redact", "Redactor.redact", "    redaction of every text (part of the above)"),
     ("sinks.staging", "write_scratch", "  write staged files"),
     ("sinks.commit", "commit_run", "commit (all of the below; steps on merge threads are summed over threads)"),
     ("sinks.commit", "read_scratch", "  read staged files back"),
@@ -113,13 +114,20 @@ def _maxrss_mib(who: int) -> float:
 
 
 def run_phase(
-    home: Path, data: Path, sources: list[str], *, full: bool, prefect: bool, dask: str | None = None
+    home: Path,
+    data: Path,
+    sources: list[str],
+    *,
+    full: bool,
+    prefect: bool,
+    dask: str | None = None,
+    redact: bool = True,
 ) -> dict[str, Any]:
     from flows.etl import etl_flow, run_etl
     from flows.settings import load_settings
 
     imported = time.monotonic()
-    options: dict[str, Any] = {"home": home, "data_dir": data, "sources": sources}
+    options: dict[str, Any] = {"home": home, "data_dir": data, "sources": sources, "redact": redact}
     if dask is not None:
         options["dask"] = dask  # the extraction tasks on a Dask cluster: only through the flow
     # The real flow (Prefect's temporary API server, tasks), or plain functions with no Prefect API.
@@ -151,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dask", help="extract on a Dask cluster (`local` or a scheduler address); implies --prefect")
     parser.add_argument("--profile", type=Path, help="write cProfile stats of the run to this file")
     parser.add_argument("--stages", action="store_true", help="time the steps of the run (wall clock)")
+    parser.add_argument("--no-redact", action="store_true", help="store text raw (run --no-redact)")
     args = parser.parse_args(argv)
     sources = [s for s in args.sources.split(",") if s]
     stages = time_stages() if args.stages else None
@@ -160,7 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     if profiler is not None:
         profiler.enable()
     result = run_phase(
-        args.home, args.data, sources, full=args.full, prefect=args.prefect or args.dask is not None, dask=args.dask
+        args.home,
+        args.data,
+        sources,
+        full=args.full,
+        prefect=args.prefect or args.dask is not None,
+        dask=args.dask,
+        redact=not args.no_redact,
     )
     if profiler is not None:
         profiler.disable()

@@ -6,6 +6,7 @@
     uv run python bench/run.py --mb 20 --shape small         # thousands of small sessions in one project folder
     uv run python bench/run.py --mb 500 --shape big          # one Claude session of 500 MB (peak RSS)
     uv run python bench/run.py --mb 200 --dask local         # also the phases on a LocalCluster, through the flow
+    uv run python bench/run.py --mb 50 --repeat 3 --compare-redaction  # also a full load without redaction
 
 Each phase runs in its own process (`bench/phase.py`), so its peak RSS is its own (read with `os.wait4`, which
 reports the largest resident set of the process and of its reaped children). Printed per phase: wall seconds of the
@@ -163,9 +164,12 @@ def run_phase(
     profile: Path | None = None,
     stages: bool = False,
     dask: str | None = None,
+    redact: bool = True,
 ) -> Phase:
     cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
     cmd += ["--sources", ",".join(sources)]
+    if not redact:
+        cmd.append("--no-redact")
     if prefect:
         cmd.append("--prefect")
     if dask is not None:
@@ -417,6 +421,40 @@ def print_stages(phase: Phase) -> None:
         print(f"{seconds:7.2f} s {100 * seconds / whole:5.1f} %  {label} ({int(calls)} calls)")
 
 
+def hostile_texts() -> list[str]:
+    """Long runs of near-matches of the redaction rules (tests/test_redact.py has the same kinds)."""
+    return [
+        "key=" * 50_000,
+        "api_key = " + "a1" * 100_000,
+        "://" + "u:" * 100_000 + "@" * 10,
+        "-----BEGIN RSA PRIVATE KEY-----" + "A" * 500_000,
+        "eyJ" + "a" * 200_000 + ".eyJ" + "b" * 200_000 + ".",
+        "xoxb-" + "1" * 500_000,
+        ("AKIA" + "A" * 15 + " ") * 20_000,
+        "M" + "a" * 24 + "." * 500_000,
+        "Authorization: Bearer " + "=" * 500_000,
+        ("token" + " " * 19 + ":" + "'" * 5) * 20_000,
+        ("password = 'x1" + "a" * 140 + "' ") * 5_000,
+    ]
+
+
+def time_hostile() -> dict[str, float]:
+    """Redaction time of the hostile texts: RE2 keeps it linear; this is the bound the tests do not assert."""
+    from transforms.redact import Redactor, ruleset
+
+    ruleset().compile_all()
+    redactor = Redactor(bytes(32))
+    worst, total_mb, total_s = float("inf"), 0.0, 0.0
+    for text in hostile_texts():
+        started = time.perf_counter()
+        redactor.redact(text)
+        seconds = time.perf_counter() - started
+        mb = len(text.encode()) / MB
+        total_mb, total_s, worst = total_mb + mb, total_s + seconds, min(worst, mb / seconds)
+    print(f"redaction of hostile texts: {total_mb:.1f} MB in {total_s:.2f} s; slowest kind {worst:.1f} MB/s")
+    return {"mb": round(total_mb, 2), "seconds": round(total_s, 3), "slowest_mbps": round(worst, 2)}
+
+
 def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
     env = child_env(work)
     home = args.corpus or work / "home"
@@ -446,6 +484,13 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
             phases[-1].note = note
         finally:
             restore(path, size, mtime_ns)
+        if args.compare_redaction:  # the same full load, text stored raw: what redaction costs
+            shutil.rmtree(data, ignore_errors=True)
+            raw = run_phase(
+                "full load", home, data, sources, env, prefect=args.prefect, corpus_mb=corpus_mb, redact=False
+            )
+            raw.name, raw.note = "full load raw", "--no-redact"
+            phases.append(raw)
         runs.append(phases)
     # Best of the repetitions per phase (other work on the machine only ever adds time); RSS: the largest seen.
     phases = [min((run[i] for run in runs), key=lambda p: p.pipeline_seconds) for i in range(len(runs[0]))]
@@ -460,6 +505,14 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
     if args.repeat > 1:
         for i, phase in enumerate(phases):
             print(f"  {phase.name}: " + ", ".join(f"{run[i].pipeline_seconds:.2f}" for run in runs))
+    if args.compare_redaction:
+        redacted, raw = phases[0], phases[-1]
+        extra = 100 * (redacted.pipeline_seconds / raw.pipeline_seconds - 1) if raw.pipeline_seconds else 0.0
+        print(
+            f"redaction: full load {redacted.pipeline_seconds:.2f} s ({corpus_mb / redacted.pipeline_seconds:.1f} MB/s)"
+            f" vs raw {raw.pipeline_seconds:.2f} s ({corpus_mb / raw.pipeline_seconds:.1f} MB/s): {extra:+.1f} %"
+        )
+    hostile = time_hostile() if args.compare_redaction else None
     busy = max(p.load_before for run in runs for p in run)
     if busy > 0.5:
         print(f"note: the machine was busy (1-min load average up to {busy:.1f} at a phase start): timings inflated")
@@ -474,6 +527,8 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         "runs": [[asdict(p) for p in run] for run in runs],
         "targets": checks,
     }
+    if hostile is not None:
+        results["redaction_hostile"] = hostile
     if args.prefect:
         results["prefect_note"] = (
             "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
@@ -622,6 +677,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=1, help="run the phases N times; report the best of each")
     parser.add_argument("--stages", action="store_true", help="also time the steps of a full load (wall clock)")
+    parser.add_argument(
+        "--compare-redaction", action="store_true", help="also a full load with --no-redact: what redaction costs"
+    )
     parser.add_argument("--profile", action="store_true", help="also cProfile a full load (bench/out/full-load.prof)")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/out/results.json or results-scale.json)")
     args = parser.parse_args(argv)

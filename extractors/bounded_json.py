@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,7 +336,8 @@ def iter_json_file(path: str | Path, limits: Limits, *, chunk_bytes: int = CHUNK
     """Stream the elements of a JSON file (see `iter_json_elements`), within `max_source_bytes`.
 
     Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8 | bad_shape |
-    truncated_tail) and DeferError(changed_during_read) when the file moved while it was read.
+    truncated_tail) and DeferError(changed_during_read) when the file moved while it was read, or
+    DeferError(write_in_progress) when it ends early and changed within `settle_seconds` (being downloaded).
     """
     before = check_source_size(path, limits)
     try:
@@ -346,7 +348,16 @@ def iter_json_file(path: str | Path, limits: Limits, *, chunk_bytes: int = CHUNK
         st = os.fstat(handle.fileno())
         if (st.st_size, st.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
             raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed between discovery and open")
-        yield from iter_json_elements(handle, limits, chunk_bytes=chunk_bytes)
+        try:
+            yield from iter_json_elements(handle, limits, chunk_bytes=chunk_bytes)
+        except RejectError as exc:
+            # An export cut short that changed within the settle time is still being written (a download in
+            # progress): read again next run, as a JSONL file's partial last line is. Older, it is truncated_tail.
+            if exc.code is RejectCode.TRUNCATED_TAIL and time.time() - before.st_mtime < limits.settle_seconds:
+                raise DeferError(
+                    DeferCode.WRITE_IN_PROGRESS, f"the document ends early and changed recently: {exc.detail}"
+                ) from exc
+            raise
         st = os.fstat(handle.fileno())
         if (st.st_size, st.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
             raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")

@@ -22,6 +22,7 @@ from sinks.results import BatchResult, Previous, SourceResult
 from sinks.staging import SOURCE_COLUMN, stage_tables
 from sinks.store import Store
 from transforms.normalize import kept_turns, reject_row, session_tables
+from transforms.redact import Redactor
 
 FLUSH_BYTES = 24 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
 
@@ -82,13 +83,15 @@ def read_batch(
     parser_versions: Mapping[Agent, str],
     previous: Mapping[str, Previous],
     buckets: Mapping[str, int],
+    redactor: Redactor,
     *,
     flush_bytes: int = FLUSH_BYTES,
 ) -> BatchResult:
     """Read every source of the batch and stage its sessions' rows under `data/staging/<run id>/`.
 
     Sessions are normalised and staged every `flush_bytes` of text, so a batch (or one export holding thousands of
-    conversations) never holds more than that in memory. `buckets` is the bucket count of each agent partition.
+    conversations) never holds more than that in memory. `buckets` is the bucket count of each agent partition;
+    `redactor` turns the secrets of every stored text into markers before anything is written (raw: `Redactor(None)`).
     """
     failpoints.reach("batch")
     batch = BatchResult(batch_no, [], {})
@@ -98,7 +101,7 @@ def read_batch(
     def flush() -> None:
         nonlocal pending, held
         if pending:
-            tables = session_tables(pending, parser_versions, source_column=SOURCE_COLUMN)
+            tables = session_tables(pending, parser_versions, redactor, source_column=SOURCE_COLUMN)
             batch.turns += tables["turns"].num_rows
             batch.flushes += 1
             for key, pieces in stage_tables(store, run_id, batch_no, batch.flushes, tables, buckets).items():

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from flows.settings import Settings
     from sinks.manifest import Plan
 
+NoRedact = Annotated[
+    bool, typer.Option("--no-redact", help="Store text as it is: secrets are not redacted (re-derives the corpus).")
+]
 Sources = Annotated[
     list[str] | None,
     typer.Option(
@@ -94,10 +97,11 @@ def run(
     dask: Annotated[
         str | None, typer.Option("--dask", help="Read on a Dask cluster: a scheduler ADDRESS, or 'local'.")
     ] = None,
+    no_redact: NoRedact = False,
     config: Config = None,
 ) -> None:
     """Discover new and changed sessions and load them into the corpus."""
-    _run(source, home, root, data_dir, full, dry_run, sample, wait, as_json, config, dask)
+    _run(source, home, root, data_dir, full, dry_run, sample, wait, as_json, config, dask, no_redact)
 
 
 @reported("run")
@@ -113,6 +117,7 @@ def _run(
     as_json: bool,
     config: Path | None,
     dask: str | None = None,
+    no_redact: bool = False,
 ) -> None:
     from extractors.registry import extractor
     from flows import pipeline
@@ -130,6 +135,7 @@ def _run(
         "config": config,
         "lock_wait": wait,
         "dask": dask,
+        "redact": False if no_redact else None,
     }
     settings = load_settings(**options)
     check_paths(settings)
@@ -327,6 +333,7 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
                 "bytes_read": c.bytes_read if c else 0,
                 "counts_by_agent": c.counts_by_agent if c else {},
                 "flow_run_id": report.flow_run_id,
+                "redacted": report.redacted,
             }
         )
         return
@@ -343,6 +350,8 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
             say.line(f"  {agent}: {parts}")
         if c.new_rejections:
             say.line(f"[yellow]{count(c.new_rejections, 'new rejection')}: see `transcripts status`[/yellow]")
+        if not report.redacted:
+            say.line("[yellow]unredacted: this run stored text as it is (--no-redact); secrets were kept[/yellow]")
     say.line(_where(settings))
 
 
@@ -359,10 +368,11 @@ def backfill(
     data_dir: DataDir = None,
     wait: Wait = None,
     as_json: Json = False,
+    no_redact: NoRedact = False,
     config: Config = None,
 ) -> None:
     """Load an explicitly given source, such as a ChatGPT export (.zip or conversations.json)."""
-    _backfill(target, write, fmt, full, data_dir, wait, as_json, config)
+    _backfill(target, write, fmt, full, data_dir, wait, as_json, config, no_redact)
 
 
 @reported("backfill")
@@ -375,6 +385,7 @@ def _backfill(
     wait: float | None,
     as_json: bool,
     config: Path | None,
+    no_redact: bool = False,
 ) -> None:
     from extractors.registry import detect_format, parse_agent
     from flows import pipeline
@@ -398,7 +409,8 @@ def _backfill(
     if len(agents) != 1:
         raise UsageError("these paths are of different formats; give one format at a time (--format).")
     agent = agents.pop()
-    settings = load_settings(data_dir=data_dir, config=config, lock_wait=wait)
+    redact = False if no_redact else None
+    settings = load_settings(data_dir=data_dir, config=config, lock_wait=wait, redact=redact)
     check_data_dir(settings)
     try:
         found = pipeline.explicit_sources(agent, [Path(p) for p in paths])
@@ -449,7 +461,7 @@ def _backfill(
             from flows import etl
 
             report = etl.backfill_flow(
-                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait},
+                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait, "redact": redact},
                 agent.value,
                 [s.path for s in found.sources],
                 full=full,

@@ -134,10 +134,37 @@ def _print(st: Status, *, utc: bool, rejections: bool) -> None:
         say("Benign (not errors): " + ", ".join(f"{k} {v}" for k, v in sorted(benign.items())), highlight=False)
     if (by_code or benign) and not rejections:
         say("  `transcripts status --rejections` lists every one with its source.", highlight=False)
+    for line in _audit_lines(st.audit):
+        say(line, soft_wrap=True, highlight=False)
     if rejections and st.rejects is not None:
         _print_rejects(st)
     zone = "UTC" if utc else "local time (--utc for UTC)"
     say(f"Times in {zone}.", highlight=False)
+
+
+def _audit_lines(audit: dict[str, Any]) -> list[str]:
+    """Reader bugs, secrets redacted, text stored raw and unpriced usage, as of the last load."""
+    lines = []
+    if audit.get("reader_bugs"):
+        lines.append(
+            f"Reader bugs: {count(audit['reader_bugs'], 'source')} rejected as `unexpected ...` (a bug to report)"
+        )
+    redaction = audit.get("redaction")
+    if redaction:
+        per_rule: dict[str, int] = {}
+        for r in redaction.get("redacted", []):
+            per_rule[r["rule"]] = per_rule.get(r["rule"], 0) + int(r["count"])
+        top = ", ".join(f"{rule} {n}" for rule, n in sorted(per_rule.items(), key=lambda x: (-x[1], x[0]))[:4])
+        lines.append(f"Secrets redacted: {sum(per_rule.values())}" + (f" ({top})" if top else ""))
+        raw = sum(v.get("unredacted", 0) for v in redaction.get("sessions", {}).values())
+        if raw:
+            lines.append(f"Unredacted: {count(raw, 'session')} hold text stored as it is (--no-redact)")
+    unpriced = audit.get("unpriced")
+    if unpriced and unpriced.get("responses"):
+        lines.append(
+            f"Unpriced usage: {unpriced['responses']} of {unpriced['total_responses']} responses (unknown model)"
+        )
+    return lines
 
 
 def _print_rejects(st: Status) -> None:

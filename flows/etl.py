@@ -28,6 +28,7 @@ from sinks.lock import writer_lock
 from sinks.manifest import Plan
 from sinks.results import BatchResult, Previous
 from sinks.store import Store
+from transforms.redact import Redactor
 
 log = logging.getLogger("transcripts.etl")
 
@@ -49,9 +50,10 @@ def extract_batch(
     versions: dict[Agent, str],
     previous: dict[str, Previous],
     buckets: dict[str, int],
+    redactor: Redactor,
 ) -> BatchResult:
     """Read a batch of sources and stage their rows (in a worker process when the run has a pool)."""
-    args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous, buckets)
+    args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous, buckets, redactor)
     if _pool is not None:
         return _pool.submit(read_batch, *args).result()
     return read_batch(*args)
@@ -65,9 +67,10 @@ def commit(
     results: list[BatchResult],
     row: dict[str, Any],
     buckets: dict[str, int],
+    versions: dict[Agent, str],
 ) -> Committed:
     """Merge the staged rows into the next Parquet version and swap it in."""
-    return pipeline.commit(Store(data_dir), run_id, plan, results, row, buckets)
+    return pipeline.commit(Store(data_dir), run_id, plan, results, row, buckets, versions)
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
@@ -127,12 +130,13 @@ def run_etl(
                 sum(s.size for s in plan.to_read),
             )
             total = sum(s.size for s in plan.to_read)
-            versions = pipeline.parser_versions()
+            versions = pipeline.parser_versions(settings.redact)
+            redactor = pipeline.redactor(settings)
             work = list(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files))
             buckets = plan.bucket_layout(store.layout())
             results: list[BatchResult] = []
             done = 0
-            extracted = _extract(settings, run_id, plan, work, versions, buckets, as_tasks=as_tasks)
+            extracted = _extract(settings, run_id, plan, work, versions, buckets, redactor, as_tasks=as_tasks)
             for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
                 results.append(last)
                 failpoints.reach("extract")
@@ -149,7 +153,7 @@ def run_etl(
                 done += sum(s.size for s in batch)
                 if progress_hook is not None:
                     progress_hook(done, total)
-            committed = commit_step(settings.data_dir, run_id, plan, results, row, buckets)
+            committed = commit_step(settings.data_dir, run_id, plan, results, row, buckets, versions)
             replaced = committed.replaced if previous_version else None
             load_step(settings.data_dir, run_id, previous_version, replaced, settings.timezone)
             record.counts = pipeline.ledger_counts(row)
@@ -174,6 +178,7 @@ def run_etl(
         committed=committed,
         seconds=pipeline.elapsed_since(start),
         flow_run_id=flow_run_id,
+        redacted=settings.redact,
     )
 
 
@@ -184,6 +189,7 @@ def _extract(
     work: list[list[Source]],
     versions: dict[Agent, str],
     buckets: dict[str, int],
+    redactor: Redactor,
     *,
     as_tasks: bool,
 ) -> Iterator[BatchResult]:
@@ -194,14 +200,14 @@ def _extract(
 
     def args(number: int, batch: list[Source]) -> tuple[Any, ...]:
         previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
-        return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous, buckets)
+        return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous, buckets, redactor)
 
     if settings.dask is not None and work:
         if not as_tasks:
             raise ValueError("a Dask cluster runs the extraction as Prefect tasks: run the flow")
         from flows.cluster import dask_runner
 
-        names = ("data_dir", "run_id", "batch_no", "sources", "limits", "versions", "previous", "buckets")
+        names = ("data_dir", "run_id", "batch_no", "sources", "limits", "versions", "previous", "buckets", "redactor")
         with dask_runner(settings.dask, workers=settings.workers) as runner:
             futures = [
                 runner.submit(extract_batch, parameters=dict(zip(names, args(n, b), strict=True)))

@@ -25,8 +25,10 @@ from sinks.files import private_dir
 from sinks.ledger import COUNT_FIELDS
 from sinks.manifest import Plan, make_plan
 from sinks.results import BatchResult, SourceResult, agent_of
+from sinks.secrets_key import load_or_create_key
 from sinks.store import Store
 from transforms.normalize import reject_row
+from transforms.redact import Redactor, version_suffix
 
 log = logging.getLogger("transcripts.etl")
 
@@ -53,10 +55,20 @@ class RunReport:
     bytes_to_read: int = 0
     found_any_root: bool = True
     flow_run_id: str | None = None
+    redacted: bool = True  # False: this run stored text as it was (--no-redact)
 
 
-def parser_versions() -> dict[Agent, str]:
-    return {agent: module.PARSER_VERSION for agent, module in registered().items()}
+def parser_versions(redact: bool) -> dict[Agent, str]:
+    """The effective parser version of every agent: its extractor's version and the redaction mode and rules
+    version (`3+r1.1.5e2f1a9c`, or `3+raw` without redaction). A source read under another one is read again, so
+    changing the rules or the setting re-derives the whole corpus on the next run: it is never half redacted."""
+    suffix = version_suffix(redact)
+    return {agent: f"{module.PARSER_VERSION}{suffix}" for agent, module in registered().items()}
+
+
+def redactor(settings: Settings) -> Redactor:
+    """The run's redactor: with the corpus's key (created on first use; call under the lock), or raw."""
+    return Redactor(load_or_create_key(settings.data_dir)) if settings.redact else Redactor(None)
 
 
 def _by_value(versions: Mapping[Agent, str]) -> dict[str, str]:
@@ -182,7 +194,9 @@ def run_row(run_id: str, settings: Settings, *, flow: str, mode: str, started: d
         "bytes_read": 0,
         "counts_by_agent": "{}",
         "limits": json.dumps(asdict(settings.limits), sort_keys=True),
-        "parser_versions": json.dumps({a.value: v for a, v in parser_versions().items()}, sort_keys=True),
+        "parser_versions": json.dumps(
+            {a.value: v for a, v in parser_versions(settings.redact).items()}, sort_keys=True
+        ),
     }
 
 
@@ -216,7 +230,9 @@ def prepare(settings: Settings) -> Store:
     return store
 
 
-def resolve_duplicates(store: Store, plan: Plan[Source], batches: Sequence[BatchResult]) -> dict[str, str]:
+def resolve_duplicates(
+    store: Store, plan: Plan[Source], batches: Sequence[BatchResult], versions: Mapping[Agent, str]
+) -> dict[str, str]:
     """The one rule for a session that two sources hold: the fuller copy wins (more turns), then the first path.
 
     The copies are those read by this run, and the copy the corpus holds now when its source is still present and
@@ -240,7 +256,6 @@ def resolve_duplicates(store: Store, plan: Plan[Source], batches: Sequence[Batch
         row = plan.manifest.get(path)
         if path not in read_now and path not in gone and row is not None and row["present"]:
             holders[sid].append((-turns, path, None))
-    versions = parser_versions()
     winners: dict[str, str] = {}
     for sid, copies in holders.items():
         copies.sort(key=lambda copy: (copy[0], copy[1]))
@@ -265,10 +280,11 @@ def commit(
     results: Sequence[BatchResult],
     row: dict[str, Any],
     buckets: Mapping[str, int],
+    versions: Mapping[Agent, str],
 ) -> Committed:
-    winners = resolve_duplicates(store, plan, results)
+    winners = resolve_duplicates(store, plan, results, versions)
     row["ended_at"] = datetime.now(UTC)
-    return commit_run(store, run_id, plan, results, _by_value(parser_versions()), row, buckets, winners)
+    return commit_run(store, run_id, plan, results, _by_value(versions), row, buckets, winners)
 
 
 def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:
@@ -287,7 +303,7 @@ def plan_run(
 ) -> tuple[Discovery, Plan[Source]]:
     found = discover(settings) if explicit is None else explicit
     scanned = {agent.value: roots for agent, roots in found.scanned.items()}
-    return found, make_plan(store, found.sources, scanned, _by_value(parser_versions()), full=full)
+    return found, make_plan(store, found.sources, scanned, _by_value(parser_versions(settings.redact)), full=full)
 
 
 def explicit_sources(agent: Agent, paths: Sequence[Path]) -> Discovery:

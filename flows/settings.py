@@ -2,7 +2,7 @@
 
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
-TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK,
+TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 """
@@ -56,6 +56,7 @@ class Settings:
     # on this machine); None: worker processes on this machine (`workers`).
     dask: str | None = None
     timezone: str | None = None  # zone of per-day views (None: the machine's)
+    redact: bool = True  # secrets in every stored text become markers (transforms/redact.py); False: raw text
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -69,7 +70,8 @@ class Settings:
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per table ("" is the top level)
-    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone"),
+    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction"),
+    "redaction": ("enabled",),
     "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
     "schedule": ("cron", "timezone"),
 }
@@ -153,6 +155,7 @@ def load_settings(
     limits: Mapping[str, Any] | None = None,
     lock_wait: float | None = None,
     dask: str | None = None,
+    redact: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Resolve settings from flags (arguments), the environment and the TOML file. Raises SettingsError, whose
@@ -282,6 +285,7 @@ def load_settings(
         schedule_timezone=timezone or None,
         dask=dask or env.get("TRANSCRIPTS_DASK") or run.get("dask") or None,
         timezone=str(zone) if zone else None,
+        redact=_redact(redact, env, toml),
         env=env,
         origins=origins,
         flag_roots={a: tuple(p) for a, p in flag_roots.items()},
@@ -335,6 +339,24 @@ def check_data_dir(settings: Settings) -> None:
         raise SettingsError(f"data dir {path} ({where}) cannot be created: {probe} is a file")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise SettingsError(f"data dir {path} ({where}) cannot be written: no write permission on {probe}")
+
+
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _redact(flag: bool | None, env: Mapping[str, str], toml: Mapping[str, Any]) -> bool:
+    """Redaction: `--no-redact` > TRANSCRIPTS_REDACT > `[redaction] enabled` > on."""
+    if flag is not None:
+        return flag
+    if env.get("TRANSCRIPTS_REDACT"):
+        value = env["TRANSCRIPTS_REDACT"].strip().lower()
+        if value not in _BOOLS:
+            raise SettingsError(f"TRANSCRIPTS_REDACT must be true or false, got {env['TRANSCRIPTS_REDACT']!r}")
+        return _BOOLS[value]
+    enabled = dict(toml.get("redaction", {})).get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise SettingsError(f"[redaction] enabled must be true or false, got {enabled!r}")
+    return enabled
 
 
 def _agent(name: str) -> Agent:

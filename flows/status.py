@@ -7,6 +7,7 @@ table and agent, rejections per reason code); listing every rejection (`details=
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +34,7 @@ class Status:
     rejects: list[dict[str, Any]] | None = None  # every rejection, with `details`
     skipped: list[dict[str, Any]] | None = None  # census of records that are not conversation, with `details`
     unreadable: str | None = None  # why this DuckDB cannot open the warehouse (another version wrote it)
+    audit: dict[str, Any] = field(default_factory=dict)  # reader bugs, redaction, unpriced usage (last load)
 
     def problems(self) -> list[str]:
         """Why `status --check` fails: no corpus, the last run failed or was interrupted, or it found new
@@ -50,6 +52,8 @@ class Status:
             found.append(f"the last run ({last['run_id']}) {last['outcome']}: {last.get('error') or 'no detail'}")
         if last.get("new_rejections"):
             found.append(f"the last run ({last['run_id']}) found {last['new_rejections']} new rejection(s)")
+        if self.audit.get("reader_bugs"):
+            found.append(f"{self.audit['reader_bugs']} source(s) rejected by a reader bug (`status --rejections`)")
         return found
 
     def as_json(self) -> dict[str, Any]:
@@ -65,6 +69,7 @@ class Status:
             "rejects": self.rejects,
             "skipped": self.skipped,
             "problems": self.problems(),
+            "audit": self.audit,
         }
 
 
@@ -105,6 +110,7 @@ def read_status(data_dir: Path, *, last_runs: int = 5, details: bool = False) ->
         status.counts = snapshot.get("counts", {})
         status.rejections = snapshot.get("rejections", [])
         status.snapshot_at = snapshot.get("at")
+        status.audit = {k: snapshot[k] for k in ("reader_bugs", "redaction", "unpriced") if k in snapshot}
     if details and warehouse.exists():
         _read_details(status, warehouse)
     return status
@@ -184,6 +190,7 @@ def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
             """SELECT agent, outcome, reason_code, count(*) AS count FROM rejects
                GROUP BY ALL ORDER BY agent, outcome, reason_code""",
         )
+        extra = _audit(con)
     finally:
         con.close()
     # `engine`: the DuckDB that wrote the warehouse; a no-op run may skip the flow only when it is the one installed.
@@ -194,7 +201,32 @@ def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
         "rejections": rejections,
         "engine": engine_version(),
         "storage": storage,
+        **extra,
     }
+
+
+def _audit(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """What status says beyond counts: reader bugs (sources a crashing reader cost), secrets redacted and text
+    stored raw, and usage without a price. Each part is left out when the warehouse predates its table."""
+    import duckdb
+
+    from extractors.registry import UNEXPECTED_PREFIX
+    from sinks import prices, warehouse
+
+    out: dict[str, Any] = {}
+    row = con.execute(
+        "SELECT count(*) FROM rejects WHERE reason_code = 'source_unreadable' AND starts_with(detail, ?)",
+        [UNEXPECTED_PREFIX],
+    ).fetchone()
+    out["reader_bugs"] = int(row[0]) if row else 0
+    with contextlib.suppress(duckdb.Error):  # a warehouse from before redaction
+        out["redaction"] = warehouse.redaction_summary(con)
+    try:
+        missing = prices.unpriced(con)
+        out["unpriced"] = {"responses": missing.responses, "total_responses": missing.total_responses}
+    except duckdb.Error:
+        pass
+    return out
 
 
 def _read_details(status: Status, path: Path) -> None:

@@ -44,6 +44,10 @@ VIEWS: dict[str, str] = {
                sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
                sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens
         FROM usage GROUP BY ALL""",
+    "redactions_daily": f"""
+        SELECT agent, {_day("timestamp")} AS day, rule, sum(count) AS count,
+               count(DISTINCT secret_hmac) AS distinct_secrets
+        FROM redactions GROUP BY ALL""",
     "tool_failures": """
         SELECT agent, tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,
                round(count(*) FILTER (WHERE is_error) / count(*), 3) AS error_rate

@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -21,6 +22,7 @@ from sinks import failpoints, prices, search, views
 from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
+from transforms.redact import redaction_version
 from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"
@@ -44,6 +46,34 @@ def open_error(exc: duckdb.Error, path: Path) -> WarehouseUnreadable:
     return WarehouseUnreadable(
         f"{path} cannot be opened: {why}; the next `transcripts run` rebuilds it from the Parquet snapshot"
     )
+
+
+def redaction_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """For `status`: secrets redacted per agent and rule, and sessions by redaction mode of their text.
+
+    `sessions` counts, per agent, sessions whose text was redacted under the current rules (`current`), under
+    older rules (`older_rules`), or stored raw (`unredacted`: `--no-redact`, or loaded before redaction existed
+    and whose source is gone, so it could not be read again). Call with a read-only connection to the warehouse.
+    """
+    current = f"%+r{redaction_version()}"
+    per_rule = con.execute(
+        """SELECT agent, rule, sum(count) AS count, count(DISTINCT secret_hmac) AS distinct_secrets
+           FROM redactions GROUP BY ALL ORDER BY agent, count DESC, rule"""
+    ).fetchall()
+    modes = con.execute(
+        """SELECT agent,
+                  count(*) FILTER (WHERE parser_version LIKE ?) AS current,
+                  count(*) FILTER (WHERE regexp_matches(parser_version, '[+]r[0-9]') AND parser_version NOT LIKE ?)
+                      AS older_rules,
+                  count(*) FILTER (WHERE NOT regexp_matches(parser_version, '[+]r[0-9]')) AS unredacted
+           FROM sessions GROUP BY agent ORDER BY agent""",
+        [current, current],
+    ).fetchall()
+    return {
+        "rules_version": redaction_version(),
+        "redacted": [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule],
+        "sessions": {a: {"current": int(c), "older_rules": int(o), "unredacted": int(u)} for a, c, o, u in modes},
+    }
 
 
 def warehouse_path(data_dir: Path) -> Path:

@@ -16,6 +16,7 @@ from sinks import warehouse
 from sinks.store import FileKey, NextVersion, Store
 from transforms import ids
 from transforms.normalize import session_tables
+from transforms.redact import Redactor
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -56,7 +57,7 @@ def test_rows_survive_parquet_and_duckdb_unchanged(batch: list[Session]) -> None
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         source = Source(Agent.CLAUDE, "/x/s.jsonl", 1, 1)
-        tables = session_tables([Loaded(source, s) for s in batch], {Agent.CLAUDE: "1"})
+        tables = session_tables([Loaded(source, s) for s in batch], {Agent.CLAUDE: "1"}, Redactor(None))
         store = Store(data)
         version = NextVersion(store, "t")
         buckets = 4

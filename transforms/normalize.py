@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ import pyarrow as pa
 from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session, Turn
 from extractors.numbers import OUT_OF_RANGE, OUT_OF_RANGE_KIND, fit_float, fit_int
 from transforms import ids
+from transforms.redact import Redactor
 from transforms.schema import SESSION_TABLES, Table
 
 
@@ -47,10 +49,58 @@ def _height(columns: Mapping[str, list[Any]]) -> int:
     return len(columns[next(iter(columns))])
 
 
+class _Audit:
+    """Redacts cells and collects the `redactions` rows of what it replaced."""
+
+    def __init__(self, redactor: Redactor, rows: dict[str, list[Any]]) -> None:
+        self.redactor = redactor
+        self.rows = rows
+
+    def __call__(
+        self,
+        value: str | None,
+        column: str,
+        sid: str,
+        agent: str,
+        when: datetime,
+        turn_id: str | None = None,
+        call_id: str | None = None,
+    ) -> str | None:
+        if value is None:
+            return None
+        text, findings = self.redactor.redact(value)
+        if not findings:
+            return value
+        counts: dict[tuple[str, str], int] = {}
+        for f in findings:
+            counts[(f.rule, f.digest)] = counts.get((f.rule, f.digest), 0) + 1
+        r = self.rows
+        for (rule, digest), n in counts.items():
+            r["session_id"].append(sid)
+            r["agent"].append(agent)
+            r["column_name"].append(column)
+            r["turn_id"].append(turn_id)
+            r["tool_call_id"].append(call_id)
+            r["rule"].append(rule)
+            r["secret_hmac"].append(digest)
+            r["count"].append(n)
+            r["timestamp"].append(when)
+        return text
+
+
 def session_tables(
-    loaded: Iterable[Loaded], parser_versions: Mapping[Agent, str], *, source_column: str | None = None
+    loaded: Iterable[Loaded],
+    parser_versions: Mapping[Agent, str],
+    redactor: Redactor,
+    *,
+    source_column: str | None = None,
 ) -> dict[str, pa.Table]:
-    """Rows of every session-keyed table (sessions, turns, tool_calls, usage, session_links, record_kinds).
+    """Rows of every session-keyed table (sessions, turns, tool_calls, usage, session_links, record_kinds,
+    redactions), every stored text redacted by `redactor` (a raw `Redactor(None)` keeps them as they are).
+
+    Redacted: turn text, tool inputs and outputs, and the session's title, cwd and git branch (a secret in a
+    cwd is rare, and a redacted cwd still groups its sessions: the marker is the same for the same value).
+    Not redacted: ids, names, model and version strings, and attachment references (`image/png sha256:...`).
 
     With `source_column`, every table gets one more string column of that name: the path of the source each row was
     read from (staging uses it to keep one copy of a session that two sources hold).
@@ -65,6 +115,7 @@ def session_tables(
         cols["session_links"],
         cols["record_kinds"],
     )
+    audit = _Audit(redactor, cols["redactions"])
     for item in loaded:
         before = {name: _height(columns) for name, columns in cols.items()}
         ses = item.session
@@ -72,6 +123,7 @@ def session_tables(
         agent = ses.agent.value
         start = ses.started_at
         users = assistants = out_of_range = 0
+        times: dict[int, datetime] = {}
         for turn in ses.turns:
             if not _kept(turn):
                 continue
@@ -79,26 +131,32 @@ def session_tables(
                 users += 1
             else:
                 assistants += 1
-            t["turn_id"].append(ids.turn_id(sid, turn.index))
+            tid = ids.turn_id(sid, turn.index)
+            when = turn.timestamp or start
+            times[turn.index] = when
+            t["turn_id"].append(tid)
             t["session_id"].append(sid)
             t["agent"].append(agent)
             t["turn_index"].append(turn.index)
             t["role"].append(turn.role.value)
-            t["text"].append(turn.text)
+            t["text"].append(audit(turn.text, "turns.text", sid, agent, when, turn_id=tid))
             t["timestamp"].append(turn.timestamp or start)
             t["timestamp_inferred"].append(turn.timestamp is None)
             t["model"].append(turn.model)
             t["attachments"].append(list(turn.attachments))
         for call in ses.tool_calls:
-            c["tool_call_id"].append(ids.tool_call_id(sid, call.call_id))
+            cid = ids.tool_call_id(sid, call.call_id)
+            tid = ids.turn_id(sid, call.turn_index)
+            when = call.started_at or times.get(call.turn_index) or start
+            c["tool_call_id"].append(cid)
             c["session_id"].append(sid)
             c["agent"].append(agent)
-            c["turn_id"].append(ids.turn_id(sid, call.turn_index))
+            c["turn_id"].append(tid)
             c["turn_index"].append(call.turn_index)
             c["call_id"].append(call.call_id)
             c["tool_name"].append(call.name)
-            c["input"].append(call.input)
-            c["output"].append(call.output)
+            c["input"].append(audit(call.input, "tool_calls.input", sid, agent, when, turn_id=tid, call_id=cid))
+            c["output"].append(audit(call.output, "tool_calls.output", sid, agent, when, turn_id=tid, call_id=cid))
             c["is_error"].append(call.is_error)
             c["started_at"].append(call.started_at)
             c["ended_at"].append(call.ended_at)
@@ -149,9 +207,9 @@ def session_tables(
         s["native_session_id"].append(ses.native_id)
         s["parent_session_id"].append(ses.parent_session_id)
         s["source_path"].append(item.source.path)
-        s["cwd"].append(ses.cwd)
-        s["git_branch"].append(ses.git_branch)
-        s["title"].append(ses.title)
+        s["cwd"].append(audit(ses.cwd, "sessions.cwd", sid, agent, start))
+        s["git_branch"].append(audit(ses.git_branch, "sessions.git_branch", sid, agent, start))
+        s["title"].append(audit(ses.title, "sessions.title", sid, agent, start))
         s["models"].append(list(ses.models))
         s["cli_versions"].append(list(ses.cli_versions))
         s["started_at"].append(start)

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the redactions table
 
 TS = pa.timestamp("us", tz="UTC")
 TEXT = pa.large_string()  # free text that can be large (prompts, tool output)
@@ -89,7 +89,12 @@ SESSIONS = Table(
         _c("harness_record_count", pa.int32(), "Records of injected harness text (not turns).", nullable=False),
         _c("skipped_record_count", pa.int32(), "Well-formed records that are not conversation.", nullable=False),
         _c("record_count", pa.int32(), "Records read from the source for this session.", nullable=False),
-        _c("parser_version", STR, "Version of the extractor that read it.", nullable=False),
+        _c(
+            "parser_version",
+            STR,
+            "Version of the extractor that read it, and the redaction: `+r<rules version>`, or `+raw` when off.",
+            nullable=False,
+        ),
     ),
     ("session_id",),
 )
@@ -191,6 +196,35 @@ RECORD_KINDS = Table(
     ("session_id", "record_kind", "writer_version", "disposition"),
 )
 
+REDACTIONS = Table(
+    "redactions",
+    Keyed.SESSION,
+    "The redaction audit: which rule replaced a secret in which cell, and how often; never the value.",
+    (
+        _SESSION_ID,
+        _AGENT,
+        _c(
+            "column_name",
+            STR,
+            "The redacted cell's column: turns.text, tool_calls.input, tool_calls.output, sessions.title, "
+            "sessions.cwd or sessions.git_branch.",
+            nullable=False,
+        ),
+        _c("turn_id", STR, "The turn (for a tool call: the response that made it); null for a sessions column."),
+        _c("tool_call_id", STR, "The tool call, for its input and output."),
+        _c("rule", STR, "The rule that found it (see transforms/rules/secrets.toml).", nullable=False),
+        _c(
+            "secret_hmac",
+            STR,
+            "The keyed hash in the marker: the same secret has the same one throughout the corpus.",
+            nullable=False,
+        ),
+        _c("count", pa.int32(), "How often that secret was replaced in that cell.", nullable=False),
+        _c("timestamp", TS, "The turn's time, the call's start, or the session start.", nullable=False),
+    ),
+    ("session_id", "column_name", "turn_id", "tool_call_id", "rule", "secret_hmac"),
+)
+
 SOURCES = Table(
     "sources",
     Keyed.SOURCE,
@@ -267,13 +301,29 @@ RUNS = Table(
             nullable=False,
         ),
         _c("limits", STR, "JSON: the limits in force.", nullable=False),
-        _c("parser_versions", STR, "JSON: extractor version per agent.", nullable=False),
+        _c(
+            "parser_versions",
+            STR,
+            "JSON: effective parser version per agent (`+r<rules version>` redacted, `+raw` not).",
+            nullable=False,
+        ),
     ),
     ("started_at", "run_id"),
     partitioned=False,
 )
 
-TABLES: tuple[Table, ...] = (SESSIONS, TURNS, TOOL_CALLS, USAGE, SESSION_LINKS, RECORD_KINDS, SOURCES, REJECTS, RUNS)
+TABLES: tuple[Table, ...] = (
+    SESSIONS,
+    TURNS,
+    TOOL_CALLS,
+    USAGE,
+    SESSION_LINKS,
+    RECORD_KINDS,
+    REDACTIONS,
+    SOURCES,
+    REJECTS,
+    RUNS,
+)
 BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
 SESSION_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.keyed is Keyed.SESSION)
 SOURCE_TABLES: tuple[Table, ...] = tuple(t for t in TABLES if t.keyed is Keyed.SOURCE)
