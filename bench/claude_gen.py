@@ -89,8 +89,12 @@ class ClaudeSession:
         copied_from: str | None = None,
         odd_bytes: bool = False,
         resume: tuple[str, str, str | None, str | None, Path] | None = None,
+        with_subagent: bool = False,
     ) -> None:
-        """`resume` = (session id, version, slug, last uuid, file) continues an existing file instead."""
+        """`resume` = (session id, version, slug, last uuid, file) continues an existing file instead.
+
+        `with_subagent`: the first exchange runs a Task tool whatever the size (the many-small-sessions shape).
+        """
         self.m = material
         self.rng = rng
         self.projects = projects
@@ -121,6 +125,7 @@ class ClaudeSession:
         self.cache_tokens = rng.randint(8_000, 20_000)
         self.compact_every = rng.randint(1_200_000, 2_500_000)
         self.next_compact = self.compact_every
+        self.force_task = with_subagent
 
     # --- envelope ------------------------------------------------------------------------------------------------
     def total(self) -> int:
@@ -552,11 +557,15 @@ class ClaudeSession:
         remaining = max(self.target - self.total(), 2_000)
         scale = min(1.0, remaining / 60_000)
         rounds = min(rng.choice((0, 1, 1, 2, 3, 4, 6, 9, 14, 20)), 2 + remaining // 8_000)
+        if self.force_task:
+            rounds = max(rounds, 1)
         for _ in range(rounds):
             k = rng.choice((1, 1, 1, 1, 2, 3))
             tools = tuple(rng.choices(TOOLS, weights=TOOL_WEIGHTS, k=k))
             if remaining < 40_000 or (self.era == 0 and rng.random() < 0.5):
                 tools = tuple(t for t in tools if t != "Task") or ("Read",)
+            if self.force_task:
+                tools, self.force_task = ("Task",), False
             uses = self.response(texts=rng.choice((0, 0, 1)), tools=tools, thinking=rng.random() < 0.4)
             if rng.random() < 0.02:
                 self.interrupted(uses)
@@ -757,6 +766,7 @@ def claude_session(
     big_image: bool = False,
     copied_from: str | None = None,
     odd_bytes: bool = False,
+    with_subagent: bool = False,
 ) -> Written:
     session = ClaudeSession(
         material,
@@ -769,6 +779,7 @@ def claude_session(
         big_image=big_image,
         copied_from=copied_from,
         odd_bytes=odd_bytes,
+        with_subagent=with_subagent,
     )
     return session.write()
 

@@ -1,6 +1,8 @@
 """Generate a deterministic, realistic corpus of agent transcripts under a fake HOME.
 
     uv run python bench/generate.py --mb 200 --out DIR [--seed 1] [--mix claude=0.7,codex=0.2,grok=0.1]
+    uv run python bench/generate.py --mb 20 --out DIR --shape small   # thousands of small sessions, one folder
+    uv run python bench/generate.py --mb 500 --out DIR --shape big    # one Claude session of 500 MB
 
 The same arguments give the same bytes every time: every id, time and text comes from `random.Random` seeded with
 the seed (never the clock, never uuid4). Files get the time their session ended as mtime. `--mb` is the size of
@@ -41,6 +43,11 @@ AGENTS = ("claude", "codex", "grok", "gemini", "opencode")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
+# Corpus shapes: `mixed` (a heavy user's skewed sizes over 36 projects), `small` (thousands of small sessions, each
+# with a subagent, all in one project folder: per-session costs and anything quadratic in a folder's sessions),
+# `big` (one Claude session of --mb MB: memory follows the largest session).
+SHAPE_NAMES = ("mixed", "small", "big")
+SMALL_MIX = {"claude": 0.5, "grok": 0.5}
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -84,6 +91,17 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
 }
 
 
+# The `small` shape: (small median, small cap, written/planned ratio), no large sessions or giants. Every Claude
+# session has a subagent file, every other Grok session a subagent folder (both measured into the ratio).
+SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
+    "claude": (3_000, 40_000, 10.0),
+    "grok": (2_500, 30_000, 7.0),
+    "codex": (4_000, 40_000, 1.5),
+    "gemini": (3_000, 40_000, 1.5),
+    "opencode": (3_000, 40_000, 1.5),
+}
+
+
 class SizePlan:
     """Session sizes for one agent filling `budget` bytes of what is actually written, skewed like a real corpus.
 
@@ -93,16 +111,22 @@ class SizePlan:
     number of sessions, so the CLI eras (and their record kinds) get their share of sessions whatever the sizes.
     """
 
-    def __init__(self, rng: random.Random, agent: str, budget: int) -> None:
+    def __init__(self, rng: random.Random, agent: str, budget: int, shape: str = "mixed") -> None:
         giants, large_per_mb, (low, high), self.median, self.cap, ratio = SHAPES[agent]
-        self.rng, self.agent, self.budget = rng, agent, budget
+        if shape == "small":
+            giants, large_per_mb = (), 0.0
+            self.median, self.cap, ratio = SMALL_SHAPES[agent]
+        self.rng, self.agent, self.budget, self.shape = rng, agent, budget, shape
         bigs: list[tuple[int, str]] = []
-        if budget >= 50 * MB:
+        if shape == "big":
+            bigs.append((budget, "giant"))  # one session of the whole budget, nothing else
+            self.budget, large_per_mb = 0, 0.0
+        elif budget >= 50 * MB:
             count = max(1, round(budget / (100 * MB)))
             bigs += [(giants[i % len(giants)], "giant") for i in range(count if giants else 0)]
         for _ in range(round(budget / MB * large_per_mb)):
             bigs.append((int(math.exp(rng.uniform(math.log(low * MB), math.log(high * MB)))), "large"))
-        while sum(size for size, _ in bigs) > budget * 0.8 and bigs:
+        while sum(size for size, _ in bigs) > budget * 0.8 and bigs and shape != "big":
             bigs.pop()  # keep the giants, drop large ones
         self.bigs = sorted((rng.uniform(0.02, 0.95), size, kind) for size, kind in bigs)
         sample = random.Random(f"{agent}-calibration")
@@ -118,6 +142,8 @@ class SizePlan:
         if written >= self.budget and not self.bigs:
             return None
         position = min(self.index / max(self.expected, 1.0), 0.999)
+        if self.shape == "big":
+            position = 0.9  # the one session is of the latest CLI era (progress floods, subagent folders)
         if self.bigs and (self.bigs[0][0] <= position or written >= self.budget):
             _, size, kind = self.bigs.pop(0)
         else:
@@ -146,6 +172,7 @@ class CorpusSummary:
     seed: int
     mb: float
     mix: dict[str, float]
+    shape: str = "mixed"
     agents: dict[str, AgentSummary] = field(default_factory=dict)
     append_candidate: str = ""  # a mid-size Claude main session (the benchmark appends to it)
     seconds: float = 0.0
@@ -165,31 +192,42 @@ def _era(start_ms: int) -> int:
     return 0 if day < 50 else 1 if day < 85 else 2
 
 
-def generate(out: Path, mb: float, seed: int = 1, mix: Mapping[str, float] | None = None) -> CorpusSummary:
-    """Write the corpus under `out` (a fake HOME); returns what was written (also saved as bench-corpus.json)."""
+def generate(
+    out: Path, mb: float, seed: int = 1, mix: Mapping[str, float] | None = None, shape: str = "mixed"
+) -> CorpusSummary:
+    """Write the corpus under `out` (a fake HOME); returns what was written (also saved as bench-corpus.json).
+
+    `shape` is one of SHAPE_NAMES; `small` defaults to SMALL_MIX, `big` takes Claude only. Raises ValueError.
+    """
     started = time.monotonic()
-    shares = dict(mix or {"claude": 1.0})
+    if shape not in SHAPE_NAMES:
+        raise ValueError(f"shape must be one of {', '.join(SHAPE_NAMES)}; got {shape!r}")
+    shares = dict(mix or (SMALL_MIX if shape == "small" else {"claude": 1.0}))
+    if shape == "big" and set(shares) != {"claude"}:
+        raise ValueError("the big shape is one Claude session: give no --mix, or claude=1")
     material = Material(seed)
     projects = _projects(seed, material)
+    if shape == "small":
+        projects = projects[:1]  # one project folder holds every session
     weights = [1.0 / (i + 1) for i in range(len(projects))]  # a few projects get most sessions
-    summary = CorpusSummary(seed=seed, mb=mb, mix=shares)
+    summary = CorpusSummary(seed=seed, mb=mb, mix=shares, shape=shape)
     for agent in AGENTS:
         if agent not in shares:
             continue
-        plan = SizePlan(random.Random(f"{seed}/{agent}/plan"), agent, int(mb * MB * shares[agent]))
+        plan = SizePlan(random.Random(f"{seed}/{agent}/plan"), agent, int(mb * MB * shares[agent]), shape)
         stats = summary.agents.setdefault(agent, AgentSummary())
         mid_sizes: list[tuple[int, str]] = []
         store = OpenCodeStore(out) if agent == "opencode" else None
         while (item := plan.next(stats.bytes_sources)) is not None:
             rng = random.Random(f"{seed}/{agent}/{item.index}")
             project = rng.choices(projects, weights=weights)[0]
-            for number, w in enumerate(_write(material, rng, out, project, item, agent, store)):
+            for number, w in enumerate(_write(material, rng, out, project, item, agent, store, shape)):
                 stats.sessions += 1 if number == 0 else 0
                 stats.files += len(w.files)
                 stats.bytes_sources += w.bytes_sources
                 stats.bytes_other += w.bytes_other
                 stats.largest_session_bytes = max(stats.largest_session_bytes, w.bytes_sources)
-                if agent == "claude" and number == 0 and 100_000 <= w.bytes_sources <= 400_000:
+                if agent == "claude" and number == 0 and (100_000 <= w.bytes_sources <= 400_000 or shape != "mixed"):
                     mid_sizes.append((w.bytes_sources, str(w.main_path.relative_to(out))))
         if store is not None:
             # The database's real size (free space, page fill) replaces the per-session growth it was counted by.
@@ -211,8 +249,11 @@ def _write(
     item: Planned,
     agent: str,
     store: OpenCodeStore | None = None,
+    shape: str = "mixed",
 ) -> list[Written]:
     start = item.start_ms
+    small = shape == "small"
+    grok_child = item.index % 2 == 1 if small else item.index % 30 == 5
     writers: dict[str, Callable[[], list[Written]]] = {
         "claude": lambda: [
             claude_session(
@@ -226,6 +267,7 @@ def _write(
                 big_image=item.big_image,
                 copied_from=_copied_from(rng, item),
                 odd_bytes=item.index % 500 == 123,
+                with_subagent=small,
             )
         ],
         "codex": lambda: codex_session(
@@ -238,7 +280,7 @@ def _write(
             archived=item.index % 30 == 7,
             with_child=item.index % 50 == 11,
         ),
-        "grok": lambda: grok_session(material, rng, home, project, start, item.target, with_child=item.index % 30 == 5),
+        "grok": lambda: grok_session(material, rng, home, project, start, item.target, with_child=grok_child),
         "gemini": lambda: gemini_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
@@ -267,16 +309,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, required=True, help="size of the sources to write, in MB (10^6 bytes)")
     parser.add_argument("--out", type=Path, required=True, help="the fake HOME to write under (created)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--mix", default="claude=1.0", help="byte shares per agent, e.g. claude=0.7,codex=0.2,grok=0.1")
+    parser.add_argument(
+        "--mix", help="byte shares per agent, e.g. claude=0.7,codex=0.2,grok=0.1 (default claude=1; small: SMALL_MIX)"
+    )
+    parser.add_argument("--shape", choices=SHAPE_NAMES, default="mixed", help="mixed | small | big (see above)")
     args = parser.parse_args(argv)
     try:
-        mix = parse_mix(args.mix)
+        mix = parse_mix(args.mix) if args.mix else None
+        if args.shape == "big" and mix is not None and set(mix) != {"claude"}:
+            raise ValueError("--shape big is one Claude session: give no --mix, or claude=1")
     except ValueError as exc:
         parser.error(str(exc))
     if args.out.exists() and any(args.out.iterdir()):
         parser.error(f"{args.out} is not empty; give a new folder (the generator never deletes)")
     args.out.mkdir(parents=True, exist_ok=True)
-    summary = generate(args.out, args.mb, args.seed, mix)
+    summary = generate(args.out, args.mb, args.seed, mix, args.shape)
     for agent, stats in summary.agents.items():
         print(
             f"{agent:7s} {stats.sessions:6d} sessions {stats.files:6d} files "

@@ -1,7 +1,7 @@
 """One benchmark phase in its own process: run the ETL once and print what it measured as one JSON line.
 
     python bench/phase.py --home HOME --data DATA --sources claude[,codex,...] [--full] [--prefect]
-                          [--profile FILE.prof] [--stages] [--no-redact]
+                          [--dask local|ADDRESS] [--profile FILE.prof] [--stages] [--no-redact]
 
 `bench/run.py` starts this once per phase, so that each phase's peak RSS is its own (the parent reads it with
 `os.wait4`). Without `--prefect` the pipeline runs as plain functions (`run_etl(..., as_tasks=False)`: no Prefect
@@ -114,13 +114,22 @@ def _maxrss_mib(who: int) -> float:
 
 
 def run_phase(
-    home: Path, data: Path, sources: list[str], *, full: bool, prefect: bool, redact: bool = True
+    home: Path,
+    data: Path,
+    sources: list[str],
+    *,
+    full: bool,
+    prefect: bool,
+    dask: str | None = None,
+    redact: bool = True,
 ) -> dict[str, Any]:
     from flows.etl import etl_flow, run_etl
     from flows.settings import load_settings
 
     imported = time.monotonic()
     options: dict[str, Any] = {"home": home, "data_dir": data, "sources": sources, "redact": redact}
+    if dask is not None:
+        options["dask"] = dask  # the extraction tasks on a Dask cluster: only through the flow
     # The real flow (Prefect's temporary API server, tasks), or plain functions with no Prefect API.
     report = etl_flow(options, full=full) if prefect else run_etl(load_settings(**options), full=full, as_tasks=False)
     called = time.monotonic()
@@ -147,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", required=True, help="comma list of agents to load")
     parser.add_argument("--full", action="store_true", help="re-read every source (run --full)")
     parser.add_argument("--prefect", action="store_true", help="through the Prefect flow (temporary API server)")
+    parser.add_argument("--dask", help="extract on a Dask cluster (`local` or a scheduler address); implies --prefect")
     parser.add_argument("--profile", type=Path, help="write cProfile stats of the run to this file")
     parser.add_argument("--stages", action="store_true", help="time the steps of the run (wall clock)")
     parser.add_argument("--no-redact", action="store_true", help="store text raw (run --no-redact)")
@@ -158,7 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
-    result = run_phase(args.home, args.data, sources, full=args.full, prefect=args.prefect, redact=not args.no_redact)
+    result = run_phase(
+        args.home,
+        args.data,
+        sources,
+        full=args.full,
+        prefect=args.prefect or args.dask is not None,
+        dask=args.dask,
+        redact=not args.no_redact,
+    )
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)

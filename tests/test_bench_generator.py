@@ -132,3 +132,38 @@ def test_appended_session_still_loads_as_the_same_session(tmp_path: Path) -> Non
     assert new.session.session_id == old.session.session_id
     assert len(new.session.turns) > len(old.session.turns)
     assert new.session.turns[: len(old.session.turns)] == old.session.turns
+
+
+def test_small_shape_puts_many_sessions_with_subagents_in_one_project_folder(tmp_path: Path) -> None:
+    summary = generate(tmp_path, 1.0, seed=4, shape="small")
+    assert summary.shape == "small" and set(summary.agents) == {"claude", "grok"}
+    claude_folders = [p for p in (tmp_path / ".claude" / "projects").iterdir() if p.is_dir()]
+    grok_folders = [p for p in (tmp_path / ".grok" / "sessions").iterdir() if p.is_dir()]
+    assert len(claude_folders) == len(grok_folders) == 1, "every session of an agent in one project folder"
+    mains = [p for p in claude_folders[0].glob("*.jsonl") if not p.name.startswith("agent-")]
+    subagents = list(claude_folders[0].rglob("agent-*.jsonl"))
+    assert len(mains) == summary.agents["claude"].sessions >= 8
+    assert len(subagents) >= len(mains), "every Claude session spawned a subagent"
+    assert any((grok_folders[0] / d.name / "subagents").is_dir() for d in grok_folders[0].iterdir())
+    for agent in (Agent.CLAUDE, Agent.GROK):
+        roots = [root for root in extractor(agent).default_roots(tmp_path, {}) if root.exists()]
+        outcomes = [o for root in roots for group in outcomes_under(agent, root).values() for o in group]
+        assert outcomes and all(isinstance(o, Loaded) for o in outcomes), agent
+
+
+def test_big_shape_is_one_claude_session_of_the_size(tmp_path: Path) -> None:
+    summary = generate(tmp_path, 3.0, seed=4, shape="big")
+    stats = summary.agents["claude"]
+    assert stats.sessions == 1
+    assert 3_000_000 <= stats.bytes_sources < 3_500_000
+    with pytest.raises(ValueError):
+        generate(tmp_path / "other", 1.0, mix={"claude": 0.5, "codex": 0.5}, shape="big")
+
+
+def test_shapes_are_deterministic(tmp_path: Path) -> None:
+    for shape in ("small", "big"):
+        generate(tmp_path / f"{shape}-1", 1.0, seed=9, shape=shape)
+        generate(tmp_path / f"{shape}-2", 1.0, seed=9, shape=shape)
+        a, b = _digests(tmp_path / f"{shape}-1"), _digests(tmp_path / f"{shape}-2")
+        a.pop(MANIFEST), b.pop(MANIFEST)  # it records the generation time
+        assert a == b and len(a) > 1
