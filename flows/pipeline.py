@@ -13,14 +13,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from extractors.discovery import drain_skips
 from extractors.errors import RejectCode
 from extractors.model import Agent, Rejected, Source
 from extractors.registry import extractor, registered
 from flows.settings import Settings
-from sinks.commit import Committed, commit_run, record_failed_run
 from sinks.files import private_dir
 from sinks.ledger import COUNT_FIELDS
 from sinks.manifest import Plan, make_plan
@@ -29,6 +28,9 @@ from sinks.secrets_key import load_or_create_key
 from sinks.store import Store
 from transforms.normalize import reject_row
 from transforms.redact import Redactor, version_suffix
+
+if TYPE_CHECKING:
+    from sinks.commit import Committed  # imported when a run commits: a no-op run never pays for it
 
 log = logging.getLogger("transcripts.etl")
 
@@ -282,6 +284,8 @@ def commit(
     buckets: Mapping[str, int],
     versions: Mapping[Agent, str],
 ) -> Committed:
+    from sinks.commit import commit_run
+
     winners = resolve_duplicates(store, plan, results, versions)
     row["ended_at"] = datetime.now(UTC)
     return commit_run(store, run_id, plan, results, _by_value(versions), row, buckets, winners)
@@ -292,6 +296,8 @@ def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Except
     original error, which is what the caller re-raises."""
     log.error("event=failed run=%s error=%r", run_id, f"{type(error).__name__}: {error}")
     row.update(outcome="failed", error=f"{type(error).__name__}: {error}", ended_at=datetime.now(UTC))
+    from sinks.commit import record_failed_run
+
     try:
         record_failed_run(store, run_id, row)
     except OSError as ledger_error:
