@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -210,8 +211,9 @@ def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> N
 
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
-    marker = f"TRANSCRIPTS_TEST_MARKER={tmp_path.name}"
-    env = {**os.environ, "TRANSCRIPTS_TEST_MARKER": tmp_path.name, "PREFECT_HOME": str(tmp_path / "prefect")}
+    token = uuid.uuid4().hex  # unique: another test session on the machine has the same tmp_path names
+    marker = f"TRANSCRIPTS_TEST_MARKER={token}"
+    env = {**os.environ, "TRANSCRIPTS_TEST_MARKER": token, "PREFECT_HOME": str(tmp_path / "prefect")}
     env["TRANSCRIPTS_STATE_DIR"] = str(tmp_path / "state")
     env.pop("PREFECT_API_URL", None)
     folder = server.state_dir(env)
