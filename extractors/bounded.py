@@ -159,7 +159,11 @@ def parse_json_values(raw: bytes, *, line: int | None = None, offset: int | None
     try:
         return [orjson.loads(raw)]
     except orjson.JSONDecodeError:
-        pass
+        return _parse_values_slowly(raw, line, offset)
+
+
+def _parse_values_slowly(raw: bytes, line: int | None, offset: int | None) -> list[Any]:
+    """The stdlib's reading of a line orjson refused: one value, a glued sequence, or a classified rejection."""
     text = _decode(raw, line, offset)
     try:
         return [_loads(text, line, offset)]

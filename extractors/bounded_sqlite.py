@@ -128,11 +128,9 @@ def _check_file(path: Path, root: Path, limits: Limits) -> tuple[Path, bool]:
     for sidecar in sidecars(real):
         if sidecar.is_symlink():
             raise RejectError(RejectCode.SOURCE_UNREADABLE, f"{sidecar.name} is a symlink; not followed")
-        try:
-            mode = os.lstat(sidecar).st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):  # a FIFO there would block the copy
+        if not os.path.lexists(sidecar):
+            continue  # no -wal / -shm: nothing beside the database to copy
+        if not stat.S_ISREG(os.lstat(sidecar).st_mode):  # a FIFO there would block the copy
             raise RejectError(RejectCode.SOURCE_UNREADABLE, f"{sidecar.name} is not a regular file")
     total, _ = fingerprint(real)
     if total > limits.max_source_bytes:

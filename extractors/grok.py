@@ -233,21 +233,23 @@ _INDEXED_BUCKETS = 256  # buckets kept per process; more are indexed again when 
 
 def _subagent_index(bucket: Path) -> dict[str, str]:
     """Subagent id -> parent folder name, for every `<bucket>/<parent>/subagents/<id>/meta.json` (first parent by
-    name when several claim one id)."""
+    name when several claim one id). Raises RejectError(source_unreadable) when the bucket cannot be listed."""
     try:
         mtime = os.stat(bucket).st_mtime_ns
         cached = _SUBAGENT_INDEX.get(str(bucket))
         if cached is not None and cached[0] == mtime:
             return cached[1]
         parents = sorted(entry.name for entry in os.scandir(bucket) if entry.is_dir(follow_symlinks=False))
-    except OSError:
-        return {}
+    except OSError as exc:  # a subagent whose parent cannot be looked for is not loaded without its link
+        raise RejectError(
+            RejectCode.SOURCE_UNREADABLE, f"cannot list {bucket} to find the parent session: {exc.strerror}"
+        ) from exc
     index: dict[str, str] = {}
     for parent in parents:
-        try:
-            children = [e.name for e in os.scandir(bucket / parent / "subagents") if e.is_dir(follow_symlinks=False)]
-        except OSError:
+        folder = bucket / parent / "subagents"
+        if not folder.is_dir():
             continue  # no subagents/ folder: not a parent
+        children = [e.name for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
         for child in sorted(children):
             if (
                 child not in index
