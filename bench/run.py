@@ -534,6 +534,13 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
             "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
             "also migrates a fresh PREFECT_HOME), flow and task runs"
         )
+    if args.commands:
+        from bench.commands import command_phases, print_commands
+
+        results["commands"] = command_phases(
+            home, work, sources, env, repeat=args.repeat, plain_full_seconds=phases[0].pipeline_seconds
+        )
+        print_commands(results["commands"])
     if args.dask:
         results["dask"] = dask_phases(args, home, summary, work, env, sources, corpus_mb)
     if args.stages:
@@ -679,6 +686,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", action="store_true", help="also time the steps of a full load (wall clock)")
     parser.add_argument(
         "--compare-redaction", action="store_true", help="also a full load with --no-redact: what redaction costs"
+    )
+    parser.add_argument(
+        "--commands",
+        action="store_true",
+        help="also time whole commands (run, a no-op run, status) against a managed Prefect server",
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile a full load (bench/out/full-load.prof)")
     parser.add_argument("--out", type=Path, help="results JSON (default bench/out/results.json or results-scale.json)")

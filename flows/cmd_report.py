@@ -10,12 +10,9 @@ from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
-from rich.console import Console
 
+from flows.console import console, err
 from flows.settings import SettingsError, load_settings
-
-console = Console(stderr=False, soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 
 def machine_timezone(env: dict[str, str] | None = None) -> str:

@@ -227,6 +227,7 @@ def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full
         from flows import etl
 
         if sys.stdout.isatty():
+            from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
             progress = Progress(
@@ -234,7 +235,7 @@ def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full
                 BarColumn(),
                 DownloadColumn(),
                 TimeRemainingColumn(),
-                console=console,
+                console=Console(),
                 transient=True,
             )
             bar = progress.add_task("loading", total=total)

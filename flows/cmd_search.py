@@ -8,20 +8,17 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console, Group
-from rich.padding import Padding
-from rich.text import Text
 
 from extractors.model import Agent
 from flows.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
 from flows.lazy import lazy
 
 if TYPE_CHECKING:
+    from rich.console import Group
+
     from sinks.search import Hit
 
 search_index = lazy("sinks.search")
-
-console = Console(highlight=False)
 
 
 class Role(StrEnum):
@@ -47,6 +44,10 @@ def _hit_json(rank: int, hit: Hit) -> dict[str, object]:
 
 
 def _hit_text(rank: int, hit: Hit) -> Group:
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
     head = Text(f"{rank:>2}. ", style="bold")
     head.append(hit.agent, style="cyan")
     head.append(f" · {hit.timestamp:%Y-%m-%d %H:%M} · ")
@@ -99,8 +100,12 @@ def search(
         print("[\n" + ",\n".join(lines) + "\n]" if lines else "[]")  # one hit per line, as `sql --json`
         return
     if not hits:
-        console.print(f"No turns match {words!r}.")
+        print(f"No turns match {words!r}.")
         return
+    from rich.console import Console  # the highlighted snippets are rich's drawing (imported only here)
+    from rich.text import Text
+
+    console = Console(highlight=False)
     console.print(Text(f"{len(hits)} hit(s) for {words!r}, times in {zone} ({how})", style="dim"))
     for n, hit in enumerate(hits, 1):
         console.print(_hit_text(n, hit))

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
+from flows.console import err
 from flows.lazy import lazy
 from flows.settings import Settings, SettingsError, load_settings
 
@@ -23,8 +23,6 @@ files = lazy("sinks.files")
 
 if TYPE_CHECKING:
     import duckdb
-
-err = Console(stderr=True)
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]

@@ -9,14 +9,13 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TextIO, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 # Exit codes (README "Exit codes"): a script may rely on them.
 OK = 0
@@ -26,16 +25,74 @@ BUSY = 3  # another run holds the data directory
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """`transcripts status | head`: the reader went away. Rich exits 1 here; a closed pipe is not an error."""
-        self.quiet = True
-        closed_pipe()
-        raise SystemExit(OK)
+_STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+_TAG = re.compile(r"(\\?)\[(/?)(" + "|".join(_STYLES) + r")?\]")
 
 
-console = _Console(stderr=False)
-err = _Console(stderr=True)
+def escape(text: str) -> str:
+    """Make `text` print as it is, even where it holds something that looks like a style tag (`[red]`)."""
+    return _TAG.sub(lambda m: "\\" + m.group(0) if not m.group(1) and (m.group(3) or m.group(2)) else m.group(0), text)
+
+
+class PlainConsole:
+    """Lines to stdout or stderr with a few style tags (`[red]error:[/red]`), coloured only on a terminal.
+
+    rich would do this at 0.2 s of import per command; `status` and a no-op `run` must answer in well under a
+    second, so the commands' messages go through this and rich is imported only where it draws (a progress bar).
+    Lines are never wrapped (a pipe or cron mail gets them whole). NO_COLOR is honoured.
+    """
+
+    def __init__(self, *, stderr: bool) -> None:
+        self.stderr = stderr
+        self.quiet = False
+
+    @property
+    def file(self) -> TextIO:
+        return sys.stderr if self.stderr else sys.stdout  # looked up per call: tests swap the streams
+
+    def render(self, text: str, *, markup: bool = True, color: bool | None = None) -> str:
+        if not markup:
+            return text
+        if color is None:
+            color = "NO_COLOR" not in os.environ and bool(getattr(self.file, "isatty", lambda: False)())
+        stack: list[str] = []
+
+        def tag(m: re.Match[str]) -> str:
+            escaped, closing, name = m.group(1), m.group(2), m.group(3)
+            if escaped:
+                return m.group(0)[1:]
+            if not name and not closing:
+                return m.group(0)  # `[]`: not a tag
+            if closing:
+                if stack:
+                    stack.pop()
+                return "\033[0m" + "".join(f"\033[{_STYLES[s]}m" for s in stack) if color else ""
+            stack.append(name)
+            return f"\033[{_STYLES[name]}m" if color else ""
+
+        return _TAG.sub(tag, text)
+
+    def print(
+        self, *parts: object, markup: bool = True, end: str = "\n", style: str | None = None, **_: object
+    ) -> None:
+        """Print like rich's `Console.print` for plain text (`soft_wrap` and `highlight` are accepted and mean
+        nothing here: lines are not wrapped nor highlighted; `style` is one of the tag names)."""
+        if self.quiet:
+            return
+        text = " ".join(str(p) for p in parts)
+        if style in _STYLES and markup:
+            text = f"[{style}]{text}[/{style}]"
+        try:
+            self.file.write(self.render(text, markup=markup) + end)
+            self.file.flush()
+        except BrokenPipeError:  # `transcripts status | head`: the reader went away; not an error
+            self.quiet = True
+            closed_pipe()
+            raise SystemExit(OK) from None
+
+
+console = PlainConsole(stderr=False)
+err = PlainConsole(stderr=True)
 
 DataDir = Annotated[
     Path | None, typer.Option("--data-dir", metavar="DIR", help="Where the corpus lives (default: data/).")

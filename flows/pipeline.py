@@ -216,11 +216,11 @@ def nothing_to_do(plan: Plan[Source]) -> bool:
     return not plan.new and not plan.changed and not plan.deleted
 
 
-def noop_counts(plan: Plan[Source]) -> dict[str, Any]:
+def noop_counts(plan: Plan[Source], flow_run_id: str | None = None) -> dict[str, Any]:
     """The ledger counts of a run that had nothing to do."""
     counts: dict[str, Any] = dict.fromkeys(COUNT_FIELDS, 0)
     counts.update(sources_seen=plan.seen, sources_unchanged=len(plan.unchanged), counts_by_agent={})
-    counts["flow_run_id"] = None
+    counts["flow_run_id"] = flow_run_id
     return counts
 
 

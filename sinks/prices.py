@@ -192,19 +192,51 @@ class Unpriced:
         return self.responses / self.total_responses if self.total_responses else 0.0
 
 
-def install(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)create `prices`, `price_models` and the cost views in the open transaction of a warehouse build."""
-    con.register("genai_prices_rows", price_table())
-    con.execute("CREATE OR REPLACE TABLE prices AS SELECT * FROM genai_prices_rows ORDER BY ALL")
-    con.unregister("genai_prices_rows")
-    models = con.execute("SELECT DISTINCT agent, model FROM usage WHERE model IS NOT NULL ORDER BY ALL").fetchall()
-    con.register("genai_price_models", price_models([(str(a), str(m)) for a, m in models]))
-    con.execute("CREATE OR REPLACE TABLE price_models AS SELECT * FROM genai_price_models ORDER BY ALL")
-    con.unregister("genai_price_models")
+def source_version() -> str:
+    """Which price data a warehouse's tables came from (kept in its meta: an upgrade of the package re-reads it)."""
+    return f"{PACKAGE} {version(PACKAGE)}"
+
+
+def install(con: duckdb.DuckDBPyConnection, installed_from: str | None = None) -> str:
+    """(Re)create `prices`, `price_models` and the cost views in the open transaction of a warehouse build.
+
+    `installed_from` is what the warehouse's tables were made from (`source_version()` of an earlier load): when it
+    is the package installed now, `prices` is kept and only (agent, model) pairs new to `usage` are looked up, so
+    a small load does not pay for reading the whole price database (~0.8 s). Returns the source to record.
+    """
+    current = source_version()
+    kept = installed_from == current and _has_tables(con, "prices", "price_models", "price_lookups")
+    if not kept:
+        con.register("genai_prices_rows", price_table())
+        con.execute("CREATE OR REPLACE TABLE prices AS SELECT * FROM genai_prices_rows ORDER BY ALL")
+        con.unregister("genai_prices_rows")
+        con.execute(
+            "CREATE OR REPLACE TABLE price_models (agent VARCHAR, model VARCHAR, provider_id VARCHAR, model_id VARCHAR)"
+        )
+        con.execute("CREATE OR REPLACE TABLE price_lookups (agent VARCHAR, model VARCHAR)")  # every pair looked up
+    used = "SELECT DISTINCT agent, model FROM usage WHERE model IS NOT NULL"
+    con.execute(f"DELETE FROM price_models WHERE (agent, model) NOT IN ({used})")
+    con.execute(f"DELETE FROM price_lookups WHERE (agent, model) NOT IN ({used})")
+    models = con.execute(f"{used} EXCEPT SELECT agent, model FROM price_lookups ORDER BY ALL").fetchall()
+    if models:
+        pairs = [(str(a), str(m)) for a, m in models]
+        con.register("genai_price_models", price_models(pairs))
+        con.execute("INSERT INTO price_models SELECT * FROM genai_price_models")
+        con.unregister("genai_price_models")
+        con.executemany("INSERT INTO price_lookups VALUES (?, ?)", pairs)
     for name, sql in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
     for signature, sql in MACROS.items():
         con.execute(f"CREATE OR REPLACE MACRO {signature} AS TABLE {sql}")
+    return current
+
+
+def _has_tables(con: duckdb.DuckDBPyConnection, *names: str) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name IN (SELECT unnest(?))",
+        [list(names)],
+    ).fetchone()
+    return bool(row and row[0] == len(names))
 
 
 def unpriced(con: duckdb.DuckDBPyConnection) -> Unpriced:

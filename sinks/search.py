@@ -66,18 +66,21 @@ def create_index(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"PRAGMA create_fts_index('turns', 'turn_id', 'text', stemmer = '{STEMMER}', overwrite = 1)")
 
 
-def update_index(con: duckdb.DuckDBPyConnection, sessions: str) -> None:
+def update_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "turns") -> None:
     """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
 
     The extension can only rebuild the whole index; this applies the same tokenizer, stop words and stemmer to
     just these turns and keeps document frequencies and statistics as a rebuild would have them, so an
-    append-one-session run stays cheap. Documents of turns no longer in `turns` go too.
+    append-one-session run stays cheap. Documents of turns no longer in `turns` go too. `texts` is a relation with
+    the turns' `session_id`, `turn_id` and `text` (default the table; a full build passes the Parquet files it was
+    loaded from, which DuckDB tokenizes on every core: a table this small is one row group, scanned by one thread).
     """
     load_extension(con)
     x = INDEX_SCHEMA
+    changed = f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({sessions})"
     statements = [
         f"""CREATE OR REPLACE TEMP TABLE fts_changed AS
-            SELECT turn_id, text FROM turns WHERE session_id IN ({sessions})""",
+            SELECT turn_id FROM turns WHERE session_id IN ({sessions})""",
         f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
             SELECT docid FROM {x}.docs
             WHERE name IN (SELECT turn_id FROM fts_changed) OR name NOT IN (SELECT turn_id FROM turns)""",
@@ -89,26 +92,28 @@ def update_index(con: duckdb.DuckDBPyConnection, sessions: str) -> None:
         f"DELETE FROM {x}.docs WHERE docid IN (SELECT docid FROM fts_gone)",
         f"""CREATE OR REPLACE TEMP TABLE fts_new_docs AS
             SELECT (SELECT coalesce(max(docid), -1) FROM {x}.docs) + row_number() OVER (ORDER BY turn_id) AS docid,
-                   turn_id AS name, text
+                   turn_id AS name
             FROM fts_changed""",
         # As the extension's own build: tokenize, drop empty words and stop words, then stem; each distinct word
         # is stemmed once (stemming every occurrence is most of the extension's build time).
         f"""CREATE OR REPLACE TEMP TABLE fts_words AS
-            SELECT docid, w FROM (SELECT docid, unnest({x}.tokenize(text)) AS w FROM fts_new_docs)
+            SELECT docid, w FROM (
+                SELECT d.docid, unnest({x}.tokenize(c.text)) AS w
+                FROM ({changed}) c JOIN fts_new_docs d ON d.name = c.turn_id)
             WHERE w IS NOT NULL AND len(w) > 0 AND w NOT IN (SELECT sw FROM {x}.stopwords)""",
-        f"""CREATE OR REPLACE TEMP TABLE fts_new_terms AS
-            WITH stems AS (SELECT w, stem(w, '{STEMMER}') AS term FROM (SELECT DISTINCT w FROM fts_words))
-            SELECT docid, term FROM fts_words JOIN stems USING (w)""",
+        f"""CREATE OR REPLACE TEMP TABLE fts_stems AS
+            SELECT w, stem(w, '{STEMMER}') AS term FROM (SELECT DISTINCT w FROM fts_words)""",
         f"""INSERT INTO {x}.dict (termid, term, df)
             SELECT (SELECT coalesce(max(termid), -1) FROM {x}.dict) + row_number() OVER (ORDER BY term), term, 0
-            FROM (SELECT DISTINCT term FROM fts_new_terms) n
+            FROM (SELECT DISTINCT term FROM fts_stems) n
             WHERE NOT EXISTS (SELECT 1 FROM {x}.dict d WHERE d.term = n.term)""",
         f"""INSERT INTO {x}.docs (docid, name, len)
-            SELECT d.docid, d.name, count(t.term) FROM fts_new_docs d LEFT JOIN fts_new_terms t USING (docid)
-            GROUP BY d.docid, d.name""",
+            SELECT d.docid, d.name, coalesce(c.n, 0)
+            FROM fts_new_docs d
+            LEFT JOIN (SELECT docid, count(*) AS n FROM fts_words GROUP BY docid) c USING (docid)""",
         f"""INSERT INTO {x}.terms (docid, fieldid, termid)
-            SELECT t.docid, (SELECT fieldid FROM {x}.fields WHERE field = 'text'), d.termid
-            FROM fts_new_terms t JOIN {x}.dict d USING (term)""",
+            SELECT w.docid, (SELECT fieldid FROM {x}.fields WHERE field = 'text'), d.termid
+            FROM fts_words w JOIN fts_stems s USING (w) JOIN {x}.dict d ON d.term = s.term""",
         f"""UPDATE {x}.dict SET df = dict.df + n.n
             FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
                   WHERE docid IN (SELECT docid FROM fts_new_docs) GROUP BY termid) n
@@ -119,7 +124,7 @@ def update_index(con: duckdb.DuckDBPyConnection, sessions: str) -> None:
     ]
     for sql in statements:
         con.execute(sql)
-    for temp in ("fts_changed", "fts_gone", "fts_new_docs", "fts_words", "fts_new_terms"):
+    for temp in ("fts_changed", "fts_gone", "fts_new_docs", "fts_words", "fts_stems"):
         con.execute(f"DROP TABLE {temp}")
 
 

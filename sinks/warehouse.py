@@ -23,7 +23,7 @@ from sinks.files import FILE_MODE, replace_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
-from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, Table, duckdb_ddl
+from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, TURNS, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"
 META = "transcripts_meta"
@@ -93,6 +93,10 @@ def _files(store: Store, table: Table, version: Path) -> list[str]:
     return [str(p) for p in store.files(table.name, version)]
 
 
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _insert_all(con: duckdb.DuckDBPyConnection, store: Store, table: Table, version: Path) -> None:
     files = _files(store, table, version)
     if files:
@@ -107,11 +111,11 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(k): str(v) for k, v in rows}
 
 
-def _set_meta(con: duckdb.DuckDBPyConnection, version_number: int, zone: str) -> None:
+def _set_meta(con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str) -> None:
     con.execute(f"DELETE FROM {META}")
     con.execute(
-        f"INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?)",
-        [SCHEMA_VERSION, str(version_number), zone],
+        f"INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?), ('prices', ?)",
+        [SCHEMA_VERSION, str(version_number), zone, prices_from],
     )
 
 
@@ -122,11 +126,13 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
     search.create_index(con)  # on the empty table: the scaffold, filled below much faster than the extension does
     for table in TABLES:
         _insert_all(con, store, table, version)
-    search.update_index(con, "SELECT DISTINCT session_id FROM turns")
+    turn_files = _files(store, TURNS, version)
+    if turn_files:  # tokenized from the Parquet files just loaded: read on every core (see update_index)
+        texts = "read_parquet([" + ", ".join(_sql_string(f) for f in turn_files) + "], union_by_name = true)"
+        search.update_index(con, "SELECT DISTINCT session_id FROM turns", texts)
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
-    _set_meta(con, version_number, zone)
     views.create_views(con, zone)
-    prices.install(con)
+    _set_meta(con, version_number, zone, prices.install(con))
     con.execute("COMMIT")
 
 
@@ -166,11 +172,34 @@ def _apply(
         search.create_index(con)  # a warehouse from before search: built once, whole
     elif ids.num_rows:
         search.update_index(con, "SELECT session_id FROM replaced_ids")
-    _set_meta(con, version_number, zone)
     views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
-    prices.install(con)
+    _set_meta(con, version_number, zone, prices.install(con, _meta(con).get("prices")))
     con.execute("COMMIT")
     con.unregister("replaced_ids")
+
+
+def is_current(data_dir: Path, version_number: int, timezone: str | None) -> bool:
+    """Whether `warehouse.duckdb` already holds Parquet version `version_number` under the current schema, with
+    its per-day views in `timezone`'s zone and a search index: then a run with nothing to do need not touch it.
+    A file this DuckDB cannot open, or one a killed run left behind at an older version, is not current."""
+    path = warehouse_path(data_dir)
+    if not path.exists():
+        return False
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        meta = _meta(con)
+        indexed = search.has_index(con)
+    finally:
+        con.close()
+    return (
+        indexed
+        and meta.get("schema_version") == SCHEMA_VERSION
+        and meta.get("parquet_version") == str(version_number)
+        and meta.get("timezone") == views.resolve_zone(timezone)
+    )
 
 
 def refresh(

@@ -14,6 +14,7 @@ import pytest
 
 from flows.etl import run_etl
 from flows.settings import Settings, load_settings
+from sinks import ledger
 from sinks.lock import LockBusy, writer_lock
 from tests.corpus import S1, S2, S3, claude_exchange, small_home, write_session
 from transforms.schema import TABLES
@@ -93,15 +94,29 @@ def test_rerun_with_nothing_changed_writes_nothing(tmp_path: Path) -> None:
     run(settings)
     before_rows = snapshot(data)
     before_files = dataset_files(data)
+    warehouse = data / "warehouse.duckdb"
+    before_warehouse = (warehouse.stat().st_ino, warehouse.stat().st_mtime_ns, warehouse.read_bytes())
     report = run(settings)
-    assert report.committed.sessions_loaded == 0 and report.committed.bytes_read == 0
+    assert report.committed is None, "nothing to do: nothing committed"
     assert snapshot(data) == before_rows
-    after_files = dataset_files(data)
-    runs_file = "runs/part-000.parquet"
-    assert {k: v for k, v in after_files.items() if k != runs_file} == {
-        k: v for k, v in before_files.items() if k != runs_file
-    }, "no corpus file may be rewritten (same inode, same bytes)"
-    assert len(table_rows(data, "runs")) == 2
+    assert dataset_files(data) == before_files, "no corpus file may be rewritten (same inode, same bytes)"
+    assert (warehouse.stat().st_ino, warehouse.stat().st_mtime_ns, warehouse.read_bytes()) == before_warehouse, (
+        "the warehouse is neither copied nor rewritten to record a run that did nothing"
+    )
+    assert len(table_rows(data, "runs")) == 1, "a no-op run is only in the ledger"
+    assert [r["outcome"] for r in ledger.runs(data)][:2] == ["noop", "ok"]
+
+
+def test_rerun_with_nothing_changed_still_rebuilds_a_warehouse_a_killed_run_left_behind(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    before = snapshot(data)
+    (data / "warehouse.duckdb").unlink()  # as if a run died between the Parquet swap and the warehouse swap
+    report = run(settings)
+    assert report.committed is not None, "the flow went on to load the warehouse"
+    assert snapshot(data) == before
 
 
 def test_appended_lines_replace_the_session_keeping_old_turn_ids(tmp_path: Path) -> None:
