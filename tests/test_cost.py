@@ -312,3 +312,41 @@ def test_an_incremental_load_prices_a_model_it_brings_in(tmp_path: Path, monkeyp
         ("claude", "claude-opus-4-6", Decimal("0.0150") + Decimal("0.0075") + Decimal("0.0030"), True),
         ("codex", "gpt-5.4", Decimal("0.0075") + Decimal("0.0045") + Decimal("0.0015"), True),
     ]
+
+
+def test_an_incremental_load_reads_the_price_database_only_when_the_package_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading every price of genai-prices costs ~0.8 s: a load that appends one session must not pay it again,
+    # but a new package version (new or corrected prices) must reach the warehouse.
+    data = tmp_path / "data"
+    data.mkdir()
+    _publish(data, [_session(Agent.CLAUDE, "c1", "claude-opus-4-6")])
+    warehouse.refresh(data, Store(data), "r1", previous_version=0, replaced=None)
+    reads: list[str] = []
+    real = prices.price_table
+
+    def counted() -> Any:
+        reads.append(prices.source_version())
+        return real()
+
+    monkeypatch.setattr(prices, "price_table", counted)
+    codex = _session(Agent.CODEX, "x1", "gpt-5.4")
+    _publish(data, [codex])
+    warehouse.refresh(data, Store(data), "r2", previous_version=1, replaced={"codex": {codex.session_id}})
+    assert reads == [], "same package: the prices table is kept"
+    monkeypatch.setattr(prices, "source_version", lambda: "genai-prices 999.0")
+    more = _session(Agent.CODEX, "x2", "gpt-5.4")
+    _publish(data, [more])
+    warehouse.refresh(data, Store(data), "r3", previous_version=2, replaced={"codex": {more.session_id}})
+    assert reads == ["genai-prices 999.0"], "a new package version re-reads its prices"
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM transcripts_meta").fetchall())
+        models = con.execute("SELECT agent, model FROM price_models ORDER BY ALL").fetchall()
+        priced = con.execute("SELECT bool_and(priced) FROM cost_daily").fetchone()
+    finally:
+        con.close()
+    assert meta["prices"] == "genai-prices 999.0"
+    assert models == [("claude", "claude-opus-4-6"), ("codex", "gpt-5.4")], "every model of usage is looked up again"
+    assert priced == (True,)
