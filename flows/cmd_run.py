@@ -165,8 +165,9 @@ def _run(
             _print_report(report, settings, say, outcome="noop")
             return
         total = sum(s.size for s in plan.to_read) if plan is not None else None
+        fresh = not ledger.lock_held(settings.data_dir)  # else the discovery may be old by the time the lock is free
         wait_for_writer(settings)
-        report = _through_flow(settings, options, run_id, full, total)
+        report = _through_flow(settings, options, run_id, full, total, found if fresh else None)
     _print_report(report, settings, say, outcome="ok")
 
 
@@ -217,7 +218,9 @@ class _NoCrashReportOnCtrlC(logging.Filter):
         return "interrupt signal" not in record.getMessage()
 
 
-def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None) -> Any:
+def _through_flow(
+    settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None, found: Discovery | None
+) -> Any:
     from flows.server import prefect_api
 
     _quiet_prefect()
@@ -226,6 +229,8 @@ def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full
     with prefect_api():
         from flows import etl
 
+        if found is not None:
+            etl.hand_over(run_id, found)
         if sys.stdout.isatty():
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -248,8 +253,10 @@ def _through_flow(settings: Settings, options: dict[str, Any], run_id: str, full
         else:  # cron, systemd, a pipe: one structured line per step instead of a bar
             _structured_logs()
         try:
-            return etl.etl_flow(options, full=full, run_id=run_id)
+            with etl.foreground():
+                return etl.etl_flow(options, full=full, run_id=run_id)
         finally:
+            etl._handed_over.pop(run_id, None)  # a flow that never started leaves nothing behind
             if progress is not None:
                 progress.stop()
 
@@ -461,13 +468,14 @@ def _backfill(
         with prefect_api():
             from flows import etl
 
-            report = etl.backfill_flow(
-                {"data_dir": settings.data_dir, "config": config, "lock_wait": wait, "redact": redact},
-                agent.value,
-                [s.path for s in found.sources],
-                full=full,
-                run_id=run_id,
-            )
+            with etl.foreground():
+                report = etl.backfill_flow(
+                    {"data_dir": settings.data_dir, "config": config, "lock_wait": wait, "redact": redact},
+                    agent.value,
+                    [s.path for s in found.sources],
+                    full=full,
+                    run_id=run_id,
+                )
     _print_report(report, settings, say, outcome="ok")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +36,16 @@ log = logging.getLogger("transcripts.etl")
 
 # Set by the CLI to draw a progress bar: called with (bytes done, bytes total) after each batch.
 progress_hook: Callable[[int, int], None] | None = None
+
+
+# Discoveries the CLI made for a run it hands to the flow (run_id -> Discovery), so that the flow does not walk the
+# roots a second time a few seconds later. Kept in the process, not passed as a flow parameter: Prefect would store
+# thousands of paths with the flow run.
+_handed_over: dict[str, pipeline.Discovery] = {}
+
+
+def hand_over(run_id: str, found: pipeline.Discovery) -> None:
+    _handed_over[run_id] = found
 
 
 # The run's extraction pool, when it has one (set by run_etl for the duration of the extraction).
@@ -92,13 +103,16 @@ def run_etl(
     as_tasks: bool = True,
     explicit: pipeline.Discovery | None = None,
     run_id: str | None = None,
+    discovered: pipeline.Discovery | None = None,
 ) -> pipeline.RunReport:
     """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
 
     The run is recorded in the ledger (sinks.ledger) from its start to its end, however it ends; a caller that
     records it already (the CLI, from before the flow starts) passes its `run_id` and the record is shared.
 
-    `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `as_tasks=False` calls
+    `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `discovered` is a
+    discovery of the configured roots made just before (by the CLI, to decide that there is work): used instead
+    of walking them again, with deletions as usual. `as_tasks=False` calls
     the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
     the flows themselves always run them as tasks.
     """
@@ -120,7 +134,8 @@ def run_etl(
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
         try:
-            _, plan = pipeline.plan_run(settings, store, full=full, explicit=explicit)
+            given = explicit if explicit is not None else discovered
+            _, plan = pipeline.plan_run(settings, store, full=full, explicit=given)
             log.info(
                 "event=plan run=%s new=%d changed=%d unchanged=%d deleted=%d bytes=%d",
                 run_id,
@@ -270,11 +285,25 @@ def _extract(
             _pool = None
 
 
+@contextlib.contextmanager
+def foreground() -> Iterator[None]:
+    """Settings for a flow run a person started and waits for (`transcripts run`, `backfill`): no flow-run
+    heartbeats. Prefect joins its heartbeat thread at the end of every flow, which sleeps in 1 s steps: up to a
+    second of nothing per command. Heartbeats let Prefect tell a crashed deployment run from a long one; a
+    foreground run's end is in the ledger however it ends (`status --check`), and the scheduled runs keep them."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
 @flow(name="transcripts-etl", log_prints=False, validate_parameters=False)
 def etl_flow(options: dict[str, Any], full: bool = False, run_id: str | None = None) -> pipeline.RunReport:
     """Nightly ETL of every configured agent into Parquet and DuckDB. `options` are `load_settings` arguments."""
     settings = load_settings(**options)
-    return run_etl(settings, full=full, run_id=run_id, flow_run_id=str(flow_run.id) if flow_run.id else None)
+    discovered = _handed_over.pop(run_id, None) if run_id else None
+    flow_run_id = str(flow_run.id) if flow_run.id else None
+    return run_etl(settings, full=full, run_id=run_id, flow_run_id=flow_run_id, discovered=discovered)
 
 
 @flow(name="transcripts-backfill", log_prints=False, validate_parameters=False)

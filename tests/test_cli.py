@@ -251,6 +251,42 @@ def test_run_goes_through_the_prefect_flow_then_a_no_op_skips_it(tmp_path: Path)
 
 
 @pytest.mark.usefixtures("prefect_harness")
+def test_a_run_with_work_walks_the_roots_once_and_its_flow_sends_no_heartbeats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The command discovers to decide whether a flow is needed; the flow plans on that discovery instead of
+    # walking the roots again. Prefect's heartbeat thread costs up to 1 s at the end of each flow: a foreground
+    # run turns it off (its end is in the ledger), the scheduled flow keeps Prefect's default.
+    from prefect.settings import get_current_settings
+
+    from flows import etl, pipeline
+
+    walks: list[int] = []
+    heartbeats: list[int | None] = []
+    real_discover, real_run_etl = pipeline.discover, etl.run_etl
+
+    def counted(settings: object) -> pipeline.Discovery:
+        found = real_discover(settings)  # type: ignore[arg-type]
+        walks.append(len(found.sources))
+        return found
+
+    def observed(*args: object, **kwargs: object) -> pipeline.RunReport:
+        heartbeats.append(get_current_settings().flows.heartbeat_frequency)
+        return real_run_etl(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "discover", counted)
+    monkeypatch.setattr(etl, "run_etl", observed)
+    home = small_home(tmp_path / "home")
+    code, out = invoke("run", "--source", "claude", "--home", str(home), "--data-dir", str(tmp_path / "data"))
+    assert code == 0, out
+    assert "loaded 2 sessions" in out
+    assert walks == [3], "one walk of the roots for the whole command"
+    assert heartbeats == [None]
+    assert etl._handed_over == {}
+    assert get_current_settings().flows.heartbeat_frequency is not None, "outside the command: Prefect's default"
+
+
+@pytest.mark.usefixtures("prefect_harness")
 def test_backfill_write_then_a_newer_export_updates_without_duplicates(tmp_path: Path) -> None:
     data = tmp_path / "data"
     old = _export(

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from extractors import ids
 from extractors.bounded import Limits, check_source_size
-from extractors.bounded_json import Element, iter_json_elements, iter_json_file
-from extractors.bounded_zip import looks_like_zip, open_member
-from extractors.chatgpt.parse import native_id, parse_conversation
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected, Source
+
+if TYPE_CHECKING:
+    from extractors.bounded_json import Element
 
 AGENT = Agent.CHATGPT
 PARSER_VERSION = "2"
@@ -65,6 +66,9 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     invalid_utf8, bad_shape (top level not an array/object), truncated_tail, no_conversation (empty array);
     DeferError(changed_during_read).
     """
+    from extractors.bounded_json import iter_json_elements, iter_json_file  # here: `status` needs no reader
+    from extractors.bounded_zip import looks_like_zip, open_member
+
     check_source_size(source.path, limits)
     if looks_like_zip(source.path):
         with open_member(source.path, EXPORT_MEMBER, limits) as member:
@@ -86,6 +90,8 @@ def _outcomes(source: Source, elements: Iterator[Element], limits: Limits) -> It
 
 def outcome_of(source: Source, element: Element, limits: Limits) -> Outcome:
     """Loaded, or Rejected for this one conversation (an oversized one is named from the fields read around it)."""
+    from extractors.chatgpt.parse import native_id, parse_conversation
+
     if element.problem is not None:
         native = native_id(element.top_fields)
         hint = ids.session_id(AGENT, native) if native else None

@@ -17,8 +17,6 @@ from pathlib import Path
 
 from extractors.bounded import Limits, iter_jsonl
 from extractors.claude import tables
-from extractors.claude.parse import Parser
-from extractors.claude.records import layout_of
 from extractors.discovery import walk_files
 from extractors.model import Agent, Loaded, Outcome, Source
 
@@ -78,6 +76,9 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """One outcome for the one session in the file. Raises RejectError (invalid_json, invalid_utf8, bad_shape,
     limit_exceeded, truncated_tail, no_conversation, missing_session_id, inconsistent_source, missing_timestamp,
     source_unreadable) and DeferError (write_in_progress, changed_during_read)."""
+    from extractors.claude.parse import Parser  # here, not at the top: `status` and discovery need no parser
+    from extractors.claude.records import layout_of
+
     parser = Parser(layout_of(Path(source.path)), limits)
     for line in iter_jsonl(source.path, limits):
         parser.feed(line)

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from extractors.bounded import Limits, iter_jsonl
-from extractors.codex.parse import parse_rollout
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -78,6 +77,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                 f"the same rollout is in sessions/ ({live}); that copy is loaded",
                 session_hint=_hint(path),
             )
+    from extractors.codex.parse import parse_rollout  # here: `status` and discovery need no parser
+
     session = parse_rollout(iter_jsonl(path, limits), limits, archived=archive is not None)
     yield Loaded(source, session)
 
