@@ -98,8 +98,9 @@ def session_tables(
     """Rows of every session-keyed table (sessions, turns, tool_calls, usage, session_links, record_kinds,
     redactions), every stored text redacted by `redactor` (a raw `Redactor(None)` keeps them as they are).
 
-    Redacted: turn text, tool inputs and outputs, and the session's title, cwd and git branch (a secret in a
-    cwd is rare, and a redacted cwd still groups its sessions: the marker is the same for the same value).
+    Redacted: turn text, tool inputs and outputs, and the session's title, cwd, git branch and git repository (a
+    secret in a cwd is rare, and a redacted cwd still groups its sessions: the marker is the same for the same
+    value; a repository has lost its URL's credentials in the reader already).
     Not redacted: ids, names, model and version strings, and attachment references (`image/png sha256:...`).
 
     With `source_column`, every table gets one more string column of that name: the path of the source each row was
@@ -209,6 +210,7 @@ def session_tables(
         s["source_path"].append(item.source.path)
         s["cwd"].append(audit(ses.cwd, "sessions.cwd", sid, agent, start))
         s["git_branch"].append(audit(ses.git_branch, "sessions.git_branch", sid, agent, start))
+        s["git_repository"].append(audit(ses.git_repository, "sessions.git_repository", sid, agent, start))
         s["title"].append(audit(ses.title, "sessions.title", sid, agent, start))
         s["models"].append(list(ses.models))
         s["cli_versions"].append(list(ses.cli_versions))

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"  # 2: the redactions table
+SCHEMA_VERSION = "3"  # 2: the redactions table; 3: sessions.git_repository
 
 TS = pa.timestamp("us", tz="UTC")
 TEXT = pa.large_string()  # free text that can be large (prompts, tool output)
@@ -76,6 +76,13 @@ SESSIONS = Table(
         _c("source_path", STR, "The source unit the session was read from.", nullable=False),
         _c("cwd", STR, "Working directory of the session, as the source records it."),
         _c("git_branch", STR, "Git branch at the start of the session."),
+        _c(
+            "git_repository",
+            STR,
+            "The git remote, normalised to `host/owner/repo` (`github.com/o/r` for its https and ssh URLs; "
+            "credentials, port and `.git` dropped); Codex and Grok record it, null elsewhere and in rows loaded "
+            "before it existed.",
+        ),
         _c("title", STR, "Title, when the source has a trustworthy one."),
         _c("models", LIST_STR, "Models that answered, in order of first use.", nullable=False),
         _c("cli_versions", LIST_STR, "Versions of the agent CLI that wrote the session.", nullable=False),
@@ -207,7 +214,7 @@ REDACTIONS = Table(
             "column_name",
             STR,
             "The redacted cell's column: turns.text, tool_calls.input, tool_calls.output, sessions.title, "
-            "sessions.cwd or sessions.git_branch.",
+            "sessions.cwd, sessions.git_branch or sessions.git_repository.",
             nullable=False,
         ),
         _c("turn_id", STR, "The turn (for a tool call: the response that made it); null for a sessions column."),
