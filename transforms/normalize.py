@@ -210,7 +210,6 @@ def session_tables(
         s["source_path"].append(item.source.path)
         s["cwd"].append(audit(ses.cwd, "sessions.cwd", sid, agent, start))
         s["git_branch"].append(audit(ses.git_branch, "sessions.git_branch", sid, agent, start))
-        s["git_repository"].append(audit(ses.git_repository, "sessions.git_repository", sid, agent, start))
         s["title"].append(audit(ses.title, "sessions.title", sid, agent, start))
         s["models"].append(list(ses.models))
         s["cli_versions"].append(list(ses.cli_versions))
@@ -225,6 +224,7 @@ def session_tables(
         s["skipped_record_count"].append(ses.count(Disposition.SKIPPED))
         s["record_count"].append(records)
         s["parser_version"].append(parser_versions[ses.agent])
+        s["git_repository"].append(audit(ses.git_repository, "sessions.git_repository", sid, agent, start))
         if source_column is not None:
             for name, columns in cols.items():
                 origin[name].extend([item.source.path] * (_height(columns) - before[name]))

@@ -76,13 +76,6 @@ SESSIONS = Table(
         _c("source_path", STR, "The source unit the session was read from.", nullable=False),
         _c("cwd", STR, "Working directory of the session, as the source records it."),
         _c("git_branch", STR, "Git branch at the start of the session."),
-        _c(
-            "git_repository",
-            STR,
-            "The git remote, normalised to `host/owner/repo` (`github.com/o/r` for its https and ssh URLs; "
-            "credentials, port and `.git` dropped); Codex and Grok record it, null elsewhere and in rows loaded "
-            "before it existed.",
-        ),
         _c("title", STR, "Title, when the source has a trustworthy one."),
         _c("models", LIST_STR, "Models that answered, in order of first use.", nullable=False),
         _c("cli_versions", LIST_STR, "Versions of the agent CLI that wrote the session.", nullable=False),
@@ -101,6 +94,14 @@ SESSIONS = Table(
             STR,
             "Version of the extractor that read it, and the redaction: `+r<rules version>`, or `+raw` when off.",
             nullable=False,
+        ),
+        # Added in schema 3; last, so that the older columns keep their positions.
+        _c(
+            "git_repository",
+            STR,
+            "The git remote, normalised to `host/owner/repo` (`github.com/o/r` for its https and ssh URLs; "
+            "credentials, port and `.git` dropped); Codex and Grok record it, null elsewhere and in rows loaded "
+            "before it existed.",
         ),
     ),
     ("session_id",),
