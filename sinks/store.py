@@ -64,8 +64,8 @@ def conform(table: Table, data: pa.Table, where: Path | str) -> pa.Table:
         return data.replace_schema_metadata(want.metadata)
     fix = (
         f"this data directory was written by another version of transcripts (schema {SCHEMA_VERSION} here): run "
-        "the version that wrote it, or move the data directory aside and rebuild it with `transcripts run --full` "
-        "(rows of sources that are gone cannot be rebuilt)"
+        "the version that wrote it, or move the data directory aside and run `transcripts run` to build a new one "
+        "from the sources (rows of sources that are gone cannot be rebuilt)"
     )
     extra = [name for name in data.column_names if name not in table.column_names]
     if extra:
@@ -167,9 +167,16 @@ class Store:
         path = base / key.relpath()
         if not path.exists():
             return None
-        if columns is not None:
-            return pq.read_table(path, columns=columns)
-        return conform(BY_NAME[key.table], pq.read_table(path), path)
+        table = BY_NAME[key.table]
+        if columns is None:
+            return conform(table, pq.read_table(path), path)
+        schema = pq.read_schema(path)
+        conform(table, schema.empty_table(), path)  # the checks of a whole read, on the footer alone
+        data = pq.read_table(path, columns=[c for c in columns if c in schema.names])
+        for name in columns:
+            if name not in data.column_names:  # a column added since the file was written
+                data = data.append_column(name, pa.nulls(data.num_rows, type=table.arrow_schema.field(name).type))
+        return data.select(columns)
 
     def session_holders(self, session_ids: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, int]]:
         """For sessions of the current version (agent -> session ids): session id -> (source path, turn count).
