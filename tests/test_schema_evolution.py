@@ -217,3 +217,15 @@ def test_reject_a_file_the_schema_cannot_take_stops_the_run_saying_what_to_do(
     now = Store(data).current()
     assert now is not None
     assert {p.name: p.stat().st_ino for p in (now / "sessions").rglob("*.parquet")} == before
+
+
+def test_reject_schema_mismatch_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    import typer
+
+    from flows.console import FAILED, reporting
+
+    with pytest.raises(typer.Exit) as exit_, reporting("run"):
+        raise SchemaMismatch("data/versions/v000001/sessions/agent=codex/part-000.parquet: column x is not in table")
+    assert exit_.value.exit_code == FAILED
+    err = capsys.readouterr().err
+    assert "column x is not in table" in err and "previous corpus is intact" in err and "Traceback" not in err
