@@ -15,7 +15,9 @@ from transforms.schema import TABLES, duckdb_ddl
 START = datetime(2026, 5, 11, 9, 0, tzinfo=UTC)
 
 
-def _session(sid: str, agent: str, cwd: str | None, repository: str | None, branch: str | None = None) -> dict[str, Any]:
+def _session(
+    sid: str, agent: str, cwd: str | None, repository: str | None, branch: str | None = None
+) -> dict[str, Any]:
     return {
         "session_id": sid,
         "agent": agent,
