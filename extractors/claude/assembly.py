@@ -230,9 +230,10 @@ def _continues(run: _Run, entry: Entry, part: Part) -> bool:
     With streaming tool execution (2.1.x) the result of a response's first tool_use can be written before the
     response's next tool_use line (marot/spotter test/fixtures/transcripts/subagent.jsonl lines 18-21, with
     requestIds): so results of the run's own calls end it only when what follows cannot be the same response,
-    which is a line with text or thinking (a response's blocks come in that order, tool_use last) or a line with
-    another prompt size (a new request carries the results in its prompt). A person's turn, any other user record,
-    another response's line or a result of a call the run did not make always ends it.
+    which is a line with text or thinking (in every real capture read, a response's tool_use blocks come after
+    its thinking and text) or a line with another prompt size (a new request carries the results in its prompt).
+    A person's turn, any other user record, another response's line or a result of a call the run did not make
+    always ends it.
     """
     if run.ended:
         return False
