@@ -34,6 +34,7 @@ from extractors.blobref import data_url_reference
 from extractors.bounded import Limits, Line, MiB, clip, count_glued_line, iter_jsonl, read_json_document
 from extractors.discovery import regular_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
+from extractors.gitremote import repository
 from extractors.ids import session_id
 from extractors.model import (
     Agent,
@@ -51,7 +52,7 @@ from extractors.model import (
 from extractors.timeutil import parse_iso
 
 AGENT = Agent.GROK
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"  # 3: sessions.git_repository from summary.json git_remotes (issue 13)
 NIGHTLY = True
 
 # `chat_history.jsonl` record `type` -> disposition.
@@ -154,6 +155,7 @@ class Facts:
     cwd: str | None
     title: str | None
     git_branch: str | None
+    git_repository: str | None
     model: str | None
     version: str
     parent: str | None
@@ -217,6 +219,7 @@ def read_facts(session_dir: Path, limits: Limits) -> Facts:
         cwd=cwd,
         title=_text(summary.get("generated_title")) or _text(summary.get("session_summary")),
         git_branch=_text(summary.get("head_branch")),
+        git_repository=_repository(summary.get("git_remotes")),
         model=_text(summary.get("current_model_id")),
         version="" if version is None else str(version),
         parent=parent,
@@ -288,6 +291,13 @@ def find_parent(session_dir: Path, limits: Limits) -> str | None:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
+
+
+def _repository(remotes: Any) -> str | None:
+    """The first entry of `git_remotes` (a list of remote URLs) that is a remote, normalised; Grok's order kept."""
+    if not isinstance(remotes, list):
+        return None
+    return next((repo for repo in map(repository, remotes) if repo is not None), None)
 
 
 @dataclass(slots=True)
@@ -422,6 +432,7 @@ class _Parser:
             parent_session_id=parent,
             cwd=facts.cwd,
             git_branch=facts.git_branch,
+            git_repository=facts.git_repository,
             title=facts.title,
             models=models,
             turns=tuple(self.turns),

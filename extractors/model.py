@@ -125,6 +125,9 @@ class Session:
     parent_session_id: str | None = None
     cwd: str | None = None
     git_branch: str | None = None
+    # The repository as `extractors.gitremote.repository` normalises a remote (`github.com/o/r`), where the source
+    # records one (Codex, Grok): never the raw URL, whose userinfo can hold a token.
+    git_repository: str | None = None
     title: str | None = None
     models: tuple[str, ...] = ()
     cli_versions: tuple[str, ...] = ()

@@ -259,6 +259,7 @@ def commit_run(
     """
     version = NextVersion(store, run_id)
     try:
+        version.conform_all()  # the first run after a schema change brings every old file to it
         resize_partitions(version, buckets)
         replaced = _merge_session_tables(store, version, batches, winners)
         results = [r for b in batches for r in b.sources]

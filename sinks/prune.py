@@ -300,6 +300,7 @@ def commit_prune(store: Store, run_id: str, plan: PrunePlan, run_row: Mapping[st
     """Write the pruned version with the run's ledger row and swap it in; returns the new version number."""
     version = NextVersion(store, run_id)
     try:
+        version.conform_all()  # a prune after a schema change leaves one schema throughout, as a run does
         write_prune(store, version, plan)
         append_run(store, version, run_row)
         version.publish()

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from sinks import failpoints
 from sinks.files import fsync_dir, private_dir, remove_tree, replace_atomic, write_parquet
 from transforms.ids import bucket_of
-from transforms.schema import Table
+from transforms.schema import BY_NAME, SCHEMA_VERSION, Table
 
 # A session's rows live in one bucket file per table (transforms.ids.bucket_of(session_id, buckets of its agent)), so
 # replacing a session rewrites one file per table, not the partition, and a merge holds one bucket in memory.
@@ -37,6 +37,53 @@ BUCKET_BYTES = 8 * 1024 * 1024
 MAX_BUCKETS = 4096
 LAYOUT = "layout.json"
 _VERSION = re.compile(r"^v(\d{6})$")
+
+
+class SchemaMismatch(OSError):
+    """A Parquet file of the data directory that the current schema cannot take in (a dropped or retyped column).
+
+    An OSError: like an unreadable file, it stops the run with one line and leaves the previous corpus intact.
+    """
+
+
+def _same_type(have: pa.DataType, want: pa.DataType) -> bool:
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    return have == want or (any(f(have) for f in strings) and any(f(want) for f in strings))
+
+
+def conform(table: Table, data: pa.Table, where: Path | str) -> pa.Table:
+    """`data`, read back from a file of `table`, with exactly the current schema.
+
+    A file written by an earlier version lacks the columns added since: a nullable one is added as nulls (those
+    rows predate it; a source that still exists is read again, because the readers' PARSER_VERSION changed with
+    it, and gets the value). Anything else cannot be made up: a column the schema no longer has, a required
+    column missing, or a column of another type raises SchemaMismatch saying what to do.
+    """
+    want = table.arrow_schema
+    if data.schema.equals(want, check_metadata=False):
+        return data.replace_schema_metadata(want.metadata)
+    fix = (
+        f"this data directory was written by another version of transcripts (schema {SCHEMA_VERSION} here): run "
+        "the version that wrote it, or move the data directory aside and run `transcripts run` to build a new one "
+        "from the sources (rows of sources that are gone cannot be rebuilt)"
+    )
+    extra = [name for name in data.column_names if name not in table.column_names]
+    if extra:
+        raise SchemaMismatch(f"{where}: column {', '.join(extra)} is not in table {table.name}; {fix}")
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    for field in want:
+        if field.name not in data.column_names:
+            if not field.nullable:
+                raise SchemaMismatch(f"{where}: required column {table.name}.{field.name} is missing; {fix}")
+            columns.append(pa.nulls(data.num_rows, type=field.type))
+            continue
+        have = data.column(field.name)
+        if not _same_type(have.type, field.type):
+            raise SchemaMismatch(
+                f"{where}: column {table.name}.{field.name} is {have.type} in the file but {field.type} here; {fix}"
+            )
+        columns.append(have if have.type == field.type else have.cast(field.type))
+    return pa.Table.from_arrays(columns, schema=want)
 
 
 def part_name(bucket: int) -> str:
@@ -97,6 +144,15 @@ class Store:
         data = json.loads((base / LAYOUT).read_text(encoding="utf-8"))
         return {str(agent): int(n) for agent, n in data["buckets"].items()}
 
+    def schema_version(self, version: Path | None = None) -> str | None:
+        """The schema version every file of a version (default: current) was written or conformed with; None for
+        a version from before layouts recorded it (its files may be older)."""
+        base = version or self.current()
+        if base is None or not (base / LAYOUT).exists():
+            return None
+        value = json.loads((base / LAYOUT).read_text(encoding="utf-8")).get("schema_version")
+        return None if value is None else str(value)
+
     def files(self, table: str, version: Path | None = None) -> list[Path]:
         """Every Parquet file of `table` in a version (default: current), sorted."""
         base = version or self.current()
@@ -109,7 +165,18 @@ class Store:
         if base is None:
             return None
         path = base / key.relpath()
-        return pq.read_table(path, columns=columns) if path.exists() else None
+        if not path.exists():
+            return None
+        table = BY_NAME[key.table]
+        if columns is None:
+            return conform(table, pq.read_table(path), path)
+        schema = pq.read_schema(path)
+        conform(table, schema.empty_table(), path)  # the checks of a whole read, on the footer alone
+        data = pq.read_table(path, columns=[c for c in columns if c in schema.names])
+        for name in columns:
+            if name not in data.column_names:  # a column added since the file was written
+                data = data.append_column(name, pa.nulls(data.num_rows, type=table.arrow_schema.field(name).type))
+        return data.select(columns)
 
     def session_holders(self, session_ids: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, int]]:
         """For sessions of the current version (agent -> session ids): session id -> (source path, turn count).
@@ -135,7 +202,7 @@ class Store:
 
     def read_table(self, table: Table, version: Path | None = None) -> pa.Table:
         """All rows of a table in a version (small tables: sources, rejects, runs)."""
-        parts = [pq.read_table(p, schema=table.arrow_schema) for p in self.files(table.name, version)]
+        parts = [conform(table, pq.read_table(p), p) for p in self.files(table.name, version)]
         return pa.concat_tables(parts) if parts else table.arrow_schema.empty_table()
 
     def cleanup(self) -> None:
@@ -166,13 +233,36 @@ class NextVersion:
         private_dir(self.tmp)
         self.written: set[Path] = set()
         self.buckets: dict[str, int] = store.layout()
+        # Carried forward until `conform_all` has brought every file of the base to the current schema.
+        self.schema_version: str | None = SCHEMA_VERSION if self.base is None else store.schema_version(self.base)
+
+    def conform_all(self) -> int:
+        """Rewrite every file of the base version written with an older schema, so that the new version is one
+        schema throughout (DuckDB, and anyone reading `data/parquet` directly, then reads it as one table).
+        Once per schema change; returns how many files were rewritten."""
+        if self.schema_version == SCHEMA_VERSION or self.base is None:
+            self.schema_version = SCHEMA_VERSION
+            return 0
+        rewritten = 0
+        for path in sorted(self.base.rglob("*.parquet")):
+            rel = path.relative_to(self.base)
+            table = BY_NAME.get(rel.parts[0])
+            if table is None or rel in self.written:
+                continue
+            if pq.read_schema(path).equals(table.arrow_schema, check_metadata=False):
+                continue
+            self.written.add(rel)
+            write_parquet(conform(table, pq.read_table(path), path), self.tmp / rel)
+            rewritten += 1
+        self.schema_version = SCHEMA_VERSION
+        return rewritten
 
     def read(self, key: FileKey) -> pa.Table | None:
         """A file as this version has it so far: what it wrote (or removed), else the base version's."""
         rel = key.relpath()
         if rel in self.written:
             path = self.tmp / rel
-            return pq.read_table(path) if path.exists() else None
+            return conform(BY_NAME[key.table], pq.read_table(path), path) if path.exists() else None
         return self.store.read(key, self.base)
 
     def put(self, key: FileKey, table: pa.Table) -> None:
@@ -198,7 +288,10 @@ class NextVersion:
                     dst.write_bytes(path.read_bytes())
                     os.chmod(dst, 0o600)
         layout = self.tmp / LAYOUT
-        layout.write_text(json.dumps({"buckets": dict(sorted(self.buckets.items()))}, indent=1) + "\n", "utf-8")
+        data: dict[str, object] = {"buckets": dict(sorted(self.buckets.items()))}
+        if self.schema_version is not None:
+            data["schema_version"] = self.schema_version
+        layout.write_text(json.dumps(data, indent=1) + "\n", "utf-8")
         os.chmod(layout, 0o600)
         with open(layout, "rb") as handle:
             os.fsync(handle.fileno())

@@ -28,8 +28,12 @@ def _day(ts: str) -> str:
     return f"CAST({_local(ts)} AS DATE)"
 
 
-# The folder a session ran in, as people name their projects ("/home/me/src/shop/" -> "shop").
-PROJECT = "regexp_extract(rtrim(s.cwd, '/\\'), '[^/\\\\]+$')"
+def _folder_name(path: str) -> str:
+    """The last folder of a path, as people name their projects ("/home/me/src/shop/" -> "shop")."""
+    return f"regexp_extract(rtrim({path}, '/\\'), '[^/\\\\]+$')"
+
+
+PROJECT = _folder_name("s.cwd")
 
 VIEWS: dict[str, str] = {
     "session_overview": """
@@ -74,18 +78,34 @@ VIEWS: dict[str, str] = {
                CAST(sum(prompt) AS BIGINT) AS prompts, CAST(sum(response) AS BIGINT) AS responses,
                CAST(sum(call) AS BIGINT) AS tool_calls
         FROM events GROUP BY ALL""",
-    # Git repositories are not recorded by the extractors yet: a project is its working directory.
+    # A project is its git repository where known, else its working directory. A session's repository is the one it
+    # recorded (Codex, Grok), else the one the other sessions of its folder recorded, when they agree on one
+    # (Claude, Gemini, OpenCode record none): one clone's sessions are one project whichever agent ran them, and
+    # one repository cloned in two folders is one project (`cwd` null, both in `folders`).
     "project_activity": f"""
-        SELECT coalesce({PROJECT}, '(none)') AS project, s.cwd,
-               count(*) AS sessions, list(DISTINCT s.agent ORDER BY s.agent) AS agents,
-               CAST(sum(s.user_turn_count) AS BIGINT) AS prompts,
-               CAST(sum(s.assistant_turn_count) AS BIGINT) AS responses,
-               CAST(sum(s.tool_call_count) AS BIGINT) AS tool_calls,
-               list(DISTINCT s.git_branch ORDER BY s.git_branch) FILTER (WHERE s.git_branch IS NOT NULL)
-                   AS git_branches,
-               min({_day("s.started_at")}) AS first_day,
-               max({_day("coalesce(s.ended_at, s.started_at)")}) AS last_day
-        FROM sessions s GROUP BY ALL""",
+        WITH by_folder AS (
+            SELECT cwd, min(git_repository) AS repository
+            FROM sessions WHERE cwd IS NOT NULL AND git_repository IS NOT NULL
+            GROUP BY cwd HAVING count(DISTINCT git_repository) = 1
+        ), placed AS (
+            SELECT s.*, coalesce(s.git_repository, f.repository) AS repository,
+                   s.git_repository IS NULL AND f.repository IS NOT NULL AS inferred,
+                   CASE WHEN coalesce(s.git_repository, f.repository) IS NULL THEN s.cwd END AS folder
+            FROM sessions s LEFT JOIN by_folder f USING (cwd)
+        )
+        SELECT coalesce(regexp_extract(repository, '[^/]+$'), {_folder_name("folder")}, '(none)') AS project,
+               repository AS git_repository,
+               CASE WHEN count(DISTINCT cwd) = 1 THEN min(cwd) END AS cwd,
+               list(DISTINCT cwd ORDER BY cwd) FILTER (WHERE cwd IS NOT NULL) AS folders,
+               count(*) AS sessions, count(*) FILTER (WHERE inferred) AS inferred_sessions,
+               list(DISTINCT agent ORDER BY agent) AS agents,
+               CAST(sum(user_turn_count) AS BIGINT) AS prompts,
+               CAST(sum(assistant_turn_count) AS BIGINT) AS responses,
+               CAST(sum(tool_call_count) AS BIGINT) AS tool_calls,
+               list(DISTINCT git_branch ORDER BY git_branch) FILTER (WHERE git_branch IS NOT NULL) AS git_branches,
+               min({_day("started_at")}) AS first_day,
+               max({_day("coalesce(ended_at, started_at)")}) AS last_day
+        FROM placed GROUP BY repository, folder""",
     # error_rate is over the calls whose outcome is known (is_error not null); `unknown` counts the others.
     "tool_usage": """
         SELECT agent, tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,

@@ -29,7 +29,7 @@ from tests.support import read_one, write_jsonl
 
 
 def test_module_constants() -> None:
-    assert (claude.AGENT, claude.NIGHTLY, claude.PARSER_VERSION) == (Agent.CLAUDE, True, "2")
+    assert (claude.AGENT, claude.NIGHTLY, claude.PARSER_VERSION) == (Agent.CLAUDE, True, "3")
 
 
 def test_default_roots_without_env(tmp_path: Path) -> None:

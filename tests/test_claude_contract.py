@@ -273,7 +273,7 @@ def test_module_reads_through_the_registry() -> None:
     from extractors.registry import extractor
 
     assert extractor(Agent.CLAUDE) is claude
-    assert json.dumps(claude.PARSER_VERSION) == '"2"'
+    assert json.dumps(claude.PARSER_VERSION) == '"3"'
 
 
 def test_real_response_usage_is_its_last_snapshot(shared: dict[str, list[Outcome]]) -> None:

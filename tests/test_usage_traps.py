@@ -9,10 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from extractors.model import Agent, Loaded, Session, Usage
-from tests.claude_records import OTHER, SID, assistant, text, tool_result, tool_use, user
+from tests.claude_records import OTHER, SID, assistant, envelope, text, tool_result, tool_use, user
 from tests.claude_records import load as load_claude
 from tests.support import read_one, write_jsonl
 
@@ -82,12 +80,6 @@ def test_ok_claude_gateway_reusing_a_message_id_with_distinct_request_ids_counts
     assert sorted(u.output_tokens or 0 for u in session.usage) == [11, 22]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect, reported on issue 13: extractors/claude/parse.py keys a response on (message.id, "
-    "requestId or '') and extractors/claude/assembly.py _add_part merges every line with that key in the file, so "
-    "a relay that reuses one id without requestId collapses all responses of a session into the last one",
-)
 def test_ok_claude_gateway_reusing_one_message_id_without_request_ids_counts_each_response(tmp_path: Path) -> None:
     # ccusage#1635: a local relay answers EVERY response with message id "ocgo" and no requestId. Two requests
     # (a tool_use response, its result sent back, a text response) are two responses: 11 + 22 output tokens,
@@ -100,6 +92,67 @@ def test_ok_claude_gateway_reusing_one_message_id_without_request_ids_counts_eac
     ]
     session = load_claude(tmp_path, f"{SID}.jsonl", records)
     assert sorted(u.output_tokens or 0 for u in session.usage) == [11, 22]
+
+
+def test_ok_claude_response_without_request_id_split_by_non_conversation_lines_counts_once(tmp_path: Path) -> None:
+    # Bedrock answers carry no requestId (codemie-code session-196820da.jsonl); progress, hook, system, queue and
+    # summary lines fall between the lines of one response (marot/spotter subagent.jsonl, codemie session-9eda1058):
+    # they are not conversation, so the response stays one, counted once from its last snapshot.
+    records = [
+        user("q", ts="2026-03-02T09:00:00Z"),
+        assistant([{"type": "thinking", "thinking": "hm"}], msg_id="msg_bdrk_1", request_id=None, usage=_usage(5)),
+        envelope("progress", data={"type": "hook_progress", "hookEvent": "PreToolUse"}),
+        envelope("queue-operation", operation="enqueue", content="later"),
+        assistant([text("Looking.")], msg_id="msg_bdrk_1", request_id=None, usage=_usage(6)),
+        envelope("system", subtype="turn_duration", durationMs=5),
+        envelope("summary", summary="a title", leafUuid="elsewhere"),
+        assistant([tool_use("toolu_1")], msg_id="msg_bdrk_1", request_id=None, usage=_usage(40)),
+        user([tool_result("toolu_1")], ts="2026-03-02T09:00:05Z"),
+    ]
+    session = load_claude(tmp_path, f"{SID}.jsonl", records)
+    assert _tokens(session) == [("msg_bdrk_1", 40)]
+    assert [(c.call_id, c.turn_index) for c in session.tool_calls] == [("toolu_1", 1)]
+
+
+def test_ok_claude_streamed_tool_use_after_its_sibling_result_without_request_id_stays_one_response(
+    tmp_path: Path,
+) -> None:
+    # Streaming tool execution writes a tool's result before the response's next tool_use line (marot/spotter
+    # subagent.jsonl lines 18-21: tool_use, hook progress, its tool_result, tool_use, same message.id and requestId).
+    # Without requestId the second tool_use (same prompt size) is still the same response: one usage row.
+    records = [
+        user("q", ts="2026-03-02T09:00:00Z"),
+        assistant([text("Two reads.")], msg_id="msg_bdrk_2", request_id=None, usage=_usage(8)),
+        assistant([tool_use("toolu_a")], msg_id="msg_bdrk_2", request_id=None, usage=_usage(8)),
+        envelope("progress", data={"type": "hook_progress", "hookEvent": "PostToolUse"}),
+        user([tool_result("toolu_a")], ts="2026-03-02T09:00:02Z"),
+        assistant([tool_use("toolu_b")], msg_id="msg_bdrk_2", request_id=None, usage=_usage(30)),
+        user([tool_result("toolu_b")], ts="2026-03-02T09:00:03Z"),
+        assistant([text("done")], msg_id="msg_bdrk_3", request_id=None, usage=_usage(7)),
+    ]
+    session = load_claude(tmp_path, f"{SID}.jsonl", records)
+    assert _tokens(session) == [("msg_bdrk_2", 30), ("msg_bdrk_3", 7)]
+    calls = [(c.call_id, c.turn_index, c.output) for c in session.tool_calls]
+    assert calls == [("toolu_a", 1, "ok"), ("toolu_b", 1, "ok")]
+
+
+def test_ok_claude_gateway_reusing_one_message_id_for_a_tool_use_response_counts_the_new_prompt(
+    tmp_path: Path,
+) -> None:
+    # The relay of ccusage#1635 again, when the second response is a tool_use only: its prompt holds the first
+    # result, so its prompt size differs and it is a new request; a person's prompt in between always is.
+    records = [
+        user("q", ts="2026-03-02T09:00:00Z"),
+        assistant([tool_use("toolu_1")], msg_id="ocgo", request_id=None, usage=_usage(11)),
+        user([tool_result("toolu_1")], ts="2026-03-02T09:00:02Z"),
+        assistant([tool_use("toolu_2")], msg_id="ocgo", request_id=None, usage=_usage(22, inp=40)),
+        user([tool_result("toolu_2")], ts="2026-03-02T09:00:04Z"),
+        user("and now?", ts="2026-03-02T09:00:05Z"),
+        assistant([text("ok")], msg_id="ocgo", request_id=None, usage=_usage(33, inp=40)),
+    ]
+    session = load_claude(tmp_path, f"{SID}.jsonl", records)
+    assert _tokens(session) == [("ocgo", 11), ("ocgo", 22), ("ocgo", 33)]
+    assert [(c.call_id, c.turn_index) for c in session.tool_calls] == [("toolu_1", 1), ("toolu_2", 3)]
 
 
 def test_ok_claude_resumed_session_copying_earlier_records_counts_them_only_in_the_original(tmp_path: Path) -> None:

@@ -98,8 +98,9 @@ def session_tables(
     """Rows of every session-keyed table (sessions, turns, tool_calls, usage, session_links, record_kinds,
     redactions), every stored text redacted by `redactor` (a raw `Redactor(None)` keeps them as they are).
 
-    Redacted: turn text, tool inputs and outputs, and the session's title, cwd and git branch (a secret in a
-    cwd is rare, and a redacted cwd still groups its sessions: the marker is the same for the same value).
+    Redacted: turn text, tool inputs and outputs, and the session's title, cwd, git branch and git repository (a
+    secret in a cwd is rare, and a redacted cwd still groups its sessions: the marker is the same for the same
+    value; a repository has lost its URL's credentials in the reader already).
     Not redacted: ids, names, model and version strings, and attachment references (`image/png sha256:...`).
 
     With `source_column`, every table gets one more string column of that name: the path of the source each row was
@@ -223,6 +224,7 @@ def session_tables(
         s["skipped_record_count"].append(ses.count(Disposition.SKIPPED))
         s["record_count"].append(records)
         s["parser_version"].append(parser_versions[ses.agent])
+        s["git_repository"].append(audit(ses.git_repository, "sessions.git_repository", sid, agent, start))
         if source_column is not None:
             for name, columns in cols.items():
                 origin[name].extend([item.source.path] * (_height(columns) - before[name]))

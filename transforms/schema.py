@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"  # 2: the redactions table
+SCHEMA_VERSION = "3"  # 2: the redactions table; 3: sessions.git_repository
 
 TS = pa.timestamp("us", tz="UTC")
 TEXT = pa.large_string()  # free text that can be large (prompts, tool output)
@@ -94,6 +94,14 @@ SESSIONS = Table(
             STR,
             "Version of the extractor that read it, and the redaction: `+r<rules version>`, or `+raw` when off.",
             nullable=False,
+        ),
+        # Added in schema 3; last, so that the older columns keep their positions.
+        _c(
+            "git_repository",
+            STR,
+            "The git remote, normalised to `host/owner/repo` (`github.com/o/r` for its https and ssh URLs; "
+            "credentials, port and `.git` dropped); Codex and Grok record it, null elsewhere and in rows loaded "
+            "before it existed.",
         ),
     ),
     ("session_id",),
@@ -207,7 +215,7 @@ REDACTIONS = Table(
             "column_name",
             STR,
             "The redacted cell's column: turns.text, tool_calls.input, tool_calls.output, sessions.title, "
-            "sessions.cwd or sessions.git_branch.",
+            "sessions.cwd, sessions.git_branch or sessions.git_repository.",
             nullable=False,
         ),
         _c("turn_id", STR, "The turn (for a tool call: the response that made it); null for a sessions column."),

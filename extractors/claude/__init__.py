@@ -21,7 +21,8 @@ from extractors.discovery import walk_files
 from extractors.model import Agent, Loaded, Outcome, Source
 
 AGENT = Agent.CLAUDE
-PARSER_VERSION = "2"  # 2: queued prompts, a command recorded twice, glued lines (issue 9)
+PARSER_VERSION = "3"  # 2: queued prompts, a command recorded twice, glued lines (issue 9); 3: a response without
+# requestId is a contiguous run of its message.id (issue 13)
 NIGHTLY = True
 
 # Folder depth below a root (a root holds `<encoded-cwd>` folders): main and flat subagent files sit at depth 1

@@ -8,6 +8,7 @@ meet their results.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -120,11 +121,10 @@ def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None, 
     merge_doubled_commands(own)
     resolve_queue(own)
 
-    responses: dict[tuple[str, str], _Response] = {}
+    responses: dict[_Key, _Response] = {}
     calls: dict[str, _Call] = {}
-    for entry in own:
-        if entry.part is not None:
-            _add_part(entry, entry.part, responses, calls)
+    for entry, part, key in _response_keys(own):
+        _add_part(entry, part, key, responses, calls)
 
     turns: list[Turn] = []
     spawns: dict[str, str] = {}
@@ -196,10 +196,97 @@ def _metadata_only(entry: Entry) -> Entry:
     )
 
 
-def _add_part(entry: Entry, part: Part, responses: dict[tuple[str, str], _Response], calls: dict[str, _Call]) -> None:
-    response = responses.get(part.key)
+# A response's key: the part's (message.id, requestId) and, for lines without requestId, which contiguous run of
+# that message.id it is (0 for every line that has a requestId).
+_Key = tuple[tuple[str, str], int]
+
+
+@dataclass(slots=True)
+class _Run:
+    """The open response of lines without requestId, while the file is walked in order."""
+
+    message_id: str
+    number: int
+    prompt: int | None  # input + cache read + cache write tokens of its first usage snapshot
+    calls: set[str] = field(default_factory=set)
+    answered: bool = False  # tool results for its own calls came after its last line
+    ended: bool = False  # another response, a user record or a result of another call came after it
+
+
+def _prompt_tokens(usage: dict[str, object] | None) -> int | None:
+    """The size of the prompt a usage snapshot reports: the same on every line of one request."""
+    if usage is None:
+        return None
+    names = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    parts = [int_value(usage.get(name)) for name in names]
+    return None if all(p is None for p in parts) else sum(p or 0 for p in parts)
+
+
+def _continues(run: _Run, entry: Entry, part: Part) -> bool:
+    """Whether an assistant line without requestId, with the run's message.id, is a further line of that run.
+
+    Claude Code writes one response as one line per content block with the same message.id; progress, hook,
+    system, queue and summary lines can fall between them (they are not conversation and never end a response).
+    With streaming tool execution (2.1.x) the result of a response's first tool_use can be written before the
+    response's next tool_use line (marot/spotter test/fixtures/transcripts/subagent.jsonl lines 18-21, with
+    requestIds): so results of the run's own calls end it only when what follows cannot be the same response,
+    which is a line with text or thinking (in every real capture read, a response's tool_use blocks come after
+    its thinking and text) or a line with another prompt size (a new request carries the results in its prompt).
+    A person's turn, any other user record, another response's line or a result of a call the run did not make
+    always ends it.
+    """
+    if run.ended:
+        return False
+    if not run.answered:
+        return True
+    prompt = _prompt_tokens(part.usage)
+    only_tools = bool(part.uses) and entry.kind == "assistant/tool_use"
+    return only_tools and (prompt is None or run.prompt is None or prompt == run.prompt)
+
+
+def _response_keys(own: list[Entry]) -> Iterator[tuple[Entry, Part, _Key]]:
+    """Each assistant line with the key of the response it belongs to, in file order.
+
+    Lines with a requestId (and lines keyed by their place, without message.id) are one response per key,
+    wherever they are in the file. Without requestId, message.id alone is not enough: a relay can answer every
+    request with the same id (ccusage#1635), so a response is a contiguous run of lines with that id (`_continues`).
+    """
+    run: _Run | None = None
+    runs: Counter[str] = Counter()
+    for entry in own:
+        part = entry.part
+        if part is None:
+            if run is not None and entry.rtype == "user" and entry.kind != "<metadata-only>":
+                own_results = bool(entry.results) and all(r.tool_use_id in run.calls for r in entry.results)
+                if own_results and entry.prompt is None:
+                    run.answered = True
+                else:
+                    run.ended = True
+            elif run is not None and entry.rtype == "assistant" and entry.kind != "<metadata-only>":
+                run.ended = True  # a synthetic message (an API error) in between: a retry is another request
+            continue
+        message_id, request_id = part.key
+        if part.message_id is None or request_id:
+            if run is not None:
+                run.ended = True
+            yield entry, part, (part.key, 0)
+            continue
+        if run is None or run.message_id != message_id or not _continues(run, entry, part):
+            if run is not None:
+                run.ended = True
+            run = _Run(message_id, runs[message_id], _prompt_tokens(part.usage))
+            runs[message_id] += 1
+        run.answered = False
+        run.calls.update(use.call_id for use in part.uses)
+        if run.prompt is None:
+            run.prompt = _prompt_tokens(part.usage)
+        yield entry, part, (part.key, run.number)
+
+
+def _add_part(entry: Entry, part: Part, key: _Key, responses: dict[_Key, _Response], calls: dict[str, _Call]) -> None:
+    response = responses.get(key)
     if response is None:
-        response = responses[part.key] = _Response(entry.index, entry.timestamp, part.message_id)
+        response = responses[key] = _Response(entry.index, entry.timestamp, part.message_id)
     response.model = response.model or part.model
     response.texts.extend(part.texts)
     if part.usage is not None:

@@ -18,7 +18,7 @@ from extractors.ids import session_id
 from extractors.model import Agent, Loaded, Outcome, Source
 
 AGENT = Agent.CODEX
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"  # 3: sessions.git_repository from session_meta.git.repository_url (issue 13)
 NIGHTLY = True
 
 SESSIONS = "sessions"

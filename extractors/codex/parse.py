@@ -45,6 +45,7 @@ from extractors.codex.tables import (
 from extractors.codex.tools import ToolLedger
 from extractors.codex.usage import UsageLedger
 from extractors.errors import RejectCode, RejectError
+from extractors.gitremote import repository
 from extractors.ids import session_id
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn
 from extractors.timeutil import parse_iso
@@ -104,6 +105,7 @@ class RolloutParser:
     last_time: datetime | None = None
     cwd: str | None = None
     git_branch: str | None = None
+    git_repository: str | None = None
     title: str | None = None
     parent: str | None = None
     links: list[SessionLink] = field(default_factory=list)
@@ -223,6 +225,8 @@ class RolloutParser:
         git = payload.get("git")
         if isinstance(git, dict) and isinstance(git.get("branch"), str) and self.git_branch is None:
             self.git_branch = git["branch"]
+        if isinstance(git, dict) and self.git_repository is None:
+            self.git_repository = repository(git.get("repository_url"))  # credentials never kept
 
     def _session_meta(self, payload: dict[str, Any], index: int) -> None:
         native = payload.get("id")
@@ -466,6 +470,7 @@ class RolloutParser:
             parent_session_id=self.parent,
             cwd=self.cwd,
             git_branch=self.git_branch,
+            git_repository=self.git_repository,
             title=self.title,
             models=models,
             cli_versions=tuple(self.cli_versions),
