@@ -202,12 +202,15 @@ def _may_skip_flow(data_dir: Path) -> bool:
     if not (data_dir / "warehouse.duckdb").exists() or ledger.lock_held(data_dir):
         return False
     from flows.status import foreign_warehouse
+    from transforms.schema_version import SCHEMA_VERSION
 
     records = ledger.runs(data_dir)
     finished = [r for r in records if r["outcome"] not in ("running", "busy")]
     snapshot = next((r["corpus"] for r in records if r.get("corpus")), None)
     if snapshot is None or foreign_warehouse(data_dir / "warehouse.duckdb", snapshot):
         return False  # a warehouse another DuckDB wrote (or one we know nothing of) is rebuilt by the flow
+    if snapshot.get("schema") != SCHEMA_VERSION:
+        return False  # a corpus of an older schema is brought to this one by the flow, even with no source changed
     return bool(finished) and finished[0]["outcome"] in ("ok", "noop")
 
 

@@ -170,7 +170,7 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
 
 def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
     """Rows per table and agent and rejections per agent and reason code, from the warehouse (read-only)."""
-    from transforms.schema import TABLES
+    from transforms.schema import SCHEMA_VERSION, TABLES
 
     con = _connect(data_dir / WAREHOUSE)
     try:
@@ -201,6 +201,7 @@ def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
         "rejections": rejections,
         "engine": engine_version(),
         "storage": storage,
+        "schema": SCHEMA_VERSION,
         **extra,
     }
 

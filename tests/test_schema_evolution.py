@@ -229,3 +229,22 @@ def test_reject_schema_mismatch_is_one_line_and_exit_1(capsys: pytest.CaptureFix
     assert exit_.value.exit_code == FAILED
     err = capsys.readouterr().err
     assert "column x is not in table" in err and "previous corpus is intact" in err and "Traceback" not in err
+
+
+def test_ok_a_no_op_command_does_not_skip_the_flow_on_a_corpus_of_an_older_schema(tmp_path: Path) -> None:
+    # Gemini, OpenCode or ChatGPT readers did not change with the schema: none of their sources looks changed, so
+    # only the corpus's own schema version can tell `transcripts run` that the flow must bring it up to date.
+    from flows.cmd_run import _may_skip_flow
+    from sinks import ledger
+
+    home, data = tmp_path / "home", tmp_path / "data"
+    _home(home)
+    _run(_settings(home, data))
+    assert _may_skip_flow(data), "the corpus as this version wrote it: a no-op may skip the flow"
+    lines = (data / ledger.LEDGER).read_text(encoding="utf-8").splitlines()
+    older = [json.loads(line) for line in lines]
+    for record in older:
+        if record.get("corpus"):
+            record["corpus"]["schema"] = "2"
+    (data / ledger.LEDGER).write_text("".join(json.dumps(r) + "\n" for r in older), encoding="utf-8")
+    assert not _may_skip_flow(data), "a corpus of schema 2 goes through the flow"

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "3"  # 2: the redactions table; 3: sessions.git_repository
+from transforms.schema_version import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: read here by most
 
 TS = pa.timestamp("us", tz="UTC")
 TEXT = pa.large_string()  # free text that can be large (prompts, tool output)
