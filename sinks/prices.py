@@ -20,12 +20,15 @@ input price.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from dataclasses import dataclass
 from datetime import date, time
 from decimal import Decimal
 from functools import cache
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -197,17 +200,19 @@ def source_version() -> str:
     return f"{PACKAGE} {version(PACKAGE)}"
 
 
-def install(con: duckdb.DuckDBPyConnection, installed_from: str | None = None) -> str:
+def install(con: duckdb.DuckDBPyConnection, installed_from: str | None = None, cache: Path | None = None) -> str:
     """(Re)create `prices`, `price_models` and the cost views in the open transaction of a warehouse build.
 
     `installed_from` is what the warehouse's tables were made from (`source_version()` of an earlier load): when it
     is the package installed now, `prices` is kept and only (agent, model) pairs new to `usage` are looked up, so
-    a small load does not pay for reading the whole price database (~0.8 s). Returns the source to record.
+    a small load does not pay for reading the whole price database (~0.8 s). A warehouse built whole reads the
+    prices from `cache` (a folder) when an earlier build of the same package version left them there. Returns the
+    source to record.
     """
     current = source_version()
     kept = installed_from == current and _has_tables(con, "prices", "price_models", "price_lookups")
     if not kept:
-        con.register("genai_prices_rows", price_table())
+        con.register("genai_prices_rows", cached_price_table(cache) if cache is not None else price_table())
         con.execute("CREATE OR REPLACE TABLE prices AS SELECT * FROM genai_prices_rows ORDER BY ALL")
         con.unregister("genai_prices_rows")
         con.execute(
@@ -271,6 +276,31 @@ def _match(model: str, provider: str | None) -> tuple[str, str] | None:
             continue
         return found_provider.id, found_model.id
     return None
+
+
+def cached_price_table(folder: Path) -> pa.Table:
+    """`price_table()`, kept in `folder` as an Arrow file per package version (reading it takes milliseconds,
+    building it from the package's data most of a second); a file of another version or schema is replaced."""
+    import pyarrow.ipc as ipc
+
+    from sinks.files import FILE_MODE, private_dir, replace_atomic
+
+    path = folder / f"prices-{source_version().removeprefix(PACKAGE).strip()}.arrow"
+    with contextlib.suppress(OSError, pa.ArrowInvalid):
+        with ipc.open_file(path) as reader:
+            table = reader.read_all()
+        if table.schema.equals(PRICE_SCHEMA, check_metadata=False):
+            return table
+    table = price_table()
+    private_dir(folder)
+    for old in folder.glob("prices-*.arrow"):
+        old.unlink(missing_ok=True)
+    tmp = folder / f".{path.name}.tmp-{os.getpid()}"
+    with ipc.new_file(tmp, table.schema) as writer:
+        writer.write_table(table)
+    os.chmod(tmp, FILE_MODE)
+    replace_atomic(tmp, path)
+    return table
 
 
 @cache

@@ -26,6 +26,7 @@ from transforms.redact import redaction_version
 from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, TURNS, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"
+PRICE_CACHE = "cache"  # derived files kept between runs (the price table per genai-prices version)
 META = "transcripts_meta"
 VERSION_ERROR = "Trying to read a database file with version number"
 
@@ -132,7 +133,7 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
         search.update_index(con, "SELECT DISTINCT session_id FROM turns", texts)
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     views.create_views(con, zone)
-    _set_meta(con, version_number, zone, prices.install(con))
+    _set_meta(con, version_number, zone, prices.install(con, cache=store.data_dir / PRICE_CACHE))
     con.execute("COMMIT")
 
 
@@ -173,7 +174,7 @@ def _apply(
     elif ids.num_rows:
         search.update_index(con, "SELECT session_id FROM replaced_ids")
     views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
-    _set_meta(con, version_number, zone, prices.install(con, _meta(con).get("prices")))
+    _set_meta(con, version_number, zone, prices.install(con, _meta(con).get("prices"), store.data_dir / PRICE_CACHE))
     con.execute("COMMIT")
     con.unregister("replaced_ids")
 

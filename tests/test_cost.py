@@ -350,3 +350,23 @@ def test_an_incremental_load_reads_the_price_database_only_when_the_package_chan
     assert meta["prices"] == "genai-prices 999.0"
     assert models == [("claude", "claude-opus-4-6"), ("codex", "gpt-5.4")], "every model of usage is looked up again"
     assert priced == (True,)
+
+
+def test_a_whole_build_reads_the_prices_an_earlier_build_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "cache"
+    (folder.parent).mkdir(exist_ok=True)
+    folder.mkdir()
+    (folder / "prices-0.0.1.arrow").write_bytes(b"an older version's file")
+    first = prices.cached_price_table(folder)
+    assert [p.name for p in folder.iterdir()] == [f"prices-{genai_prices.__version__}.arrow"], "the old one goes"
+    assert oct((folder / f"prices-{genai_prices.__version__}.arrow").stat().st_mode & 0o777) == "0o600"
+
+    def no_rebuild() -> Any:
+        raise AssertionError("the kept file must be read, not the package's data again")
+
+    monkeypatch.setattr(prices, "price_table", no_rebuild)
+    again = prices.cached_price_table(folder)
+    assert again.equals(first) and again.num_rows > 100
+    (folder / f"prices-{genai_prices.__version__}.arrow").write_bytes(b"damaged")
+    monkeypatch.undo()
+    assert prices.cached_price_table(folder).equals(first), "a damaged file is rebuilt"
