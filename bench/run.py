@@ -457,6 +457,9 @@ def print_stages(phase: Phase) -> None:
 
 def hostile_texts() -> list[str]:
     """Long runs of near-matches of the redaction rules (tests/test_redact.py has the same kinds)."""
+    import base64
+    import random
+
     return [
         "key=" * 50_000,
         "api_key = " + "a1" * 100_000,
@@ -469,6 +472,11 @@ def hostile_texts() -> list[str]:
         "Authorization: Bearer " + "=" * 500_000,
         ("token" + " " * 19 + ":" + "'" * 5) * 20_000,
         ("password = 'x1" + "a" * 140 + "' ") * 5_000,
+        # A base64 blob (an inlined image, a key store) in a text that also holds a URL with a password: the
+        # url-password regex then scans the whole blob, where every position could begin a scheme.
+        base64.b64encode(random.Random(7).randbytes(750_000)).decode() + " postgres://app:s3cret@db/x",
+        # Every position could begin a Discord token (the only rule without a keyword).
+        "".join(random.Random(5).choice("MNOabc123_-.") for _ in range(500_000)),
     ]
 
 
