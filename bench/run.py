@@ -196,6 +196,7 @@ def run_phase(
     stages: bool = False,
     dask: str | None = None,
     redact: bool = True,
+    texts: Path | None = None,
 ) -> Phase:
     cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
     cmd += ["--sources", ",".join(sources)]
@@ -209,6 +210,8 @@ def run_phase(
         cmd += ["--profile", str(profile)]
     if stages:
         cmd.append("--stages")
+    if texts is not None:
+        cmd += ["--texts", str(texts)]
     os.sync()  # the corpus just written (or the last phase's files) must not be flushed on this phase's time
     load = os.getloadavg()[0]
     started = time.monotonic()
@@ -480,6 +483,48 @@ def hostile_texts() -> list[str]:
     ]
 
 
+def time_redaction(
+    home: Path, sources: list[str], env: dict[str, str], work: Path, corpus_mb: float, cpu_full: float
+) -> dict[str, float]:
+    """The redactor alone over every text of a full load (collected by one run in one process), CPU seconds,
+    best of 3, a new Redactor each time (as each batch gets): what redaction costs per MB of text and its share of
+    the full load's CPU time, free of the noise a shared machine puts into two full loads."""
+    import pickle
+
+    from transforms.redact import Redactor, ruleset
+
+    path = work / "texts.pickle"
+    data = work / "data-texts"
+    shutil.rmtree(data, ignore_errors=True)
+    one = {**env, "TRANSCRIPTS_WORKERS": "1"}  # every text passes through the phase process
+    run_phase("full load", home, data, sources, one, prefect=False, corpus_mb=corpus_mb, texts=path)
+    shutil.rmtree(data, ignore_errors=True)
+    texts: list[str] = pickle.loads(path.read_bytes())
+    path.unlink()
+    text_mb = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / MB
+    ruleset()  # compiled once per process, not part of the figure
+    best = float("inf")
+    for _ in range(3):
+        redactor = Redactor(bytes(32))
+        started = time.process_time()
+        for text in texts:
+            redactor.redact(text)
+        best = min(best, time.process_time() - started)
+    share = 100 * best / cpu_full if cpu_full else 0.0
+    print(
+        f"redaction alone: {len(texts)} texts, {text_mb:.1f} MB of text, in {best:.3f} s CPU (best of 3): "
+        f"{1000 * best / text_mb:.2f} ms per MB of text ({text_mb / best:.0f} MB/s); {share:.1f} % of the full "
+        f"load's {cpu_full:.2f} CPU s"
+    )
+    return {
+        "texts": len(texts),
+        "text_mb": round(text_mb, 2),
+        "cpu_seconds": round(best, 4),
+        "ms_per_text_mb": round(1000 * best / text_mb, 3),
+        "share_of_full_load_cpu_percent": round(share, 2),
+    }
+
+
 def time_hostile() -> dict[str, float]:
     """Redaction time of the hostile texts: RE2 keeps it linear; this is the bound the tests do not assert."""
     from transforms.redact import Redactor, ruleset
@@ -584,6 +629,9 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
         for i, phase in enumerate(phases):
             print(f"  {phase.name}: " + ", ".join(f"{run[i].pipeline_seconds:.2f}" for run in runs))
     redaction_cost = compare_redaction(runs, corpus_mb) if args.compare_redaction else None
+    if redaction_cost is not None:
+        cpu_full = redaction_cost["best"]["redacted"]["cpu_seconds"]
+        redaction_cost["alone"] = time_redaction(home, sources, env, work, corpus_mb, cpu_full)
     hostile = time_hostile() if args.compare_redaction else None
     busy = max(p.load_before for run in runs for p in run)
     if busy > 0.5:
