@@ -1,7 +1,7 @@
 """One benchmark phase in its own process: run the ETL once and print what it measured as one JSON line.
 
     python bench/phase.py --home HOME --data DATA --sources claude[,codex,...] [--full] [--prefect]
-                          [--dask local|ADDRESS] [--profile FILE.prof] [--stages] [--no-redact]
+                          [--dask local|ADDRESS] [--profile FILE.prof] [--stages] [--no-redact] [--texts FILE]
 
 `bench/run.py` starts this once per phase, so that each phase's peak RSS is its own (the parent reads it with
 `os.wait4`). Without `--prefect` the pipeline runs as plain functions (`run_etl(..., as_tasks=False)`: no Prefect
@@ -10,6 +10,10 @@ API, no server); with it, through the real flow `etl_flow`, which starts Prefect
 Printed fields: import_seconds (interpreter and library imports), call_seconds (the run_etl / etl_flow call),
 pipeline_seconds (`RunReport.seconds`: inside run_etl, from the lock to the warehouse swap), the run's counts, and
 maxrss of this process and of its reaped children (the Prefect server), in MiB.
+
+`--texts FILE` (with TRANSCRIPTS_WORKERS=1, so that every text passes through this process) also writes every text
+the redactor was given, in order, to FILE (a pickled list): `bench/run.py --compare-redaction` times the redactor
+alone over them.
 """
 
 from __future__ import annotations
@@ -149,6 +153,21 @@ def run_phase(
     }
 
 
+def record_texts() -> list[str]:
+    """Wrap Redactor.redact so that it also keeps every text it is given (before flows.etl is imported)."""
+    from transforms.redact import Redactor
+
+    texts: list[str] = []
+    original = Redactor.redact
+
+    def recording(self: Redactor, text: str) -> Any:
+        texts.append(text)
+        return original(self, text)
+
+    Redactor.redact = recording  # type: ignore[method-assign]
+    return texts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="one benchmark phase (started by bench/run.py)")
     parser.add_argument("--home", type=Path, required=True)
@@ -160,9 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, help="write cProfile stats of the run to this file")
     parser.add_argument("--stages", action="store_true", help="time the steps of the run (wall clock)")
     parser.add_argument("--no-redact", action="store_true", help="store text raw (run --no-redact)")
+    parser.add_argument("--texts", type=Path, help="write every text given to the redactor to this file (pickle)")
     args = parser.parse_args(argv)
     sources = [s for s in args.sources.split(",") if s]
     stages = time_stages() if args.stages else None
+    texts = record_texts() if args.texts else None
     import flows.etl  # noqa: F401 - imported before the profiler starts: imports are not the pipeline's time
 
     profiler = cProfile.Profile() if args.profile else None
@@ -180,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
+    if texts is not None:
+        import pickle
+
+        args.texts.write_bytes(pickle.dumps(texts, protocol=pickle.HIGHEST_PROTOCOL))
+        result["texts"] = len(texts)
     if stages is not None:
         result["stages"] = {label: [round(seconds, 3), int(calls)] for label, (seconds, calls) in stages.items()}
     result["maxrss_self_mib"] = _maxrss_mib(resource.RUSAGE_SELF)

@@ -74,6 +74,7 @@ class Phase:
     corpus_mb: float = 0.0
     stages: dict[str, list[float]] = field(default_factory=dict)  # label -> [seconds, calls] (--stages)
     load_before: float = 0.0  # 1-minute load average when the phase started (other work on the machine)
+    cpu_seconds: float = 0.0  # user+sys of the phase's processes (workers and fork server included): see reap_cpu
     note: str = ""
 
     @property
@@ -152,6 +153,36 @@ class TreeSampler(threading.Thread):
             self.single_kib = max(self.single_kib, max(sizes, default=0))
 
 
+def become_subreaper() -> bool:
+    """Adopt the orphans of the phases (Linux prctl PR_SET_CHILD_SUBREAPER), so that their CPU time is counted.
+
+    The extraction pool's fork server is never reaped by the phase process: it outlives it by a moment and, with
+    its workers' time, would be lost to init. As a subreaper this process inherits it and reaps it (reap_cpu).
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False  # not Linux: cpu_seconds is then the phase process and the children it reaped
+
+
+def reap_cpu(wait: float = 5.0) -> float:
+    """user+sys seconds of the orphans this process adopted (a subreaper), reaped as they exit (within `wait` s)."""
+    total, deadline = 0.0, time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            pid, _, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break  # no child left
+        if pid == 0:
+            time.sleep(0.01)  # an orphan still exiting (it gets SIGKILL with its parent)
+            continue
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
 def run_phase(
     name: str,
     home: Path,
@@ -165,6 +196,7 @@ def run_phase(
     stages: bool = False,
     dask: str | None = None,
     redact: bool = True,
+    texts: Path | None = None,
 ) -> Phase:
     cmd = [sys.executable, str(BENCH / "phase.py"), "--home", str(home), "--data", str(data)]
     cmd += ["--sources", ",".join(sources)]
@@ -178,6 +210,8 @@ def run_phase(
         cmd += ["--profile", str(profile)]
     if stages:
         cmd.append("--stages")
+    if texts is not None:
+        cmd += ["--texts", str(texts)]
     os.sync()  # the corpus just written (or the last phase's files) must not be flushed on this phase's time
     load = os.getloadavg()[0]
     started = time.monotonic()
@@ -186,6 +220,7 @@ def run_phase(
         sampler = TreeSampler(proc.pid)
         sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
+        cpu = usage.ru_utime + usage.ru_stime + reap_cpu()
         sampler.done.set()
         sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -220,6 +255,7 @@ def run_phase(
         corpus_mb=corpus_mb,
         stages=got.get("stages", {}),
         load_before=round(load, 2),
+        cpu_seconds=round(cpu, 3),
     )
 
 
@@ -318,7 +354,7 @@ def fmt(value: float | None, spec: str = ".1f") -> str:
 
 def print_phases(phases: list[Phase], prefect: bool) -> None:
     head = f"{'phase':16s} {'wall s':>7s} {'pipeline s':>10s} {'MB read':>8s} {'MB/s':>6s} {'MB/s wall':>9s}"
-    head += f" {'sessions/s':>10s} {'peak RSS MiB':>12s} {'1 proc MiB':>10s} {'tree MiB':>8s}"
+    head += f" {'sessions/s':>10s} {'CPU s':>6s} {'peak RSS MiB':>12s} {'1 proc MiB':>10s} {'tree MiB':>8s}"
     if prefect:
         head += f" {'prefect s':>9s} {'server RSS':>10s}"
     print(head)
@@ -326,7 +362,7 @@ def print_phases(phases: list[Phase], prefect: bool) -> None:
         row = (
             f"{p.name:16s} {p.wall_seconds:7.2f} {p.pipeline_seconds:10.3f} {p.mb_read:8.1f} "
             f"{fmt(p.mbps_pipeline()):>6s} {fmt(p.mbps_wall()):>9s} {fmt(p.sessions_per_s(), '.0f'):>10s} "
-            f"{p.peak_rss_mib:12.0f} {p.worker_rss_mib:10.0f} {p.tree_rss_mib:8.0f}"
+            f"{p.cpu_seconds:6.2f} {p.peak_rss_mib:12.0f} {p.worker_rss_mib:10.0f} {p.tree_rss_mib:8.0f}"
         )
         if prefect:
             row += f" {p.prefect_seconds:9.2f} {p.rss_children_mib:10.0f}"
@@ -334,7 +370,8 @@ def print_phases(phases: list[Phase], prefect: bool) -> None:
     print(
         "MB/s = corpus MB (10^6 bytes of sources) / pipeline seconds; MB/s wall = corpus MB / wall seconds of the "
         "process (interpreter, imports" + (", Prefect server" if prefect else "") + " included); sessions/s = "
-        "sessions loaded / pipeline seconds. Full load only.\npeak RSS = ru_maxrss of the phase process (os.wait4); "
+        "sessions loaded / pipeline seconds. Full load only.\nCPU s = user+sys of the phase's processes (workers, "
+        "fork server and interpreter start included).\npeak RSS = ru_maxrss of the phase process (os.wait4); "
         "1 proc = largest VmRSS of any one process of its tree (workers included), tree = largest sum of them, "
         "both sampled every 0.1 s."
     )
@@ -423,6 +460,9 @@ def print_stages(phase: Phase) -> None:
 
 def hostile_texts() -> list[str]:
     """Long runs of near-matches of the redaction rules (tests/test_redact.py has the same kinds)."""
+    import base64
+    import random
+
     return [
         "key=" * 50_000,
         "api_key = " + "a1" * 100_000,
@@ -435,7 +475,54 @@ def hostile_texts() -> list[str]:
         "Authorization: Bearer " + "=" * 500_000,
         ("token" + " " * 19 + ":" + "'" * 5) * 20_000,
         ("password = 'x1" + "a" * 140 + "' ") * 5_000,
+        # A base64 blob (an inlined image, a key store) in a text that also holds a URL with a password: the
+        # url-password regex then scans the whole blob, where every position could begin a scheme.
+        base64.b64encode(random.Random(7).randbytes(750_000)).decode() + " postgres://app:s3cret@db/x",
+        # Every position could begin a Discord token (the only rule without a keyword).
+        "".join(random.Random(5).choice("MNOabc123_-.") for _ in range(500_000)),
     ]
+
+
+def time_redaction(
+    home: Path, sources: list[str], env: dict[str, str], work: Path, corpus_mb: float, cpu_full: float
+) -> dict[str, float]:
+    """The redactor alone over every text of a full load (collected by one run in one process), CPU seconds,
+    best of 3, a new Redactor each time (as each batch gets): what redaction costs per MB of text and its share of
+    the full load's CPU time, free of the noise a shared machine puts into two full loads."""
+    import pickle
+
+    from transforms.redact import Redactor, ruleset
+
+    path = work / "texts.pickle"
+    data = work / "data-texts"
+    shutil.rmtree(data, ignore_errors=True)
+    one = {**env, "TRANSCRIPTS_WORKERS": "1"}  # every text passes through the phase process
+    run_phase("full load", home, data, sources, one, prefect=False, corpus_mb=corpus_mb, texts=path)
+    shutil.rmtree(data, ignore_errors=True)
+    texts: list[str] = pickle.loads(path.read_bytes())
+    path.unlink()
+    text_mb = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / MB
+    ruleset()  # compiled once per process, not part of the figure
+    best = float("inf")
+    for _ in range(3):
+        redactor = Redactor(bytes(32))
+        started = time.process_time()
+        for text in texts:
+            redactor.redact(text)
+        best = min(best, time.process_time() - started)
+    share = 100 * best / cpu_full if cpu_full else 0.0
+    print(
+        f"redaction alone: {len(texts)} texts, {text_mb:.1f} MB of text, in {best:.3f} s CPU (best of 3): "
+        f"{1000 * best / text_mb:.2f} ms per MB of text ({text_mb / best:.0f} MB/s); {share:.1f} % of the full "
+        f"load's {cpu_full:.2f} CPU s"
+    )
+    return {
+        "texts": len(texts),
+        "text_mb": round(text_mb, 2),
+        "cpu_seconds": round(best, 4),
+        "ms_per_text_mb": round(1000 * best / text_mb, 3),
+        "share_of_full_load_cpu_percent": round(share, 2),
+    }
 
 
 def time_hostile() -> dict[str, float]:
@@ -453,6 +540,42 @@ def time_hostile() -> dict[str, float]:
         total_mb, total_s, worst = total_mb + mb, total_s + seconds, min(worst, mb / seconds)
     print(f"redaction of hostile texts: {total_mb:.1f} MB in {total_s:.2f} s; slowest kind {worst:.1f} MB/s")
     return {"mb": round(total_mb, 2), "seconds": round(total_s, 3), "slowest_mbps": round(worst, 2)}
+
+
+def compare_redaction(runs: list[list[Phase]], corpus_mb: float) -> dict[str, Any]:
+    """What redaction costs a full load: best of the runs, in pipeline seconds and in CPU seconds of the phase.
+
+    CPU time (user+sys of the phase's processes) is the steadier figure on a shared machine: other work delays a
+    phase's wall clock, not the CPU it spends; the 1-minute load average at each phase start is printed beside.
+    """
+    redacted, raw = [run[0] for run in runs], [run[-1] for run in runs]
+    best = {
+        "redacted": {
+            "pipeline_seconds": min(p.pipeline_seconds for p in redacted),
+            "cpu_seconds": min(p.cpu_seconds for p in redacted),
+        },
+        "raw": {
+            "pipeline_seconds": min(p.pipeline_seconds for p in raw),
+            "cpu_seconds": min(p.cpu_seconds for p in raw),
+        },
+    }
+    out: dict[str, Any] = {"best": best}
+    for figure in ("pipeline_seconds", "cpu_seconds"):
+        with_, without = best["redacted"][figure], best["raw"][figure]
+        out[f"extra_{figure}_percent"] = round(100 * (with_ / without - 1), 1) if without else None
+    r, w = best["redacted"], best["raw"]
+    print(
+        f"redaction: full load {r['pipeline_seconds']:.2f} s ({corpus_mb / r['pipeline_seconds']:.1f} MB/s) vs raw "
+        f"{w['pipeline_seconds']:.2f} s ({corpus_mb / w['pipeline_seconds']:.1f} MB/s): "
+        f"{out['extra_pipeline_seconds_percent']:+.1f} %; CPU {r['cpu_seconds']:.2f} s vs {w['cpu_seconds']:.2f} s: "
+        f"{out['extra_cpu_seconds_percent']:+.1f} % (best of {len(runs)} each)"
+    )
+    for label, phases in (("redacted", redacted), ("raw", raw)):
+        print(
+            f"  {label:8s} pipeline s / CPU s (1-min load at start): "
+            + ", ".join(f"{p.pipeline_seconds:.2f} / {p.cpu_seconds:.2f} ({p.load_before:.1f})" for p in phases)
+        )
+    return out
 
 
 def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[str, Any]:
@@ -505,13 +628,10 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
     if args.repeat > 1:
         for i, phase in enumerate(phases):
             print(f"  {phase.name}: " + ", ".join(f"{run[i].pipeline_seconds:.2f}" for run in runs))
-    if args.compare_redaction:
-        redacted, raw = phases[0], phases[-1]
-        extra = 100 * (redacted.pipeline_seconds / raw.pipeline_seconds - 1) if raw.pipeline_seconds else 0.0
-        print(
-            f"redaction: full load {redacted.pipeline_seconds:.2f} s ({corpus_mb / redacted.pipeline_seconds:.1f} MB/s)"
-            f" vs raw {raw.pipeline_seconds:.2f} s ({corpus_mb / raw.pipeline_seconds:.1f} MB/s): {extra:+.1f} %"
-        )
+    redaction_cost = compare_redaction(runs, corpus_mb) if args.compare_redaction else None
+    if redaction_cost is not None:
+        cpu_full = redaction_cost["best"]["redacted"]["cpu_seconds"]
+        redaction_cost["alone"] = time_redaction(home, sources, env, work, corpus_mb, cpu_full)
     hostile = time_hostile() if args.compare_redaction else None
     busy = max(p.load_before for run in runs for p in run)
     if busy > 0.5:
@@ -529,6 +649,8 @@ def bench(args: argparse.Namespace, mix: dict[str, float], work: Path) -> dict[s
     }
     if hostile is not None:
         results["redaction_hostile"] = hostile
+    if redaction_cost is not None:
+        results["redaction_cost"] = redaction_cost
     if args.prefect:
         results["prefect_note"] = (
             "prefect_seconds = etl_flow call - RunReport.seconds: temporary API server start-up (the first phase "
@@ -701,6 +823,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.scale and args.corpus:
         parser.error("--scale generates its corpora; use --keep to reuse them")
+    become_subreaper()
     work = args.keep or Path(tempfile.mkdtemp(prefix="transcripts-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:

@@ -209,6 +209,14 @@ def test_raw_sessions_have_no_audit_and_keep_their_text() -> None:
     assert text in tables["turns"].column("text").to_pylist()[0]
 
 
+def _base64_blob(n: int, seed: int = 7) -> str:
+    """`n` bytes of base64 text (an inlined image, a key store): every position could begin a token or a scheme."""
+    import base64
+    import random
+
+    return base64.b64encode(random.Random(seed).randbytes(n * 3 // 4)).decode()
+
+
 def test_pathological_inputs_finish() -> None:
     """Long runs of near-matches for every kind of rule: RE2 is linear, so these end (the time bound is measured
     in the benchmark, not asserted here)."""
@@ -223,8 +231,45 @@ def test_pathological_inputs_finish() -> None:
         "M" + "a" * 24 + "." * 100000,
         "Authorization: Bearer " + "=" * 200000,
         ("token" + " " * 19 + ":" + "'" * 5) * 5000,
+        _base64_blob(300_000) + " postgres://app:s3cret@db/x",  # url-password's regex over a whole blob
     ]
     redactor = Redactor(KEY)
     for text in near:
         out, _ = redactor.redact(text)
         assert len(out) > 0
+
+
+def test_a_repeated_short_text_gives_the_same_result_and_findings_of_its_own() -> None:
+    text, secret = PLANTED["github-pat"]
+    redactor = Redactor(KEY)
+    first, found = redactor.redact(text)
+    found.clear()  # a caller's list is its own: the remembered result is not changed through it
+    again, found_again = redactor.redact(text)
+    assert secret not in first and again == first
+    assert [f.rule for f in found_again] == ["github-pat"]
+    long_text = text + " " * 300  # past the remembered length: redacted afresh, the same way
+    assert redactor.redact(long_text) == Redactor(KEY).redact(long_text)
+
+
+def test_a_secret_after_text_that_overflows_the_automaton_cache_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trigger pass is an RE2 set, which never gives up on a text (a single RE2 regex falls back to its NFA
+    when its DFA cache overflows; a set cannot, and keeps going): with a cache far too small for this text,
+    secrets after it are still found."""
+    import random
+
+    import transforms.redact as redact
+
+    real = redact._options
+
+    def tiny(*, case_insensitive: bool = False) -> object:
+        opts = real(case_insensitive=case_insensitive)
+        opts.max_mem = 256 << 10
+        return opts
+
+    monkeypatch.setattr(redact, "_options", tiny)
+    rules = parse_rules(redact._rules_file())
+    noise = "".join(random.Random(5).choice("MNOabc123_-.") for _ in range(100_000))  # discord-token prefixes
+    for rule in ("aws-access-token", "github-pat", "private-key"):
+        text, secret = PLANTED[rule]
+        out, findings = Redactor(KEY, rules).redact(f"{noise} {text} {noise}")
+        assert secret not in out and rule in {f.rule for f in findings}, rule

@@ -2,8 +2,9 @@
 
 The rules are data (`transforms/rules/secrets.toml`, each with its source); they are compiled once per process
 with RE2 (`google-re2`), whose matching time is linear in the text whatever the text or the pattern, so hostile
-input (long runs of near-matches) cannot stall a run. A keyword pass over the text decides which rules run at all
-(as gitleaks does): most text is scanned once, by one automaton, and never by a rule's regex.
+input (long runs of near-matches) cannot stall a run. One pass of one automaton over the text (an RE2 set of every
+keyword and trigger) decides which rules run at all (as gitleaks does): most text is scanned once, and never by a
+rule's regex.
 
 No filesystem, clock or environment beyond reading the packaged rules: the per-corpus key is passed in as bytes.
 """
@@ -30,6 +31,8 @@ ENGINE_VERSION = "1"  # bump when this module changes what it writes for the sam
 CONTEXT_BEFORE = 50  # bytes of identifier before a match that allow_context sees (gitleaks' [\w.-]{0,50} prefix)
 _IDENT = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _DIGITS = frozenset(b"0123456789")
+MEMO_CHARS = 256  # texts up to this length are remembered by a Redactor (they repeat); longer ones are not
+MEMO_ENTRIES = 4096
 
 
 class RulesError(ValueError):
@@ -97,7 +100,6 @@ class RuleSet:
     version: str  # the redaction version: engine version and a hash of the rules file
     rules: tuple[Rule, ...]
     sources: dict[str, dict[str, str]]
-    gate: Any  # one regex: any trigger at all
     triggers: Any  # re2.Set of the triggers: which of them occur
     enables: tuple[tuple[int, ...], ...]  # per trigger: the rules it makes run
     compiled: dict[int, _Compiled]  # per rule index, filled on first use
@@ -175,8 +177,11 @@ def parse_rules(raw: bytes) -> RuleSet:
             )
         )
     # The triggers: every keyword (a literal, any case), each rule's own trigger regex, and the whole pattern of
-    # a rule with neither. One search over all of them says whether a text needs a closer look at all (most do
-    # not); one set match then says which rules to run.
+    # a rule with neither. One set match over all of them says which rules to run (for most texts: none).
+    # An RE2 set cannot fall back to the NFA as a single regex does when its DFA cache fills, and so never gives up
+    # on a text (RE2's dfa.cc: a set "keeps on keeping on", slower): no text goes unscanned. It is also cheaper
+    # than a search for any trigger first: that search scans a text without one to its end as well, and costs
+    # more per call (measured in bench/README.md "Redaction").
     words = sorted({k for r in rules for k in r.keywords})
     triggers = [re2.escape(w.encode()).decode() for w in words]
     enables = [tuple(i for i, r in enumerate(rules) if w in r.keywords) for w in words]
@@ -188,8 +193,7 @@ def parse_rules(raw: bytes) -> RuleSet:
     for trigger in triggers:
         trigger_set.Add(trigger.encode())
     trigger_set.Compile()
-    gate = _compile("|".join(f"(?:{t})" for t in triggers), "the trigger gate", case_insensitive=True)
-    return RuleSet(version_of(raw), tuple(rules), sources, gate, trigger_set, tuple(enables), {})
+    return RuleSet(_version(raw, doc), tuple(rules), sources, trigger_set, tuple(enables), {})
 
 
 @functools.cache
@@ -206,10 +210,14 @@ def ruleset() -> RuleSet:
 def version_of(raw: bytes) -> str:
     """The redaction version of a rules file: this engine's version, the file's own, and a hash of its bytes."""
     try:
-        declared = str(tomllib.loads(raw.decode()).get("version", "0"))
+        doc = tomllib.loads(raw.decode())
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RulesError(f"the rules file is not TOML: {exc}") from None
-    return f"{ENGINE_VERSION}.{declared}.{hashlib.sha256(raw).hexdigest()[:8]}"
+    return _version(raw, doc)
+
+
+def _version(raw: bytes, doc: dict[str, Any]) -> str:
+    return f"{ENGINE_VERSION}.{doc.get('version', '0')}.{hashlib.sha256(raw).hexdigest()[:8]}"
 
 
 @functools.cache
@@ -248,13 +256,17 @@ class Redactor:
     Picklable as its key alone: a worker process compiles the rules once, on first use.
     """
 
-    __slots__ = ("_key", "_rules")
+    __slots__ = ("_key", "_memo", "_rules")
 
     def __init__(self, key: bytes | None, rules: RuleSet | None = None) -> None:
         if key is not None and len(key) < 16:
             raise ValueError("a redaction key has at least 16 bytes")
         self._key = key
         self._rules = rules
+        # Short texts repeat (a session's cwd and branch, `git status`, "main"): their results are kept, up to
+        # MEMO_ENTRIES of them (then forgotten at once). Long texts are not: hashing one costs a third of its scan,
+        # and they seldom repeat.
+        self._memo: dict[str, tuple[str, tuple[Finding, ...]]] = {}
 
     def __reduce__(self) -> tuple[Any, tuple[bytes | None]]:
         return (Redactor, (self._key,))
@@ -284,11 +296,23 @@ class Redactor:
         """`text` with every secret replaced by its marker, and the findings in order. Unchanged when raw."""
         if self._key is None or not text:
             return text, []
+        if len(text) > MEMO_CHARS:
+            return self._redact(text)
+        known = self._memo.get(text)
+        if known is None:
+            out, findings = self._redact(text)
+            if len(self._memo) >= MEMO_ENTRIES:
+                self._memo.clear()
+            known = self._memo[text] = (out, tuple(findings))
+        return known[0], list(known[1])
+
+    def _redact(self, text: str) -> tuple[str, list[Finding]]:
         rules = self.rules
         data = text.encode("utf-8", "surrogatepass")  # the extractors keep lone surrogates; so does this
-        if rules.gate.search(data) is None:
+        matched = rules.triggers.Match(data)
+        if not matched:
             return text, []
-        chosen = sorted({i for t in rules.triggers.Match(data) or () for i in rules.enables[t]})
+        chosen = sorted({i for t in matched for i in rules.enables[t]})
         spans = self._spans(data, rules, chosen)
         if not spans:
             return text, []
