@@ -166,6 +166,10 @@ def _run(
             return
         total = sum(s.size for s in plan.to_read) if plan is not None else None
         fresh = not ledger.lock_held(settings.data_dir)  # else the discovery may be old by the time the lock is free
+        if plan is not None and _uses_a_pool(settings, plan):
+            from flows.workers import start_fork_server
+
+            start_fork_server()
         wait_for_writer(settings)
         report = _through_flow(settings, options, run_id, full, total, found if fresh else None)
     _print_report(report, settings, say, outcome="ok")
@@ -180,6 +184,15 @@ def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | No
         return pipeline.plan_run(settings, Store(settings.data_dir), full=full, explicit=found)[1]
     except OSError:  # a run swapped versions while it was read: the flow plans again under the lock
         return None
+
+
+def _uses_a_pool(settings: Settings, plan: Plan[Source]) -> bool:
+    """Whether the flow will read this plan in worker processes (several batches, several workers, no Dask)."""
+    from flows import pipeline
+
+    if settings.dask is not None or settings.workers <= 1:
+        return False
+    return len(list(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files))) > 1
 
 
 def wait_for_writer(settings: Settings) -> None:
