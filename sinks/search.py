@@ -66,7 +66,15 @@ def create_index(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"PRAGMA create_fts_index('turns', 'turn_id', 'text', stemmer = '{STEMMER}', overwrite = 1)")
 
 
-def update_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "turns") -> None:
+# Turn text indexed per statement, at most: the tokenized words of a chunk are materialised, and the warehouse
+# connection has a memory limit (sinks.warehouse), so a whole build of a large corpus (a 5 GB one has ~460 MB of
+# turn text) is done chunk by chunk instead of failing to pin memory.
+CHUNK_TEXT_BYTES = 32 * 1024 * 1024
+
+
+def update_index(
+    con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "turns", *, chunk_bytes: int = CHUNK_TEXT_BYTES
+) -> None:
     """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
 
     The extension can only rebuild the whole index; this applies the same tokenizer, stop words and stemmer to
@@ -74,13 +82,17 @@ def update_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "tu
     append-one-session run stays cheap. Documents of turns no longer in `turns` go too. `texts` is a relation with
     the turns' `session_id`, `turn_id` and `text` (default the table; a full build passes the Parquet files it was
     loaded from, which DuckDB tokenizes on every core: a table this small is one row group, scanned by one thread).
+    The sessions are indexed in chunks of about `chunk_bytes` of text, so memory stays bounded whatever their size.
     """
     load_extension(con)
     x = INDEX_SCHEMA
-    changed = f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({sessions})"
-    statements = [
-        f"""CREATE OR REPLACE TEMP TABLE fts_changed AS
-            SELECT turn_id FROM turns WHERE session_id IN ({sessions})""",
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE fts_sessions AS
+            SELECT session_id, hash(session_id) AS h FROM (SELECT DISTINCT s AS session_id FROM ({sessions}) t(s))"""
+    )
+    removal = [
+        """CREATE OR REPLACE TEMP TABLE fts_changed AS
+            SELECT turn_id FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)""",
         f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
             SELECT docid FROM {x}.docs
             WHERE name IN (SELECT turn_id FROM fts_changed) OR name NOT IN (SELECT turn_id FROM turns)""",
@@ -90,10 +102,33 @@ def update_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "tu
             WHERE dict.termid = g.termid""",
         f"DELETE FROM {x}.terms WHERE docid IN (SELECT docid FROM fts_gone)",
         f"DELETE FROM {x}.docs WHERE docid IN (SELECT docid FROM fts_gone)",
+    ]
+    for sql in removal:
+        con.execute(sql)
+    row = con.execute(
+        "SELECT coalesce(sum(strlen(text)), 0) FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)"
+    ).fetchone()
+    chunks = max(1, -(-int(row[0] if row else 0) // max(1, chunk_bytes)))
+    for chunk in range(chunks):
+        _add_to_index(con, f"SELECT session_id FROM fts_sessions WHERE h % {chunks} = {chunk}", texts)
+    con.execute(f"DELETE FROM {x}.dict WHERE df = 0")
+    con.execute(
+        f"""UPDATE {x}.stats SET num_docs = (SELECT count(docid) FROM {x}.docs),
+                                 avgdl = (SELECT sum(len) / count(len) FROM {x}.docs)"""
+    )
+    for temp in ("fts_sessions", "fts_changed", "fts_gone"):
+        con.execute(f"DROP TABLE {temp}")
+
+
+def _add_to_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str) -> None:
+    """Add the turns of `sessions` (none of them indexed now) to the index, as the extension's build would."""
+    x = INDEX_SCHEMA
+    changed = f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({sessions})"
+    statements = [
         f"""CREATE OR REPLACE TEMP TABLE fts_new_docs AS
             SELECT (SELECT coalesce(max(docid), -1) FROM {x}.docs) + row_number() OVER (ORDER BY turn_id) AS docid,
                    turn_id AS name
-            FROM fts_changed""",
+            FROM turns WHERE session_id IN ({sessions})""",
         # As the extension's own build: tokenize, drop empty words and stop words, then stem; each distinct word
         # is stemmed once (stemming every occurrence is most of the extension's build time).
         f"""CREATE OR REPLACE TEMP TABLE fts_words AS
@@ -118,13 +153,10 @@ def update_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "tu
             FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
                   WHERE docid IN (SELECT docid FROM fts_new_docs) GROUP BY termid) n
             WHERE dict.termid = n.termid""",
-        f"DELETE FROM {x}.dict WHERE df = 0",
-        f"""UPDATE {x}.stats SET num_docs = (SELECT count(docid) FROM {x}.docs),
-                                 avgdl = (SELECT sum(len) / count(len) FROM {x}.docs)""",
     ]
     for sql in statements:
         con.execute(sql)
-    for temp in ("fts_changed", "fts_gone", "fts_new_docs", "fts_words", "fts_stems"):
+    for temp in ("fts_new_docs", "fts_words", "fts_stems"):
         con.execute(f"DROP TABLE {temp}")
 
 
