@@ -38,6 +38,18 @@ SKIP_REASONS = (
 _skips: Counter[str] = Counter()
 
 
+# (st_dev, st_ino) of every file `walk_files` listed since the last `take_identities`, by path: the caller that
+# keeps one source per real file need not stat each one again.
+_identities: dict[str, tuple[int, int]] = {}
+
+
+def take_identities() -> dict[str, tuple[int, int]]:
+    """The identities recorded since the last call (and reset); like `drain_skips`, for the discovering process."""
+    found = dict(_identities)
+    _identities.clear()
+    return found
+
+
 def drain_skips() -> dict[str, int]:
     """The skips counted since the last call, by reason (and reset): discovery runs in one process, the caller's."""
     found = dict(sorted(_skips.items()))
@@ -187,4 +199,6 @@ def walk_files(
                 skip(reason, path, detail)
             else:
                 found.append((path, st))
-    yield from once_per_file(found)
+    for path, st in once_per_file(found):
+        _identities[os.fspath(path)] = identity(st)
+        yield path, st

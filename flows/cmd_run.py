@@ -172,7 +172,7 @@ def _run(
             start_fork_server()
         wait_for_writer(settings)
         report = _through_flow(settings, options, run_id, full, total, found if fresh else None)
-    _print_report(report, settings, say, outcome="ok")
+    _print_report(report, settings, say, outcome="ok" if report.committed is not None else "noop")
 
 
 def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | None:
@@ -492,7 +492,7 @@ def _backfill(
                     full=full,
                     run_id=run_id,
                 )
-    _print_report(report, settings, say, outcome="ok")
+    _print_report(report, settings, say, outcome="ok" if report.committed is not None else "noop")
 
 
 def _refuse_what_is_not_an_export(agent: str, pv: Any, paths: list[str]) -> None:

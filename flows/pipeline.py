@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from extractors.discovery import drain_skips
+from extractors.discovery import drain_skips, take_identities
 from extractors.errors import RejectCode
 from extractors.model import Agent, Rejected, Source
 from extractors.registry import extractor, registered
@@ -95,6 +95,7 @@ def discover(settings: Settings) -> Discovery:
     """
     found = Discovery()
     drain_skips()  # count this discovery's skips only
+    take_identities()
     seen_paths: set[str] = set()
     seen_files: set[tuple[int, int]] = set()
     for agent in settings.agents:
@@ -114,8 +115,9 @@ def discover(settings: Settings) -> Discovery:
                 found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
                 continue
             found.scanned.setdefault(agent, []).append(str(root))
+            known = take_identities()  # what the listing stat'ed already
             for source in listed:
-                key = _file_key(source.path)
+                key = known.get(source.path) or _file_key(source.path)
                 if source.path in seen_paths or (key is not None and key in seen_files):
                     continue  # overlapping roots, or a second name for the same file
                 seen_paths.add(source.path)
