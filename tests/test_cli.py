@@ -312,7 +312,8 @@ def test_backfill_write_then_a_newer_export_updates_without_duplicates(tmp_path:
     code, out = invoke("status", "--json", "--data-dir", str(data))
     assert [r["flow"] for r in json.loads(out)["runs"]] == ["backfill", "backfill"]
     code, out = invoke("backfill", str(new), "--write", "--json", "--data-dir", str(data))
-    assert code == 0 and json.loads(out)["outcome"] == "noop", "the same export again: nothing to do, said so"
+    doc, _ = json.JSONDecoder().raw_decode(out[out.index("{\n") :])  # stderr's event= lines are mixed in here
+    assert code == 0 and doc["outcome"] == "noop", "the same export again: nothing to do, said so"
 
 
 # --- failures during a run -----------------------------------------------------------------------------------------
