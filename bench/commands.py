@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def command_phases(
     env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["XDG_STATE_HOME"] = str(work / "state")
     data = work / "data-commands"
-    subprocess.run(["rm", "-rf", str(data)], check=True)
+    shutil.rmtree(data, ignore_errors=True)
     run = [str(exe), "run", "--home", str(home), "--data-dir", str(data), "--source", ",".join(sources), "--json"]
     results: dict[str, Any] = {"executable": str(exe), "load_before": round(os.getloadavg()[0], 2)}
     started, _, _ = _timed([str(exe), "server", "start"], env, cwd)
@@ -66,7 +67,7 @@ def command_phases(
         status = [_timed([str(exe), "status", "--data-dir", str(data)], env, cwd)[0] for _ in range(max(repeat, 3))]
     finally:
         subprocess.run([str(exe), "server", "stop"], env=env, cwd=cwd, capture_output=True, check=False)
-        subprocess.run(["rm", "-rf", str(data)], check=False)
+        shutil.rmtree(data, ignore_errors=True)
     results.update(
         full_load_wall_seconds=round(full_wall, 2),
         full_load_pipeline_seconds=round(float(full["seconds"]), 2),

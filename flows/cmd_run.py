@@ -272,7 +272,7 @@ def _through_flow(
             with etl.foreground():
                 return etl.etl_flow(options, full=full, run_id=run_id)
         finally:
-            etl._handed_over.pop(run_id, None)  # a flow that never started leaves nothing behind
+            etl.take_back(run_id)  # a flow that never started leaves nothing behind
             if progress is not None:
                 progress.stop()
 

@@ -48,6 +48,11 @@ def hand_over(run_id: str, found: pipeline.Discovery) -> None:
     _handed_over[run_id] = found
 
 
+def take_back(run_id: str) -> None:
+    """Forget what was handed over for `run_id` (a flow that never started did not take it)."""
+    _handed_over.pop(run_id, None)
+
+
 # The run's extraction pool, when it has one (set by run_etl for the duration of the extraction).
 _pool: ProcessPoolExecutor | None = None
 
