@@ -49,17 +49,21 @@ Roots = Annotated[
 ]
 
 
+# Prefect settings for a quiet, robust run (each can be overridden in the environment); the command runner
+# (flows.runner) loads Prefect with the same ones.
+QUIET_PREFECT = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    "PREFECT_API_REQUEST_TIMEOUT": "30",
+}
+
+
 def _quiet_prefect() -> None:
-    """Prefect settings for a quiet, robust run (each can be overridden in the environment)."""
     import os
 
-    for key, value in {
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "DO_NOT_TRACK": "1",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-        "PREFECT_LOGGING_TO_API_ENABLED": "false",
-        "PREFECT_API_REQUEST_TIMEOUT": "30",
-    }.items():
+    for key, value in QUIET_PREFECT.items():
         os.environ.setdefault(key, value)
 
 
@@ -242,7 +246,7 @@ def _through_flow(
     _quiet_prefect()
     logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     progress = None
-    with prefect_api():
+    with prefect_api() as api:
         from flows import etl
 
         if found is not None:
@@ -275,6 +279,15 @@ def _through_flow(
             etl.take_back(run_id)  # a flow that never started leaves nothing behind
             if progress is not None:
                 progress.stop()
+            _runner_for_next_time(api)
+
+
+def _runner_for_next_time(api: Any) -> None:
+    """After a command paid for loading Prefect itself, start the command runner so that the next one does not."""
+    if api is not None and api.source == "managed":  # None: a test's stand-in for the API
+        from flows import runner
+
+        runner.start_in_background(api.url)
 
 
 class _Say:
@@ -481,7 +494,7 @@ def _backfill(
     _structured_logs()
     with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
         wait_for_writer(settings)
-        with prefect_api():
+        with prefect_api() as api:
             from flows import etl
 
             with etl.foreground():
@@ -492,6 +505,7 @@ def _backfill(
                     full=full,
                     run_id=run_id,
                 )
+            _runner_for_next_time(api)
     _print_report(report, settings, say, outcome="ok" if report.committed is not None else "noop")
 
 

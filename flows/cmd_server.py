@@ -12,6 +12,7 @@ server_app = typer.Typer(
 
 
 def _describe(as_json: bool, state: str, url: str | None, pid: int | None, source: str, where: str) -> None:
+    runner = _runner(source)
     if as_json:
         print_json(
             {
@@ -21,6 +22,7 @@ def _describe(as_json: bool, state: str, url: str | None, pid: int | None, sourc
                 "pid": pid,
                 "source": source,
                 "state_dir": where,
+                "runner": runner,
             }
         )
         return
@@ -31,6 +33,27 @@ def _describe(as_json: bool, state: str, url: str | None, pid: int | None, sourc
     console.print(f"Prefect server: {state} ({who}{source}).", soft_wrap=True, highlight=False)
     console.print(f"  API {url}", soft_wrap=True, highlight=False)
     console.print(f"  UI  {url.removesuffix('/api')}", soft_wrap=True, highlight=False)
+    if runner["state"] == "ready":
+        line = f"ready (pid {runner['pid']}): `run` and `backfill` start without loading Prefect"
+    elif runner["state"] == "off":
+        line = "off (TRANSCRIPTS_RUNNER)"
+    else:
+        line = "not running (the next `run` through this server starts it)"
+    console.print(f"  command runner: {line}", soft_wrap=True, highlight=False)
+
+
+def _runner(source: str) -> dict[str, object]:
+    """The command runner beside the managed server (flows.runner): ready, not running, or off."""
+    import os
+
+    from flows import runner
+
+    if not runner.enabled(os.environ):
+        return {"state": "off", "pid": None}
+    if source != "managed" or not runner.ready():
+        return {"state": "not running", "pid": None}
+    state = runner.read_state() or {}
+    return {"state": "ready", "pid": state.get("pid")}
 
 
 @server_app.command("status")
@@ -67,6 +90,10 @@ def start(as_json: Json = False) -> None:
         _describe(as_json, "running", api.url, None, f"from {api.source}; not managed here", str(server.state_dir()))
         return
     api = server.start()
+    from flows import runner
+
+    runner.start_in_background(api.url)
+    runner.wait_ready()  # loading Prefect takes seconds; status shows "not running" if it did not come up
     _describe(as_json, "running", api.url, api.pid, "managed", str(server.state_dir()))
 
 

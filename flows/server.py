@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from flows.places import state_dir as state_dir  # re-exported: where the server lives
+
 STARTUP_SECONDS = 120.0  # a fresh PREFECT_HOME runs migrations first (~12 s here, more on a loaded machine)
 CHECK_SECONDS = 5.0  # how long a configured API may take to answer its health check
 HEALTH_SECONDS = 2.0  # one health probe of the managed server
@@ -52,16 +54,6 @@ class Api:
     @property
     def ui(self) -> str:
         return self.url.removesuffix("/api")
-
-
-def state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where the managed server lives: `$TRANSCRIPTS_STATE_DIR`, else `$XDG_STATE_HOME/transcripts/prefect`,
-    else `~/.local/state/transcripts/prefect`."""
-    env = os.environ if env is None else env
-    if env.get("TRANSCRIPTS_STATE_DIR"):
-        return Path(env["TRANSCRIPTS_STATE_DIR"]).expanduser() / "prefect"
-    base = Path(env.get("XDG_STATE_HOME") or Path(env.get("HOME") or Path.home()) / ".local" / "state")
-    return base / "transcripts" / "prefect"
 
 
 def _state_file(folder: Path) -> Path:
@@ -234,14 +226,21 @@ def _stop_pid(pid: int) -> bool:
 def stop(folder: Path | None = None) -> Api | None:
     """Stop the managed server; returns what was stopped (None: nothing was running)."""
     folder = folder or state_dir()
-    with _start_lock(folder):
-        current = read_state(folder)
-        if current is None:
-            return None
-        stopped = current.pid is not None and _stop_pid(current.pid)
-        with contextlib.suppress(FileNotFoundError):
-            _state_file(folder).unlink()
-        return current if stopped else None
+    from flows import runner
+
+    helper = runner.stop(folder)  # the command runner serves this server only: it takes no more commands
+    try:
+        with _start_lock(folder):
+            current = read_state(folder)
+            if current is None:
+                return None
+            stopped = current.pid is not None and _stop_pid(current.pid)
+            with contextlib.suppress(FileNotFoundError):
+                _state_file(folder).unlink()
+            return current if stopped else None
+    finally:
+        if helper is not None:
+            runner.wait_gone(helper, folder)  # the commands it still ran have ended (their server is gone)
 
 
 def api_for_command(*, manage: bool = True) -> Api:

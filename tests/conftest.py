@@ -32,6 +32,8 @@ os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="transcripts-xdg-")
 # The managed Prefect server of a test lives here, never in the real ~/.local/state (stopped at the end).
 _STATE_DIR = tempfile.mkdtemp(prefix="transcripts-state-")
 os.environ["TRANSCRIPTS_STATE_DIR"] = _STATE_DIR
+# The command runner (flows.runner) only where a test asks for it (tests/test_runner.py): the rest run here.
+os.environ["TRANSCRIPTS_RUNNER"] = "off"
 
 
 @pytest.fixture(scope="session", autouse=True)

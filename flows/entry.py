@@ -1,0 +1,26 @@
+"""The `transcripts` executable: a command through a flow goes to the command runner when one is ready
+(flows.runner: Prefect loaded already), every other command, or one the runner declines, runs here (flows.cli)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from flows import runner
+
+    try:
+        code = runner.delegate(sys.argv[1:])
+    except KeyboardInterrupt:  # Ctrl-C in the moment before the runner answered: the command had not started
+        print("interrupted.", file=sys.stderr)
+        raise SystemExit(130) from None
+    if code is not None:
+        sys.stdout.flush()
+        raise SystemExit(code)
+    from flows.cli import main as run_here
+
+    run_here()
+
+
+if __name__ == "__main__":
+    main()
