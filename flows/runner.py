@@ -41,7 +41,11 @@ SOCKET = "runner.sock"
 LOCK = "runner.lock"
 STATE = "runner.json"
 LOG = "runner.log"
-CONNECT_SECONDS = 2.0  # the runner answers a request at once (it forks); a stuck one is not waited on
+CONNECT_SECONDS = 2.0  # a runner takes a connection at once; one that does not is not waited on
+# The runner answers a request in milliseconds (it forks). A caller that gives up waiting runs the command itself,
+# and the runner then kills the child it may have forked meanwhile (the caller's connection closed): a kill the
+# pipeline is safe against. Long enough that this happens only on a machine that has stopped making progress.
+ANSWER_SECONDS = 10.0
 READY_SECONDS = 60.0  # how long `server start` waits for a runner loading Prefect on a busy machine
 CHECK_SECONDS = 30.0  # how often an idle runner checks that its server and its code are still the ones it loaded
 HEALTH_SECONDS = 1.0  # the managed server's health check, per command (a few ms when it is up)
@@ -120,6 +124,7 @@ def _drive(sock: socket.socket, request: dict[str, Any]) -> int | None:
         sent = socket.send_fds(sock, [data], [0, 1, 2])
         if sent < len(data):
             sock.sendall(data[sent:])
+        sock.settimeout(ANSWER_SECONDS)
         replies = sock.makefile("rb")
         first = _reply(replies)
     except OSError:
@@ -148,9 +153,10 @@ def _drive(sock: socket.socket, request: dict[str, Any]) -> int | None:
 
 def _reply(stream: Any) -> dict[str, Any] | None:
     line = stream.readline()
-    if not line:
+    try:
+        value = json.loads(line) if line else None
+    except ValueError:
         return None
-    value = json.loads(line)
     return value if isinstance(value, dict) else None
 
 
@@ -441,6 +447,9 @@ def serve(folder: Path, url: str) -> int:
     return _Runner(folder, loaded, lock).loop()
 
 
+RUNNER_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+
 class _Runner:
     def __init__(self, folder: Path, loaded: Loaded, lock: int) -> None:
         import selectors
@@ -574,11 +583,16 @@ class _Runner:
 
         sys.stdout.flush()
         sys.stderr.flush()
+        # Signals wait until the child has its own handlers: the runner's (stop, reap) must never run in a child,
+        # where stopping would remove the runner's socket.
+        signal.pthread_sigmask(signal.SIG_BLOCK, RUNNER_SIGNALS)
         with warnings.catch_warnings():
             # Python 3.12+ warns of forking with threads; the only one left is jemalloc's (pyarrow's allocator),
             # which is fork-safe (its own atfork handlers): DuckDB's are ended in preload().
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
+        if pid != 0:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, RUNNER_SIGNALS)
         if pid == 0:
             code = 1
             try:
@@ -600,6 +614,7 @@ class _Runner:
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, RUNNER_SIGNALS)
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
         self.selector.close()
@@ -628,6 +643,13 @@ class _Runner:
         conn = self.children.get(pid)
         if conn is None:
             return
+        try:
+            if conn.recv(4096, socket.MSG_DONTWAIT):
+                return  # bytes a caller should not send: ignored (only the end of the connection means gone)
+        except BlockingIOError:
+            return
+        except OSError:
+            pass  # reset: gone
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(conn)
         with contextlib.suppress(ProcessLookupError, PermissionError):
