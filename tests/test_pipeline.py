@@ -311,3 +311,38 @@ def test_a_growing_partition_splits_its_buckets_and_keeps_every_row(
     assert {k: v for k, v in dataset_files(data).items() if not k.startswith("runs/")} == {
         k: v for k, v in before.items() if not k.startswith("runs/")
     }
+
+
+def test_each_staged_file_is_opened_once_per_group_of_buckets_and_the_corpus_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opened once per bucket, the staged files cost batches x buckets opens: the square of the corpus."""
+    from sinks import commit
+    from sinks.store import Store
+
+    monkeypatch.setattr("sinks.store.BUCKET_BYTES", 500)  # dozens of buckets from a small corpus
+    home = small_home(tmp_path / "home")
+    for n in range(24):
+        sid = f"eeeeeeee-0000-4000-8000-0000000000{n:02d}"
+        write_session(home, sid, claude_exchange(sid, 3, text=f"bucketed {n}"))
+    opens: list[str] = []
+    real = commit.read_scratch
+
+    def counted(path: Any) -> Any:
+        opens.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(commit, "read_scratch", counted)
+    config = tmp_path / "small-batches.toml"
+    config.write_text("[run]\nbatch_files = 4\nworkers = 1\n", encoding="utf-8")
+    grouped = tmp_path / "grouped"
+    run(settings_for(home, grouped, config=config))
+    files = len(set(opens))
+    buckets = Store(grouped).layout()["claude"]
+    assert files >= 6 and buckets >= 16, (files, buckets)  # several batches' files, many buckets
+    groups = -(-buckets * 5 // commit.GROUP_BUCKETS)  # five session tables
+    assert len(opens) <= files * groups < files * buckets, (len(opens), files, groups)
+    monkeypatch.setattr(commit, "GROUP_BUCKETS", 1)  # each bucket on its own: what it was
+    one_by_one = tmp_path / "one_by_one"
+    run(settings_for(home, one_by_one, config=config))
+    assert snapshot(grouped) == snapshot(one_by_one)
