@@ -94,10 +94,6 @@ def _files(store: Store, table: Table, version: Path) -> list[str]:
     return [str(p) for p in store.files(table.name, version)]
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _insert_all(con: duckdb.DuckDBPyConnection, store: Store, table: Table, version: Path) -> None:
     files = _files(store, table, version)
     if files:
@@ -127,10 +123,7 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
     search.create_index(con)  # on the empty table: the scaffold, filled below much faster than the extension does
     for table in TABLES:
         _insert_all(con, store, table, version)
-    turn_files = _files(store, TURNS, version)
-    if turn_files:  # tokenized from the Parquet files just loaded: read on every core (see update_index)
-        texts = "read_parquet([" + ", ".join(_sql_string(f) for f in turn_files) + "], union_by_name = true)"
-        search.update_index(con, "SELECT DISTINCT session_id FROM turns", texts)
+    search.build_index(con, _files(store, TURNS, version))  # from the Parquet files just loaded, on every core
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     views.create_views(con, zone)
     _set_meta(con, version_number, zone, prices.install(con, cache=store.data_dir / PRICE_CACHE))

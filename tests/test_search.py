@@ -243,6 +243,29 @@ def test_an_index_built_in_chunks_equals_the_extensions_full_build() -> None:
     assert _scores(ours, "login")
 
 
+def test_a_fresh_build_from_the_parquet_files_in_groups_equals_the_extensions_full_build(tmp_path: Path) -> None:
+    # A fresh warehouse indexes from the turns files, a group of files (whole sessions) at a time, each file read once.
+    rng = random.Random(13)
+    rows = [(f"s{s}-{i}", f"s{s}", text) for s in range(12) for i, text in enumerate(_texts(rng, 6))]
+    ours = duckdb.connect()
+    _turns(ours, [])
+    search.create_index(ours)
+    _turns(ours, rows)
+    files = []
+    for bucket in range(4):  # sessions spread over files, as buckets spread them
+        path = tmp_path / f"part-{bucket:03d}.parquet"
+        where = f"hash(session_id) % 4 = {bucket}"
+        ours.execute(f"COPY (SELECT * FROM turns WHERE {where} ORDER BY turn_id) TO '{path}' (FORMAT parquet)")
+        files.append(str(path))
+    assert len(search._file_groups(files, 1)) == 4 and len(search._file_groups(files, 10**9)) == 1
+    search.build_index(ours, files, chunk_bytes=1)  # one file per group: four groups
+    theirs = _rebuilt(rows)
+    assert _index_contents(ours) == _index_contents(theirs)
+    for q in ["login form", "tests", "cafe", "naive testing", "the"]:
+        assert _scores(ours, q) == _scores(theirs, q), q
+    assert _scores(ours, "login")
+
+
 def test_after_incremental_runs_the_warehouse_index_equals_a_rebuild(tmp_path: Path) -> None:
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
