@@ -94,6 +94,18 @@ def test_a_run_through_the_runner_prints_and_loads_what_a_run_of_its_own_does(st
     assert again.returncode == 0 and json.loads(again.stdout)["outcome"] == "noop"
 
 
+def test_a_backfill_goes_through_the_runner_and_loads_the_export(state: Path, tmp_path: Path) -> None:
+    export = ROOT / "data" / "sample" / "chatgpt" / "conversations.json"
+    before = len(_log(state))
+    args = ("backfill", "chatgpt", str(export), "--write", "--json", "--data-dir", str(tmp_path / "d"))
+    proc = _transcripts(state, *args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["sessions_loaded"] >= 1
+    assert [line for line in _served(state, before) if "command=backfill" in line]
+    again = _transcripts(state, *args, cwd=tmp_path)
+    assert again.returncode == 0 and json.loads(again.stdout)["outcome"] == "noop"
+
+
 def test_a_usage_error_through_the_runner_is_the_same_one_line_and_exit_code(state: Path, tmp_path: Path) -> None:
     before = len(_log(state))
     args = ("run", "--root", f"claude={tmp_path / 'nowhere'}", "--data-dir", str(tmp_path / "d"))
