@@ -1,16 +1,22 @@
 """DuckDB: every table loaded from the current Parquet version, plus views; all SQL and DDL live here.
 
-The warehouse is never written in place: a run copies it (or builds it new) beside the old file, applies the run's
-change in one transaction, checkpoints, and renames it over `warehouse.duckdb`. DuckDB refuses a writer while any
-reader holds the file, so this is what lets people keep a DuckDB shell or notebook open during the nightly run: the
-reader keeps its snapshot, new connections see the new file.
+The warehouse is never written in place: a run copies it (a clone where the filesystem can) or builds it new beside
+the old file, applies the run's change in one transaction, checkpoints, and renames it over `warehouse.duckdb`.
+DuckDB refuses a writer while any reader holds the file, so this is what lets people keep a DuckDB shell or notebook
+open during the nightly run: the reader keeps its snapshot, new connections see the new file.
+
+The corpus figures `status` shows (rows per table and agent, rejections, redaction, unpriced usage) are kept in the
+file's meta table beside the data they describe, and a run that replaces a few sessions updates them from those
+sessions' rows alone, so that neither the run nor its ledger record scans the whole corpus.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
-import shutil
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from sinks import failpoints, prices, search, views
-from sinks.files import FILE_MODE, replace_atomic
+from sinks.files import FILE_MODE, clone_or_copy, fsync_file, replace_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -28,6 +34,7 @@ from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, TURNS, Tab
 WAREHOUSE = "warehouse.duckdb"
 PRICE_CACHE = "cache"  # derived files kept between runs (the price table per genai-prices version)
 META = "transcripts_meta"
+FIGURES = "corpus_figures"  # meta key: the corpus figures of this file's content, as JSON (see `figures`)
 VERSION_ERROR = "Trying to read a database file with version number"
 
 log = logging.getLogger("transcripts.warehouse")
@@ -56,25 +63,169 @@ def redaction_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     older rules (`older_rules`), or stored raw (`unredacted`: `--no-redact`, or loaded before redaction existed
     and whose source is gone, so it could not be read again). Call with a read-only connection to the warehouse.
     """
-    current = f"%+r{redaction_version()}"
     per_rule = con.execute(
         """SELECT agent, rule, sum(count) AS count, count(DISTINCT secret_hmac) AS distinct_secrets
            FROM redactions GROUP BY ALL ORDER BY agent, count DESC, rule"""
     ).fetchall()
-    modes = con.execute(
-        """SELECT agent,
-                  count(*) FILTER (WHERE parser_version LIKE ?) AS current,
-                  count(*) FILTER (WHERE regexp_matches(parser_version, '[+]r[0-9]') AND parser_version NOT LIKE ?)
-                      AS older_rules,
-                  count(*) FILTER (WHERE NOT regexp_matches(parser_version, '[+]r[0-9]')) AS unredacted
-           FROM sessions GROUP BY agent ORDER BY agent""",
-        [current, current],
-    ).fetchall()
     return {
         "rules_version": redaction_version(),
         "redacted": [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule],
-        "sessions": {a: {"current": int(c), "older_rules": int(o), "unredacted": int(u)} for a, c, o, u in modes},
+        "sessions": _modes(con, "sessions"),
     }
+
+
+def _modes(con: duckdb.DuckDBPyConnection, sessions: str) -> dict[str, dict[str, int]]:
+    """Sessions per agent by redaction mode (see redaction_summary), of `sessions` (a relation like the table)."""
+    current = f"%+r{redaction_version()}"
+    modes = con.execute(
+        f"""SELECT agent,
+                  count(*) FILTER (WHERE parser_version LIKE $current) AS current,
+                  count(*) FILTER (WHERE regexp_matches(parser_version, '[+]r[0-9]')
+                                   AND parser_version NOT LIKE $current) AS older_rules,
+                  count(*) FILTER (WHERE NOT regexp_matches(parser_version, '[+]r[0-9]')) AS unredacted
+           FROM {sessions} GROUP BY agent ORDER BY agent""",
+        {"current": current},
+    ).fetchall()
+    return {a: {"current": int(c), "older_rules": int(o), "unredacted": int(u)} for a, c, o, u in modes}
+
+
+# --- corpus figures: what `status` and each run's ledger record show, kept in the file and updated per run ----------
+
+REPLACED = "SELECT session_id FROM replaced_ids"  # the sessions a run replaced (registered by _apply)
+_USAGE_SOURCE = "FROM usage u\n"  # where prices.USAGE_COSTS reads `usage`: _costs_of points it at other rows
+
+
+def figures(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The corpus figures, computed from the whole warehouse: `counts` (rows per table and agent; agent "" for a
+    table not partitioned by agent), `rejections` (per agent, outcome and reason code), `redaction`
+    (redaction_summary) and `unpriced` (responses with usage and no price, and all responses with usage). A part
+    whose table the warehouse predates is left out."""
+    out: dict[str, Any] = {"counts": {t.name: _count(con, t) for t in TABLES}, "rejections": _rejections(con)}
+    with contextlib.suppress(duckdb.Error):  # a warehouse from before redaction
+        out["redaction"] = redaction_summary(con)
+    with contextlib.suppress(duckdb.Error):  # a warehouse from before prices
+        out["unpriced"] = _unpriced(con, "usage_costs")
+    return out
+
+
+def stored_figures(path: Path) -> dict[str, Any] | None:
+    """The figures kept in the warehouse at `path` (as `figures` computes them), or None for a warehouse from
+    before they were kept. The ones this process just wrote are remembered, so a run reads nothing to get them."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    known = _written.get(str(path))
+    if known is not None and known[0] == _identity(st):
+        text: str | None = known[1]
+    else:
+        text = _read_figures(path)
+    if text is None:
+        return None
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+def _read_figures(path: Path) -> str | None:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        text = _meta(con).get(FIGURES)
+    finally:
+        con.close()
+    return text
+
+
+# The figures this process wrote last, per warehouse path: (file identity, JSON). The file is only ever replaced by
+# a rename, so a file with the same inode, size and mtime holds exactly these figures.
+_written: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: Table, where: str = "") -> dict[str, int]:
+    if not table.partitioned:
+        row = con.execute(f"SELECT count(*) FROM {table.name} {where}").fetchone()
+        return {"": int(row[0]) if row else 0}
+    rows = con.execute(f"SELECT agent, count(*) FROM {table.name} {where} GROUP BY agent ORDER BY agent").fetchall()
+    return {str(agent): int(n) for agent, n in rows}
+
+
+def _rejections(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    rows = con.execute(
+        """SELECT agent, outcome, reason_code, count(*) FROM rejects
+           GROUP BY ALL ORDER BY agent, outcome, reason_code"""
+    ).fetchall()
+    return [{"agent": a, "outcome": o, "reason_code": r, "count": int(n)} for a, o, r, n in rows]
+
+
+def _unpriced(con: duckdb.DuckDBPyConnection, costs: str) -> dict[str, int]:
+    row = con.execute(f"SELECT count(*), count(*) FILTER (WHERE NOT priced) FROM ({costs})").fetchone()
+    total, missing = (int(row[0]), int(row[1])) if row else (0, 0)
+    return {"responses": missing, "total_responses": total}
+
+
+def _costs_of(usage: str) -> str:
+    """prices.USAGE_COSTS over the rows of `usage` instead of the whole table: each row is priced on its own
+    (its model, time and prompt size against the price tables), so the costs of some rows need only those rows."""
+    if prices.USAGE_COSTS.count(_USAGE_SOURCE) != 1:
+        raise RuntimeError("prices.USAGE_COSTS no longer reads `FROM usage u` once: update warehouse._costs_of")
+    return prices.USAGE_COSTS.replace(_USAGE_SOURCE, f"FROM {usage} u\n")
+
+
+def _of_replaced(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The session-keyed parts of the figures over the replaced sessions only (their rows as the warehouse holds
+    them now): rows per session table and agent, sessions per redaction mode, usage priced or not."""
+    where = f"WHERE session_id IN ({REPLACED})"
+    rows = con.execute(
+        " UNION ALL ".join(
+            f"SELECT '{t.name}', agent, count(*) FROM {t.name} {where} GROUP BY agent" for t in SESSION_TABLES
+        )
+    ).fetchall()
+    con.execute(f"CREATE OR REPLACE TEMP TABLE replaced_usage AS SELECT * FROM usage {where}")
+    unpriced = _unpriced(con, _costs_of("replaced_usage"))
+    con.execute("DROP TABLE replaced_usage")
+    return {
+        "rows": [(str(t), str(a), int(n)) for t, a, n in rows],
+        "modes": _modes(con, f"(SELECT * FROM sessions {where})"),
+        "unpriced": unpriced,
+    }
+
+
+def _updated(
+    con: duckdb.DuckDBPyConnection, old: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The figures after a run that replaced some sessions: `old` (the figures before it) less what those sessions
+    held (`before`) plus what they hold now (`after`); the tables keyed by source or run are small and rewritten by
+    every run anyway, so they are counted again, and so are the redactions (one row per secret found)."""
+    counts: dict[str, dict[str, int]] = {}
+    for table in TABLES:
+        if table not in SESSION_TABLES:
+            counts[table.name] = _count(con, table)
+            continue
+        rows = dict(old["counts"].get(table.name, {}))
+        for sign, part in ((-1, before), (1, after)):
+            for name, agent, n in part["rows"]:
+                if name == table.name:
+                    rows[agent] = rows.get(agent, 0) + sign * n
+        counts[table.name] = {a: n for a, n in sorted(rows.items()) if n}
+    modes = {a: dict(m) for a, m in old["redaction"]["sessions"].items()}
+    for sign, part in ((-1, before), (1, after)):
+        for agent, by_mode in part["modes"].items():
+            mine = modes.setdefault(agent, {"current": 0, "older_rules": 0, "unredacted": 0})
+            for mode, n in by_mode.items():
+                mine[mode] += sign * n
+    unpriced = {
+        key: old["unpriced"][key] - before["unpriced"][key] + after["unpriced"][key]
+        for key in ("responses", "total_responses")
+    }
+    redaction = redaction_summary(con)
+    redaction["sessions"] = {a: m for a, m in sorted(modes.items()) if any(m.values())}
+    return {"counts": counts, "rejections": _rejections(con), "redaction": redaction, "unpriced": unpriced}
+
+
+_NOTHING_REPLACED: dict[str, Any] = {"rows": [], "modes": {}, "unpriced": {"responses": 0, "total_responses": 0}}
 
 
 def warehouse_path(data_dir: Path) -> Path:
@@ -112,15 +263,19 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(k): str(v) for k, v in rows}
 
 
-def _set_meta(con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str) -> None:
+def _set_meta(
+    con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str, figures_json: str
+) -> None:
     con.execute(f"DELETE FROM {META}")
     con.execute(
-        f"INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?), ('prices', ?)",
-        [SCHEMA_VERSION, str(version_number), zone, prices_from],
+        f"""INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?), ('prices', ?),
+                                     ('{FIGURES}', ?)""",
+        [SCHEMA_VERSION, str(version_number), zone, prices_from, figures_json],
     )
 
 
-def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str) -> None:
+def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str) -> str:
+    """Build every table, the index, views and prices in one transaction; returns the figures' JSON."""
     con.execute("BEGIN")
     for table in TABLES:
         con.execute(duckdb_ddl(table))
@@ -133,8 +288,11 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
         search.update_index(con, "SELECT DISTINCT session_id FROM turns", texts)
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     views.create_views(con, zone)
-    _set_meta(con, version_number, zone, prices.install(con, cache=store.data_dir / PRICE_CACHE))
+    prices_from = prices.install(con, cache=store.data_dir / PRICE_CACHE)
+    figures_json = json.dumps(figures(con))
+    _set_meta(con, version_number, zone, prices_from, figures_json)
     con.execute("COMMIT")
+    return figures_json
 
 
 def _apply(
@@ -144,13 +302,26 @@ def _apply(
     version_number: int,
     replaced: Mapping[str, set[str]],
     zone: str,
-) -> None:
+) -> str:
+    """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the figures'
+    JSON, updated from those sessions' rows when the file holds figures that still apply (same redaction rules and
+    prices), else computed whole (once, for a warehouse from before they were kept)."""
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
     layout = store.layout(version)
+    meta = _meta(con)
+    old = json.loads(meta[FIGURES]) if FIGURES in meta else None
+    keep_figures = (
+        old is not None
+        and "redaction" in old
+        and "unpriced" in old
+        and old["redaction"].get("rules_version") == redaction_version()
+        and meta.get("prices") == prices.source_version()  # else every usage row may be priced anew
+    )
     con.register("replaced_ids", ids)
     con.execute("BEGIN")
+    before = _of_replaced(con) if keep_figures and ids.num_rows else _NOTHING_REPLACED
     for table in SESSION_TABLES:
-        con.execute(f"DELETE FROM {table.name} WHERE session_id IN (SELECT session_id FROM replaced_ids)")
+        con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED})")
         files = sorted(
             {
                 str(version / FileKey(table.name, agent, bucket).relpath())
@@ -161,8 +332,7 @@ def _apply(
         files = [f for f in files if os.path.exists(f)]
         if files:
             con.execute(
-                f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
-                "WHERE session_id IN (SELECT session_id FROM replaced_ids)",
+                f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) WHERE session_id IN ({REPLACED})",
                 [files],
             )
     for table in TABLES:
@@ -172,11 +342,18 @@ def _apply(
     if not search.has_index(con):
         search.create_index(con)  # a warehouse from before search: built once, whole
     elif ids.num_rows:
-        search.update_index(con, "SELECT session_id FROM replaced_ids")
+        search.update_index(con, REPLACED)
     views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
-    _set_meta(con, version_number, zone, prices.install(con, _meta(con).get("prices"), store.data_dir / PRICE_CACHE))
+    prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
+    if keep_figures and old is not None:
+        after = _of_replaced(con) if ids.num_rows else _NOTHING_REPLACED
+        figures_json = json.dumps(_updated(con, old, before, after))
+    else:
+        figures_json = json.dumps(figures(con))
+    _set_meta(con, version_number, zone, prices_from, figures_json)
     con.execute("COMMIT")
     con.unregister("replaced_ids")
+    return figures_json
 
 
 def is_current(data_dir: Path, version_number: int, timezone: str | None) -> bool:
@@ -229,8 +406,14 @@ def refresh(
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
     incremental = False
+    flushing: threading.Thread | None = None
     if replaced is not None and target.exists():
-        shutil.copyfile(target, tmp)
+        how = clone_or_copy(target, tmp)
+        if how != "clone":
+            # The copy's pages are written back while the change is applied, instead of all at once when the
+            # CHECKPOINT below syncs the file (on ext4, ~1 ms per MB of warehouse).
+            flushing = threading.Thread(target=_flush, args=(tmp,), name="warehouse-flush", daemon=True)
+            flushing.start()
         try:
             con = _connect(tmp, data_dir)
         except duckdb.Error as exc:
@@ -244,18 +427,30 @@ def refresh(
             if not incremental:
                 con.close()
         if not incremental:
+            if flushing is not None:
+                flushing.join()
+                flushing = None
             for stale in (tmp, Path(f"{tmp}.wal")):
                 stale.unlink(missing_ok=True)
     if incremental:
-        _apply(con, store, version, number, replaced or {}, zone)
+        figures_json = _apply(con, store, version, number, replaced or {}, zone)
     else:
         con = _connect(tmp, data_dir)
-        _build(con, store, version, number, zone)
+        figures_json = _build(con, store, version, number, zone)
     con.execute("CHECKPOINT")
     con.close()
+    if flushing is not None:
+        flushing.join()
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
     replace_atomic(tmp, target)
+    _written[str(target)] = (_identity(target.stat()), figures_json)
+
+
+def _flush(path: Path) -> None:
+    """fsync `path` (a head start for DuckDB's own sync at the checkpoint, which is what makes the file durable)."""
+    with contextlib.suppress(OSError):  # gone or unreadable: the checkpoint's sync, or its failure, is what counts
+        fsync_file(path)
 
 
 def cleanup(data_dir: Path) -> None:
