@@ -179,7 +179,7 @@ def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
     if figures is None:
         con = _connect(path)
         try:
-            figures = warehouse.figures(con)
+            figures = warehouse.figures(con, tolerant=True)
         finally:
             con.close()
     # `engine`: the DuckDB that wrote the warehouse; a no-op run may skip the flow only when it is the one installed.

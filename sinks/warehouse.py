@@ -95,16 +95,19 @@ REPLACED = "SELECT session_id FROM replaced_ids"  # the sessions a run replaced 
 _USAGE_SOURCE = "FROM usage u\n"  # where prices.USAGE_COSTS reads `usage`: _costs_of points it at other rows
 
 
-def figures(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def figures(con: duckdb.DuckDBPyConnection, *, tolerant: bool = False) -> dict[str, Any]:
     """The corpus figures, computed from the whole warehouse: `counts` (rows per table and agent; agent "" for a
     table not partitioned by agent), `rejections` (per agent, outcome and reason code), `redaction`
-    (redaction_summary) and `unpriced` (responses with usage and no price, and all responses with usage). A part
-    whose table the warehouse predates is left out."""
+    (redaction_summary) and `unpriced` (responses with usage and no price, and all responses with usage).
+    `tolerant` (a read-only look at an old warehouse): a part whose table the warehouse predates is left out."""
     out: dict[str, Any] = {"counts": {t.name: _count(con, t) for t in TABLES}, "rejections": _rejections(con)}
-    with contextlib.suppress(duckdb.Error):  # a warehouse from before redaction
-        out["redaction"] = redaction_summary(con)
-    with contextlib.suppress(duckdb.Error):  # a warehouse from before prices
-        out["unpriced"] = _unpriced(con, "usage_costs")
+    parts = (("redaction", lambda: redaction_summary(con)), ("unpriced", lambda: _unpriced(con, "usage_costs")))
+    for name, compute in parts:
+        if not tolerant:
+            out[name] = compute()
+            continue
+        with contextlib.suppress(duckdb.Error):  # a warehouse from before redaction or prices
+            out[name] = compute()
     return out
 
 
@@ -161,7 +164,8 @@ def _rejections(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def _unpriced(con: duckdb.DuckDBPyConnection, costs: str) -> dict[str, int]:
-    row = con.execute(f"SELECT count(*), count(*) FILTER (WHERE NOT priced) FROM ({costs})").fetchone()
+    """Responses with usage and no price, and all of them, in `costs` (a relation like the view usage_costs)."""
+    row = con.execute(f"SELECT count(*), count(*) FILTER (WHERE NOT priced) FROM {costs}").fetchone()
     total, missing = (int(row[0]), int(row[1])) if row else (0, 0)
     return {"responses": missing, "total_responses": total}
 
@@ -184,7 +188,7 @@ def _of_replaced(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         )
     ).fetchall()
     con.execute(f"CREATE OR REPLACE TEMP TABLE replaced_usage AS SELECT * FROM usage {where}")
-    unpriced = _unpriced(con, _costs_of("replaced_usage"))
+    unpriced = _unpriced(con, f"({_costs_of('replaced_usage')})")
     con.execute("DROP TABLE replaced_usage")
     return {
         "rows": [(str(t), str(a), int(n)) for t, a, n in rows],
