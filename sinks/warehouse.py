@@ -17,12 +17,13 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sinks import failpoints, prices, search, views
 from sinks.files import FILE_MODE, clone_or_copy, fsync_file, replace_atomic
@@ -38,6 +39,7 @@ FIGURES = "corpus_figures"  # meta key: the corpus figures of this file's conten
 VERSION_ERROR = "Trying to read a database file with version number"
 
 log = logging.getLogger("transcripts.warehouse")
+T = TypeVar("T")
 
 
 class WarehouseUnreadable(RuntimeError):
@@ -178,58 +180,86 @@ def _costs_of(usage: str) -> str:
     return prices.USAGE_COSTS.replace(_USAGE_SOURCE, f"FROM {usage} u\n")
 
 
-def _of_replaced(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """The session-keyed parts of the figures over the replaced sessions only (their rows as the warehouse holds
-    them now): rows per session table and agent, sessions per redaction mode, usage priced or not."""
-    where = f"WHERE session_id IN ({REPLACED})"
-    rows = con.execute(
-        " UNION ALL ".join(
-            f"SELECT '{t.name}', agent, count(*) FROM {t.name} {where} GROUP BY agent" for t in SESSION_TABLES
-        )
-    ).fetchall()
-    con.execute(f"CREATE OR REPLACE TEMP TABLE replaced_usage AS SELECT * FROM usage {where}")
-    unpriced = _unpriced(con, f"({_costs_of('replaced_usage')})")
-    con.execute("DROP TABLE replaced_usage")
-    return {
-        "rows": [(str(t), str(a), int(n)) for t, a, n in rows],
-        "modes": _modes(con, f"(SELECT * FROM sessions {where})"),
-        "unpriced": unpriced,
-    }
+class _Rows:
+    """The rows of the replaced sessions that a run's DELETEs removed, or that its INSERTs added, as their
+    RETURNING clauses give them: counted per table and agent, with the sessions' parser versions and the usage
+    rows, so that the figures change by what those sessions held and hold, with no further scan of the tables."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], int] = {}
+        self.sessions: list[pa.Table] = []
+        self.usage: list[pa.Table] = []
+
+    @staticmethod
+    def returning(table: Table) -> str:
+        if table.name == "usage":
+            return " RETURNING *"  # every column the cost view reads
+        return " RETURNING agent, parser_version" if table.name == "sessions" else " RETURNING agent"
+
+    def add(self, table: Table, returned: pa.Table) -> None:
+        if not returned.num_rows:
+            return
+        for entry in pc.value_counts(returned.column("agent")).to_pylist():
+            key = (table.name, str(entry["values"]))
+            self.rows[key] = self.rows.get(key, 0) + int(entry["counts"])
+        if table.name == "sessions":
+            self.sessions.append(returned)
+        elif table.name == "usage":
+            self.usage.append(returned)
+
+    def modes(self, con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
+        return _on(con, self.sessions, lambda name: _modes(con, name), {})
+
+    def unpriced(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+        """Priced against the price tables as they are now: call before prices.install for the deleted rows."""
+        nothing = {"responses": 0, "total_responses": 0}
+        return _on(con, self.usage, lambda name: _unpriced(con, f"({_costs_of(name)})"), nothing)
+
+
+def _on(con: duckdb.DuckDBPyConnection, parts: list[pa.Table], query: Callable[[str], T], empty: T) -> T:
+    """`query(name)` over `parts` registered as one relation `name`; `empty` when there are no rows."""
+    if not parts:
+        return empty
+    con.register("transcripts_replaced_rows", pa.concat_tables(parts))
+    try:
+        return query("transcripts_replaced_rows")
+    finally:
+        con.unregister("transcripts_replaced_rows")
 
 
 def _updated(
-    con: duckdb.DuckDBPyConnection, old: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]
+    con: duckdb.DuckDBPyConnection,
+    old: Mapping[str, Any],
+    gone: _Rows,
+    gone_unpriced: Mapping[str, int],
+    new: _Rows,
 ) -> dict[str, Any]:
     """The figures after a run that replaced some sessions: `old` (the figures before it) less what those sessions
-    held (`before`) plus what they hold now (`after`); the tables keyed by source or run are small and rewritten by
-    every run anyway, so they are counted again, and so are the redactions (one row per secret found)."""
+    held (`gone`, their usage priced before the run changed the price tables: `gone_unpriced`) plus what they hold
+    now (`new`); the tables keyed by source or run are small and rewritten by every run anyway, so they are
+    counted again, and so are the redactions (one row per secret found)."""
     counts: dict[str, dict[str, int]] = {}
     for table in TABLES:
         if table not in SESSION_TABLES:
             counts[table.name] = _count(con, table)
             continue
         rows = dict(old["counts"].get(table.name, {}))
-        for sign, part in ((-1, before), (1, after)):
-            for name, agent, n in part["rows"]:
+        for sign, part in ((-1, gone), (1, new)):
+            for (name, agent), n in part.rows.items():
                 if name == table.name:
                     rows[agent] = rows.get(agent, 0) + sign * n
         counts[table.name] = {a: n for a, n in sorted(rows.items()) if n}
     modes = {a: dict(m) for a, m in old["redaction"]["sessions"].items()}
-    for sign, part in ((-1, before), (1, after)):
-        for agent, by_mode in part["modes"].items():
+    for sign, by_agent in ((-1, gone.modes(con)), (1, new.modes(con))):
+        for agent, by_mode in by_agent.items():
             mine = modes.setdefault(agent, {"current": 0, "older_rules": 0, "unredacted": 0})
             for mode, n in by_mode.items():
                 mine[mode] += sign * n
-    unpriced = {
-        key: old["unpriced"][key] - before["unpriced"][key] + after["unpriced"][key]
-        for key in ("responses", "total_responses")
-    }
+    now = new.unpriced(con)
+    unpriced = {k: old["unpriced"][k] - gone_unpriced[k] + now[k] for k in ("responses", "total_responses")}
     redaction = redaction_summary(con)
     redaction["sessions"] = {a: m for a, m in sorted(modes.items()) if any(m.values())}
     return {"counts": counts, "rejections": _rejections(con), "redaction": redaction, "unpriced": unpriced}
-
-
-_NOTHING_REPLACED: dict[str, Any] = {"rows": [], "modes": {}, "unpriced": {"responses": 0, "total_responses": 0}}
 
 
 def warehouse_path(data_dir: Path) -> Path:
@@ -323,9 +353,12 @@ def _apply(
     )
     con.register("replaced_ids", ids)
     con.execute("BEGIN")
-    before = _of_replaced(con) if keep_figures and ids.num_rows else _NOTHING_REPLACED
+    gone, new = _Rows(), _Rows()
     for table in SESSION_TABLES:
-        con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED})")
+        returning = _Rows.returning(table) if keep_figures else ""
+        result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){returning}")
+        if keep_figures:
+            gone.add(table, result.to_arrow_table())
         files = sorted(
             {
                 str(version / FileKey(table.name, agent, bucket).relpath())
@@ -335,10 +368,14 @@ def _apply(
         )
         files = [f for f in files if os.path.exists(f)]
         if files:
-            con.execute(
-                f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) WHERE session_id IN ({REPLACED})",
+            result = con.execute(
+                f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
+                f"WHERE session_id IN ({REPLACED}){returning}",
                 [files],
             )
+            if keep_figures:
+                new.add(table, result.to_arrow_table())
+    gone_unpriced = gone.unpriced(con) if keep_figures else {}  # priced by the price tables they were loaded with
     for table in TABLES:
         if table not in SESSION_TABLES:
             con.execute(f"DELETE FROM {table.name}")
@@ -350,8 +387,7 @@ def _apply(
     views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
     prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
     if keep_figures and old is not None:
-        after = _of_replaced(con) if ids.num_rows else _NOTHING_REPLACED
-        figures_json = json.dumps(_updated(con, old, before, after))
+        figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
     else:
         figures_json = json.dumps(figures(con))
     _set_meta(con, version_number, zone, prices_from, figures_json)
