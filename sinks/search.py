@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -47,6 +48,38 @@ def extension_path() -> Path:
 def load_extension(con: duckdb.DuckDBPyConnection) -> None:
     """LOAD fts by path: never INSTALL, which would fetch it from the network."""
     con.execute(f"LOAD '{extension_path()}'")
+
+
+class Preload:
+    """LOAD fts on a cursor of `con` in a thread, while the caller goes on with other statements.
+
+    DuckDB verifies the extension's signature when it loads it (a hash of its ~12 MB: 40-70 ms, most of what loading
+    costs); a load that re-indexes a few sessions overlaps that with its deletes and inserts. An extension is loaded
+    for the whole database, so `con` has it after `wait()` (and a second LOAD of it is instant).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._cursor = con.cursor()
+        self._error: BaseException | None = None
+        self._done = False
+        self._thread = threading.Thread(target=self._load, name="fts-load", daemon=True)
+        self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            load_extension(self._cursor)
+        except BaseException as exc:  # raised again in the caller's thread, by wait()
+            self._error = exc
+
+    def wait(self) -> None:
+        """Wait for the load; raise what it raised (SearchUnavailable when the extension is missing), once."""
+        if not self._done:
+            self._thread.join()
+            self._cursor.close()
+            self._done = True
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
 
 def has_index(con: duckdb.DuckDBPyConnection) -> bool:

@@ -341,7 +341,6 @@ def _apply(
     JSON, updated from those sessions' rows when the file holds figures that still apply (same redaction rules and
     prices), else computed whole (once, for a warehouse from before they were kept)."""
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
-    layout = store.layout(version)
     meta = _meta(con)
     old = json.loads(meta[FIGURES]) if FIGURES in meta else None
     keep_figures = (
@@ -351,13 +350,52 @@ def _apply(
         and old["redaction"].get("rules_version") == redaction_version()
         and meta.get("prices") == prices.source_version()  # else every usage row may be priced anew
     )
+    indexed = search.has_index(con)
+    loading = search.Preload(con) if indexed and ids.num_rows else None  # needed at the end: loaded meanwhile
     con.register("replaced_ids", ids)
-    con.execute("BEGIN")
+    try:
+        con.execute("BEGIN")
+        gone, new = _replace_sessions(con, version, store.layout(version), replaced, returning=keep_figures)
+        gone_unpriced = gone.unpriced(con) if keep_figures else {}  # by the price tables they were priced with
+        for table in TABLES:
+            if table not in SESSION_TABLES:
+                con.execute(f"DELETE FROM {table.name}")
+                _insert_all(con, store, table, version)
+        if not indexed:
+            search.create_index(con)  # a warehouse from before search: built once, whole
+        elif loading is not None:
+            loading.wait()
+            search.update_index(con, REPLACED)
+        views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
+        prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
+        if keep_figures and old is not None:
+            figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
+        else:
+            figures_json = json.dumps(figures(con))
+        _set_meta(con, version_number, zone, prices_from, figures_json)
+        con.execute("COMMIT")
+    finally:
+        if loading is not None:
+            loading.wait()  # never left running (after the index was updated, this returns at once)
+    con.unregister("replaced_ids")
+    return figures_json
+
+
+def _replace_sessions(
+    con: duckdb.DuckDBPyConnection,
+    version: Path,
+    layout: Mapping[str, int],
+    replaced: Mapping[str, set[str]],
+    *,
+    returning: bool,
+) -> tuple[_Rows, _Rows]:
+    """Delete the replaced sessions' rows from every session table and insert the ones `version` holds for them
+    (from their buckets' files only); with `returning`, also what was deleted and what was inserted."""
     gone, new = _Rows(), _Rows()
     for table in SESSION_TABLES:
-        returning = _Rows.returning(table) if keep_figures else ""
-        result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){returning}")
-        if keep_figures:
+        clause = _Rows.returning(table) if returning else ""
+        result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){clause}")
+        if returning:
             gone.add(table, result.to_arrow_table())
         files = sorted(
             {
@@ -370,30 +408,12 @@ def _apply(
         if files:
             result = con.execute(
                 f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
-                f"WHERE session_id IN ({REPLACED}){returning}",
+                f"WHERE session_id IN ({REPLACED}){clause}",
                 [files],
             )
-            if keep_figures:
+            if returning:
                 new.add(table, result.to_arrow_table())
-    gone_unpriced = gone.unpriced(con) if keep_figures else {}  # priced by the price tables they were loaded with
-    for table in TABLES:
-        if table not in SESSION_TABLES:
-            con.execute(f"DELETE FROM {table.name}")
-            _insert_all(con, store, table, version)
-    if not search.has_index(con):
-        search.create_index(con)  # a warehouse from before search: built once, whole
-    elif ids.num_rows:
-        search.update_index(con, REPLACED)
-    views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
-    prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
-    if keep_figures and old is not None:
-        figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
-    else:
-        figures_json = json.dumps(figures(con))
-    _set_meta(con, version_number, zone, prices_from, figures_json)
-    con.execute("COMMIT")
-    con.unregister("replaced_ids")
-    return figures_json
+    return gone, new
 
 
 def is_current(data_dir: Path, version_number: int, timezone: str | None) -> bool:

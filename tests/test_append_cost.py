@@ -24,7 +24,7 @@ from flows.etl import run_etl
 from flows.prune import run_prune
 from flows.settings import Settings, load_settings
 from flows.status import corpus_snapshot
-from sinks import files, ledger, prices, warehouse
+from sinks import files, ledger, prices, search, warehouse
 from tests.corpus import S1, S2, S3, T1, claude_exchange, codex_rollout, small_home, write_session
 from tests.secrets_planted import PLANTED
 from tests.test_pipeline import snapshot
@@ -389,3 +389,33 @@ def test_on_macos_a_clone_is_tried_first_and_a_copy_made_without_one(
     assert files.clone_or_copy(src, tmp_path / "m") in ("copy_file_range", "copy")
     assert tried == [(src, tmp_path / "m")]
     assert (tmp_path / "m").read_bytes() == src.read_bytes()
+
+
+# --- the fts extension, loaded while the change is applied --------------------------------------------------------
+
+
+def test_the_extension_loaded_in_the_background_serves_the_connection() -> None:
+    con = duckdb.connect()
+    try:
+        loading = search.Preload(con)
+        con.execute("SELECT 42").fetchall()  # the caller goes on meanwhile
+        loading.wait()
+        loading.wait()  # once is enough; again is harmless
+        assert con.execute("SELECT stem('running', 'porter')").fetchone() == ("run",)
+    finally:
+        con.close()
+
+
+def test_a_missing_extension_is_reported_by_the_waiting_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> Path:
+        raise search.SearchUnavailable("the DuckDB fts extension is not installed")
+
+    monkeypatch.setattr(search, "extension_path", missing)
+    con = duckdb.connect()
+    try:
+        loading = search.Preload(con)
+        with pytest.raises(search.SearchUnavailable, match="not installed"):
+            loading.wait()
+        loading.wait()  # reported once
+    finally:
+        con.close()
