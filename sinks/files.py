@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -145,6 +146,25 @@ def replace_atomic(src: Path, dst: Path) -> None:
     """Rename `src` onto `dst` in one step and make the rename durable."""
     os.replace(src, dst)
     fsync_dir(dst.parent)
+
+
+def replace_releasing(src: Path, dst: Path) -> None:
+    """replace_atomic, with the blocks of the file it replaces freed in a background thread.
+
+    Freeing a file's blocks is the filesystem's work at its last unlink (ext4: ~0.4 ms per MB, 40 ms for a 100 MB
+    warehouse) and would hold up the swap; holding the old file open across the rename moves that work to the
+    close, which a thread does while the run goes on (or the kernel at exit). Readers that have the old file open
+    are not affected either way.
+    """
+    try:
+        old: int | None = os.open(dst, os.O_RDONLY)
+    except FileNotFoundError:
+        old = None
+    try:
+        replace_atomic(src, dst)
+    finally:
+        if old is not None:
+            threading.Thread(target=os.close, args=(old,), name="release-old-file", daemon=True).start()
 
 
 def remove_tree(path: Path) -> None:

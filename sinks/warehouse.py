@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sinks import failpoints, prices, search, views
-from sinks.files import FILE_MODE, clone_or_copy, fsync_file, replace_atomic
+from sinks.files import FILE_MODE, clone_or_copy, fsync_file, replace_releasing
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -503,7 +503,7 @@ def refresh(
         flushing.join()
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
-    replace_atomic(tmp, target)
+    replace_releasing(tmp, target)
     _written[str(target)] = (_identity(target.stat()), figures_json)
 
 

@@ -355,7 +355,7 @@ def test_refresh_waits_for_the_copy_to_be_flushed_before_the_swap(
     settings = settings_for(home, tmp_path / "data")
     run(settings)
     events: list[str] = []
-    real_flush, real_replace = warehouse._flush, warehouse.replace_atomic
+    real_flush, real_replace = warehouse._flush, warehouse.replace_releasing
 
     def flush(path: Path) -> None:
         real_flush(path)
@@ -366,7 +366,7 @@ def test_refresh_waits_for_the_copy_to_be_flushed_before_the_swap(
         real_replace(src, dst)
 
     monkeypatch.setattr(warehouse, "_flush", flush)
-    monkeypatch.setattr(warehouse, "replace_atomic", replace)
+    monkeypatch.setattr(warehouse, "replace_releasing", replace)
     monkeypatch.setattr(warehouse, "clone_or_copy", lambda src, dst: (shutil.copyfile(src, dst), "copy")[1])
     write_session(home, S1, exchanges(S1, 1, start=3), append=True)
     run(settings)
@@ -419,3 +419,17 @@ def test_a_missing_extension_is_reported_by_the_waiting_caller(monkeypatch: pyte
         loading.wait()  # reported once
     finally:
         con.close()
+
+
+def test_the_replaced_file_is_freed_after_the_swap_and_readers_keep_theirs(tmp_path: Path) -> None:
+    old, new = tmp_path / "warehouse.duckdb", tmp_path / "next"
+    old.write_bytes(b"old" * 1000)
+    new.write_bytes(b"new")
+    with old.open("rb") as reader:  # a person's DuckDB shell on the old file
+        files.replace_releasing(new, old)
+        assert old.read_bytes() == b"new" and not new.exists()
+        assert reader.read() == b"old" * 1000, "a reader keeps its file"
+    lone = tmp_path / "lone"
+    lone.write_bytes(b"1")
+    files.replace_releasing(lone, tmp_path / "fresh")  # nothing to replace
+    assert (tmp_path / "fresh").read_bytes() == b"1"
