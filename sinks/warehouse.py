@@ -65,15 +65,15 @@ def redaction_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     older rules (`older_rules`), or stored raw (`unredacted`: `--no-redact`, or loaded before redaction existed
     and whose source is gone, so it could not be read again). Call with a read-only connection to the warehouse.
     """
+    return {"rules_version": redaction_version(), "redacted": _redacted(con), "sessions": _modes(con, "sessions")}
+
+
+def _redacted(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     per_rule = con.execute(
         """SELECT agent, rule, sum(count) AS count, count(DISTINCT secret_hmac) AS distinct_secrets
            FROM redactions GROUP BY ALL ORDER BY agent, count DESC, rule"""
     ).fetchall()
-    return {
-        "rules_version": redaction_version(),
-        "redacted": [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule],
-        "sessions": _modes(con, "sessions"),
-    }
+    return [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule]
 
 
 def _modes(con: duckdb.DuckDBPyConnection, sessions: str) -> dict[str, dict[str, int]]:
@@ -149,11 +149,11 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _count(con: duckdb.DuckDBPyConnection, table: Table, where: str = "") -> dict[str, int]:
+def _count(con: duckdb.DuckDBPyConnection, table: Table) -> dict[str, int]:
     if not table.partitioned:
-        row = con.execute(f"SELECT count(*) FROM {table.name} {where}").fetchone()
+        row = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()
         return {"": int(row[0]) if row else 0}
-    rows = con.execute(f"SELECT agent, count(*) FROM {table.name} {where} GROUP BY agent ORDER BY agent").fetchall()
+    rows = con.execute(f"SELECT agent, count(*) FROM {table.name} GROUP BY agent ORDER BY agent").fetchall()
     return {str(agent): int(n) for agent, n in rows}
 
 
@@ -257,8 +257,11 @@ def _updated(
                 mine[mode] += sign * n
     now = new.unpriced(con)
     unpriced = {k: old["unpriced"][k] - gone_unpriced[k] + now[k] for k in ("responses", "total_responses")}
-    redaction = redaction_summary(con)
-    redaction["sessions"] = {a: m for a, m in sorted(modes.items()) if any(m.values())}
+    redaction = {
+        "rules_version": redaction_version(),
+        "redacted": _redacted(con),
+        "sessions": {a: m for a, m in sorted(modes.items()) if any(m.values())},
+    }
     return {"counts": counts, "rejections": _rejections(con), "redaction": redaction, "unpriced": unpriced}
 
 
