@@ -106,7 +106,12 @@ CHUNK_TEXT_BYTES = 32 * 1024 * 1024
 
 
 def update_index(
-    con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "turns", *, chunk_bytes: int = CHUNK_TEXT_BYTES
+    con: duckdb.DuckDBPyConnection,
+    sessions: str,
+    texts: str = "turns",
+    *,
+    chunk_bytes: int = CHUNK_TEXT_BYTES,
+    removed: str | None = None,
 ) -> None:
     """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
 
@@ -116,6 +121,8 @@ def update_index(
     the turns' `session_id`, `turn_id` and `text` (default the table; a full build passes the Parquet files it was
     loaded from, which DuckDB tokenizes on every core: a table this small is one row group, scanned by one thread).
     The sessions are indexed in chunks of about `chunk_bytes` of text, so memory stays bounded whatever their size.
+    `removed` (SQL yielding turn_id): every turn deleted from `turns` since the index was last updated, when the
+    caller knows them; without it they are found by comparing every document with `turns` (two whole scans).
     """
     load_extension(con)
     x = INDEX_SCHEMA
@@ -123,12 +130,12 @@ def update_index(
         f"""CREATE OR REPLACE TEMP TABLE fts_sessions AS
             SELECT session_id, hash(session_id) AS h FROM (SELECT DISTINCT s AS session_id FROM ({sessions}) t(s))"""
     )
+    gone = "name NOT IN (SELECT turn_id FROM turns)" if removed is None else f"name IN ({removed})"
     removal = [
         """CREATE OR REPLACE TEMP TABLE fts_changed AS
             SELECT turn_id FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)""",
         f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
-            SELECT docid FROM {x}.docs
-            WHERE name IN (SELECT turn_id FROM fts_changed) OR name NOT IN (SELECT turn_id FROM turns)""",
+            SELECT docid FROM {x}.docs WHERE name IN (SELECT turn_id FROM fts_changed) OR {gone}""",
         f"""UPDATE {x}.dict SET df = dict.df - g.n
             FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
                   WHERE docid IN (SELECT docid FROM fts_gone) GROUP BY termid) g

@@ -189,12 +189,22 @@ class _Rows:
         self.rows: dict[tuple[str, str], int] = {}
         self.sessions: list[pa.Table] = []
         self.usage: list[pa.Table] = []
+        self.turns: list[pa.Table] = []
 
     @staticmethod
-    def returning(table: Table) -> str:
+    def returning(table: Table, figures: bool) -> str:
+        """The RETURNING clause for `table`'s statements: the turn ids always (the documents the search index
+        drops), and with `figures` what the figures need."""
+        if table.name == "turns":
+            return " RETURNING agent, turn_id"
+        if not figures:
+            return ""
         if table.name == "usage":
             return " RETURNING *"  # every column the cost view reads
         return " RETURNING agent, parser_version" if table.name == "sessions" else " RETURNING agent"
+
+    def removed_turns(self) -> pa.Table:
+        return pa.concat_tables(self.turns) if self.turns else pa.table({"turn_id": pa.array([], pa.string())})
 
     def add(self, table: Table, returned: pa.Table) -> None:
         if not returned.num_rows:
@@ -206,6 +216,8 @@ class _Rows:
             self.sessions.append(returned)
         elif table.name == "usage":
             self.usage.append(returned)
+        elif table.name == "turns":
+            self.turns.append(returned.select(["turn_id"]))
 
     def modes(self, con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
         return _on(con, self.sessions, lambda name: _modes(con, name), {})
@@ -358,7 +370,7 @@ def _apply(
     con.register("replaced_ids", ids)
     try:
         con.execute("BEGIN")
-        gone, new = _replace_sessions(con, version, store.layout(version), replaced, returning=keep_figures)
+        gone, new = _replace_sessions(con, version, store.layout(version), replaced, figures=keep_figures)
         gone_unpriced = gone.unpriced(con) if keep_figures else {}  # by the price tables they were priced with
         for table in TABLES:
             if table not in SESSION_TABLES:
@@ -368,7 +380,9 @@ def _apply(
             search.create_index(con)  # a warehouse from before search: built once, whole
         elif loading is not None:
             loading.wait()
-            search.update_index(con, REPLACED)
+            con.register("removed_turns", gone.removed_turns())  # known: no document is compared with `turns`
+            search.update_index(con, REPLACED, removed="SELECT turn_id FROM removed_turns")
+            con.unregister("removed_turns")
         views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
         prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
         if keep_figures and old is not None:
@@ -390,15 +404,16 @@ def _replace_sessions(
     layout: Mapping[str, int],
     replaced: Mapping[str, set[str]],
     *,
-    returning: bool,
+    figures: bool,
 ) -> tuple[_Rows, _Rows]:
     """Delete the replaced sessions' rows from every session table and insert the ones `version` holds for them
-    (from their buckets' files only); with `returning`, also what was deleted and what was inserted."""
+    (from their buckets' files only); returns what was deleted and what was inserted (the turn ids, and with
+    `figures` what the figures need)."""
     gone, new = _Rows(), _Rows()
     for table in SESSION_TABLES:
-        clause = _Rows.returning(table) if returning else ""
+        clause = _Rows.returning(table, figures)
         result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){clause}")
-        if returning:
+        if clause:
             gone.add(table, result.to_arrow_table())
         files = sorted(
             {
@@ -414,7 +429,7 @@ def _replace_sessions(
                 f"WHERE session_id IN ({REPLACED}){clause}",
                 [files],
             )
-            if returning:
+            if clause:
                 new.add(table, result.to_arrow_table())
     return gone, new
 

@@ -433,3 +433,26 @@ def test_the_replaced_file_is_freed_after_the_swap_and_readers_keep_theirs(tmp_p
     lone.write_bytes(b"1")
     files.replace_releasing(lone, tmp_path / "fresh")  # nothing to replace
     assert (tmp_path / "fresh").read_bytes() == b"1"
+
+
+def test_the_index_drops_the_documents_of_deleted_turns_it_was_told_of(tmp_path: Path) -> None:
+    # The deleted turns come from the DELETE itself (no comparison of every document with `turns`): after a
+    # session shrinks and another is pruned, the index is the one the extension builds from what is left.
+    from tests.test_search import _index_contents, _rebuilt
+
+    home = home_with_everything(tmp_path / "home")
+    settings = settings_for(home, tmp_path / "data")
+    run(settings)
+    write_session(home, S1, exchanges(S1, 1, start=0, text="refactor the router"))  # 3 exchanges -> 1
+    (home / ".claude" / "projects" / "-home-u-proj" / f"{S2}.jsonl").unlink()
+    run(settings)
+    run_prune(settings, older_than=timedelta(days=30), now=datetime(2026, 6, 1, tzinfo=UTC))
+    con = duckdb.connect(str(settings.data_dir / "warehouse.duckdb"), read_only=True)
+    try:
+        search.load_extension(con)
+        ours = _index_contents(con)
+        rows = con.execute("SELECT turn_id, session_id, text FROM turns").fetchall()
+    finally:
+        con.close()
+    assert {r[1] for r in rows} == {f"claude-{S1}", f"codex-{T1}"}
+    assert ours == _index_contents(_rebuilt(rows))
