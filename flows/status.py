@@ -7,7 +7,6 @@ table and agent, rejections per reason code); listing every rejection (`details=
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,65 +168,49 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
 
 
 def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
-    """Rows per table and agent and rejections per agent and reason code, from the warehouse (read-only)."""
-    from transforms.schema import SCHEMA_VERSION, TABLES
+    """Rows per table and agent, rejections per agent and reason code, and the audit (reader bugs, redaction,
+    unpriced usage) of the warehouse: the figures each load keeps in the file (sinks.warehouse.figures, updated
+    from the sessions it replaced), computed whole (read-only) only for a warehouse from before they were kept."""
+    from sinks import warehouse
+    from transforms.schema import SCHEMA_VERSION
 
-    con = _connect(data_dir / WAREHOUSE)
-    try:
-        counts: dict[str, dict[str, int]] = {}
-        for table in TABLES:
-            if table.partitioned:
-                counts[table.name] = {
-                    str(agent): int(n)
-                    for agent, n in con.execute(
-                        f"SELECT agent, count(*) FROM {table.name} GROUP BY agent ORDER BY agent"
-                    ).fetchall()
-                }
-            else:
-                counts[table.name] = {"": int(con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0])}  # type: ignore[index]
-        rejections = _rows(
-            con,
-            """SELECT agent, outcome, reason_code, count(*) AS count FROM rejects
-               GROUP BY ALL ORDER BY agent, outcome, reason_code""",
-        )
-        extra = _audit(con)
-    finally:
-        con.close()
+    path = data_dir / WAREHOUSE
+    figures = warehouse.stored_figures(path)
+    if figures is None:
+        con = _connect(path)
+        try:
+            figures = warehouse.figures(con, tolerant=True)
+        finally:
+            con.close()
     # `engine`: the DuckDB that wrote the warehouse; a no-op run may skip the flow only when it is the one installed.
-    storage = storage_version(data_dir / WAREHOUSE)
     return {
         "at": datetime.now(UTC).isoformat(),
-        "counts": counts,
-        "rejections": rejections,
+        "counts": figures["counts"],
+        "rejections": figures["rejections"],
         "engine": engine_version(),
-        "storage": storage,
+        "storage": storage_version(path),
         "schema": SCHEMA_VERSION,
-        **extra,
+        "reader_bugs": _reader_bugs(path, figures["rejections"]),
+        **{k: figures[k] for k in ("redaction", "unpriced") if k in figures},
     }
 
 
-def _audit(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """What status says beyond counts: reader bugs (sources a crashing reader cost), secrets redacted and text
-    stored raw, and usage without a price. Each part is left out when the warehouse predates its table."""
-    import duckdb
-
+def _reader_bugs(path: Path, rejections: list[dict[str, Any]]) -> int:
+    """Sources a crashing reader cost: `source_unreadable` rejections whose detail the registry gave its prefix
+    (asked of the warehouse only when there are such rejections)."""
+    if not any(r["reason_code"] == "source_unreadable" for r in rejections):
+        return 0
     from extractors.registry import UNEXPECTED_PREFIX
-    from sinks import prices, warehouse
 
-    out: dict[str, Any] = {}
-    row = con.execute(
-        "SELECT count(*) FROM rejects WHERE reason_code = 'source_unreadable' AND starts_with(detail, ?)",
-        [UNEXPECTED_PREFIX],
-    ).fetchone()
-    out["reader_bugs"] = int(row[0]) if row else 0
-    with contextlib.suppress(duckdb.Error):  # a warehouse from before redaction
-        out["redaction"] = warehouse.redaction_summary(con)
+    con = _connect(path)
     try:
-        missing = prices.unpriced(con)
-        out["unpriced"] = {"responses": missing.responses, "total_responses": missing.total_responses}
-    except duckdb.Error:
-        pass
-    return out
+        row = con.execute(
+            "SELECT count(*) FROM rejects WHERE reason_code = 'source_unreadable' AND starts_with(detail, ?)",
+            [UNEXPECTED_PREFIX],
+        ).fetchone()
+    finally:
+        con.close()
+    return int(row[0]) if row else 0
 
 
 def _read_details(status: Status, path: Path) -> None:

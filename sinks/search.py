@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,38 @@ def load_extension(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"LOAD '{extension_path()}'")
 
 
+class Preload:
+    """LOAD fts on a cursor of `con` in a thread, while the caller goes on with other statements.
+
+    DuckDB verifies the extension's signature when it loads it (a hash of its ~12 MB: 40-70 ms, most of what loading
+    costs); a load that re-indexes a few sessions overlaps that with its deletes and inserts. An extension is loaded
+    for the whole database, so `con` has it after `wait()` (and a second LOAD of it is instant).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._cursor = con.cursor()
+        self._error: BaseException | None = None
+        self._done = False
+        self._thread = threading.Thread(target=self._load, name="fts-load", daemon=True)
+        self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            load_extension(self._cursor)
+        except BaseException as exc:  # raised again in the caller's thread, by wait()
+            self._error = exc
+
+    def wait(self) -> None:
+        """Wait for the load; raise what it raised (SearchUnavailable when the extension is missing), once."""
+        if not self._done:
+            self._thread.join()
+            self._cursor.close()
+            self._done = True
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
 def has_index(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = 'docs'", [INDEX_SCHEMA]
@@ -74,7 +107,12 @@ CHUNK_TEXT_BYTES = 32 * 1024 * 1024
 
 
 def update_index(
-    con: duckdb.DuckDBPyConnection, sessions: str, texts: str = "turns", *, chunk_bytes: int = CHUNK_TEXT_BYTES
+    con: duckdb.DuckDBPyConnection,
+    sessions: str,
+    texts: str = "turns",
+    *,
+    chunk_bytes: int = CHUNK_TEXT_BYTES,
+    removed: str | None = None,
 ) -> None:
     """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
 
@@ -84,6 +122,8 @@ def update_index(
     the turns' `session_id`, `turn_id` and `text` (default the table; a full build passes the Parquet files it was
     loaded from, which DuckDB tokenizes on every core: a table this small is one row group, scanned by one thread).
     The sessions are indexed in chunks of about `chunk_bytes` of text, so memory stays bounded whatever their size.
+    `removed` (SQL yielding turn_id): every turn deleted from `turns` since the index was last updated, when the
+    caller knows them; without it they are found by comparing every document with `turns` (two whole scans).
     """
     load_extension(con)
     x = INDEX_SCHEMA
@@ -91,12 +131,12 @@ def update_index(
         f"""CREATE OR REPLACE TEMP TABLE fts_sessions AS
             SELECT session_id, hash(session_id) AS h FROM (SELECT DISTINCT s AS session_id FROM ({sessions}) t(s))"""
     )
+    gone = "name NOT IN (SELECT turn_id FROM turns)" if removed is None else f"name IN ({removed})"
     removal = [
         """CREATE OR REPLACE TEMP TABLE fts_changed AS
             SELECT turn_id FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)""",
         f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
-            SELECT docid FROM {x}.docs
-            WHERE name IN (SELECT turn_id FROM fts_changed) OR name NOT IN (SELECT turn_id FROM turns)""",
+            SELECT docid FROM {x}.docs WHERE name IN (SELECT turn_id FROM fts_changed) OR {gone}""",
         f"""UPDATE {x}.dict SET df = dict.df - g.n
             FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
                   WHERE docid IN (SELECT docid FROM fts_gone) GROUP BY termid) g

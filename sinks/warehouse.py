@@ -1,25 +1,32 @@
 """DuckDB: every table loaded from the current Parquet version, plus views; all SQL and DDL live here.
 
-The warehouse is never written in place: a run copies it (or builds it new) beside the old file, applies the run's
-change in one transaction, checkpoints, and renames it over `warehouse.duckdb`. DuckDB refuses a writer while any
-reader holds the file, so this is what lets people keep a DuckDB shell or notebook open during the nightly run: the
-reader keeps its snapshot, new connections see the new file.
+The warehouse is never written in place: a run copies it (a clone where the filesystem can) or builds it new beside
+the old file, applies the run's change in one transaction, checkpoints, and renames it over `warehouse.duckdb`.
+DuckDB refuses a writer while any reader holds the file, so this is what lets people keep a DuckDB shell or notebook
+open during the nightly run: the reader keeps its snapshot, new connections see the new file.
+
+The corpus figures `status` shows (rows per table and agent, rejections, redaction, unpriced usage) are kept in the
+file's meta table beside the data they describe, and a run that replaces a few sessions updates them from those
+sessions' rows alone, so that neither the run nor its ledger record scans the whole corpus.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
-import shutil
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sinks import failpoints, prices, search, views
-from sinks.files import FILE_MODE, replace_atomic
+from sinks.files import FILE_MODE, clone_or_copy, fsync_file, replace_releasing
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -28,9 +35,11 @@ from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, TURNS, Tab
 WAREHOUSE = "warehouse.duckdb"
 PRICE_CACHE = "cache"  # derived files kept between runs (the price table per genai-prices version)
 META = "transcripts_meta"
+FIGURES = "corpus_figures"  # meta key: the corpus figures of this file's content, as JSON (see `figures`)
 VERSION_ERROR = "Trying to read a database file with version number"
 
 log = logging.getLogger("transcripts.warehouse")
+T = TypeVar("T")
 
 
 class WarehouseUnreadable(RuntimeError):
@@ -56,25 +65,216 @@ def redaction_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     older rules (`older_rules`), or stored raw (`unredacted`: `--no-redact`, or loaded before redaction existed
     and whose source is gone, so it could not be read again). Call with a read-only connection to the warehouse.
     """
-    current = f"%+r{redaction_version()}"
+    return {"rules_version": redaction_version(), "redacted": _redacted(con), "sessions": _modes(con, "sessions")}
+
+
+def _redacted(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     per_rule = con.execute(
         """SELECT agent, rule, sum(count) AS count, count(DISTINCT secret_hmac) AS distinct_secrets
            FROM redactions GROUP BY ALL ORDER BY agent, count DESC, rule"""
     ).fetchall()
+    return [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule]
+
+
+def _modes(con: duckdb.DuckDBPyConnection, sessions: str) -> dict[str, dict[str, int]]:
+    """Sessions per agent by redaction mode (see redaction_summary), of `sessions` (a relation like the table)."""
+    current = f"%+r{redaction_version()}"
     modes = con.execute(
-        """SELECT agent,
-                  count(*) FILTER (WHERE parser_version LIKE ?) AS current,
-                  count(*) FILTER (WHERE regexp_matches(parser_version, '[+]r[0-9]') AND parser_version NOT LIKE ?)
-                      AS older_rules,
+        f"""SELECT agent,
+                  count(*) FILTER (WHERE parser_version LIKE $current) AS current,
+                  count(*) FILTER (WHERE regexp_matches(parser_version, '[+]r[0-9]')
+                                   AND parser_version NOT LIKE $current) AS older_rules,
                   count(*) FILTER (WHERE NOT regexp_matches(parser_version, '[+]r[0-9]')) AS unredacted
-           FROM sessions GROUP BY agent ORDER BY agent""",
-        [current, current],
+           FROM {sessions} GROUP BY agent ORDER BY agent""",
+        {"current": current},
     ).fetchall()
-    return {
+    return {a: {"current": int(c), "older_rules": int(o), "unredacted": int(u)} for a, c, o, u in modes}
+
+
+# --- corpus figures: what `status` and each run's ledger record show, kept in the file and updated per run ----------
+
+REPLACED = "SELECT session_id FROM replaced_ids"  # the sessions a run replaced (registered by _apply)
+_USAGE_SOURCE = "FROM usage u\n"  # where prices.USAGE_COSTS reads `usage`: _costs_of points it at other rows
+
+
+def figures(con: duckdb.DuckDBPyConnection, *, tolerant: bool = False) -> dict[str, Any]:
+    """The corpus figures, computed from the whole warehouse: `counts` (rows per table and agent; agent "" for a
+    table not partitioned by agent), `rejections` (per agent, outcome and reason code), `redaction`
+    (redaction_summary) and `unpriced` (responses with usage and no price, and all responses with usage).
+    `tolerant` (a read-only look at an old warehouse): a part whose table the warehouse predates is left out."""
+    out: dict[str, Any] = {"counts": {t.name: _count(con, t) for t in TABLES}, "rejections": _rejections(con)}
+    parts = (("redaction", lambda: redaction_summary(con)), ("unpriced", lambda: _unpriced(con, "usage_costs")))
+    for name, compute in parts:
+        if not tolerant:
+            out[name] = compute()
+            continue
+        with contextlib.suppress(duckdb.Error):  # a warehouse from before redaction or prices
+            out[name] = compute()
+    return out
+
+
+def stored_figures(path: Path) -> dict[str, Any] | None:
+    """The figures kept in the warehouse at `path` (as `figures` computes them), or None for a warehouse from
+    before they were kept. The ones this process just wrote are remembered, so a run reads nothing to get them."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    known = _written.get(str(path))
+    if known is not None and known[0] == _identity(st):
+        text: str | None = known[1]
+    else:
+        text = _read_figures(path)
+    if text is None:
+        return None
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+def _read_figures(path: Path) -> str | None:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        text = _meta(con).get(FIGURES)
+    finally:
+        con.close()
+    return text
+
+
+# The figures this process wrote last, per warehouse path: (file identity, JSON). The file is only ever replaced by
+# a rename, so a file with the same inode, size and mtime holds exactly these figures.
+_written: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: Table) -> dict[str, int]:
+    if not table.partitioned:
+        row = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()
+        return {"": int(row[0]) if row else 0}
+    rows = con.execute(f"SELECT agent, count(*) FROM {table.name} GROUP BY agent ORDER BY agent").fetchall()
+    return {str(agent): int(n) for agent, n in rows}
+
+
+def _rejections(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    rows = con.execute(
+        """SELECT agent, outcome, reason_code, count(*) FROM rejects
+           GROUP BY ALL ORDER BY agent, outcome, reason_code"""
+    ).fetchall()
+    return [{"agent": a, "outcome": o, "reason_code": r, "count": int(n)} for a, o, r, n in rows]
+
+
+def _unpriced(con: duckdb.DuckDBPyConnection, costs: str) -> dict[str, int]:
+    """Responses with usage and no price, and all of them, in `costs` (a relation like the view usage_costs)."""
+    row = con.execute(f"SELECT count(*), count(*) FILTER (WHERE NOT priced) FROM {costs}").fetchone()
+    total, missing = (int(row[0]), int(row[1])) if row else (0, 0)
+    return {"responses": missing, "total_responses": total}
+
+
+def _costs_of(usage: str) -> str:
+    """prices.USAGE_COSTS over the rows of `usage` instead of the whole table: each row is priced on its own
+    (its model, time and prompt size against the price tables), so the costs of some rows need only those rows."""
+    if prices.USAGE_COSTS.count(_USAGE_SOURCE) != 1:
+        raise RuntimeError("prices.USAGE_COSTS no longer reads `FROM usage u` once: update warehouse._costs_of")
+    return prices.USAGE_COSTS.replace(_USAGE_SOURCE, f"FROM {usage} u\n")
+
+
+class _Rows:
+    """The rows of the replaced sessions that a run's DELETEs removed, or that its INSERTs added, as their
+    RETURNING clauses give them: counted per table and agent, with the sessions' parser versions and the usage
+    rows, so that the figures change by what those sessions held and hold, with no further scan of the tables."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], int] = {}
+        self.sessions: list[pa.Table] = []
+        self.usage: list[pa.Table] = []
+        self.turns: list[pa.Table] = []
+
+    @staticmethod
+    def returning(table: Table, figures: bool) -> str:
+        """The RETURNING clause for `table`'s statements: the turn ids always (the documents the search index
+        drops), and with `figures` what the figures need."""
+        if table.name == "turns":
+            return " RETURNING agent, turn_id"
+        if not figures:
+            return ""
+        if table.name == "usage":
+            return " RETURNING *"  # every column the cost view reads
+        return " RETURNING agent, parser_version" if table.name == "sessions" else " RETURNING agent"
+
+    def removed_turns(self) -> pa.Table:
+        return pa.concat_tables(self.turns) if self.turns else pa.table({"turn_id": pa.array([], pa.string())})
+
+    def add(self, table: Table, returned: pa.Table) -> None:
+        if not returned.num_rows:
+            return
+        for entry in pc.value_counts(returned.column("agent")).to_pylist():
+            key = (table.name, str(entry["values"]))
+            self.rows[key] = self.rows.get(key, 0) + int(entry["counts"])
+        if table.name == "sessions":
+            self.sessions.append(returned)
+        elif table.name == "usage":
+            self.usage.append(returned)
+        elif table.name == "turns":
+            self.turns.append(returned.select(["turn_id"]))
+
+    def modes(self, con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
+        return _on(con, self.sessions, lambda name: _modes(con, name), {})
+
+    def unpriced(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+        """Priced against the price tables as they are now: call before prices.install for the deleted rows."""
+        nothing = {"responses": 0, "total_responses": 0}
+        return _on(con, self.usage, lambda name: _unpriced(con, f"({_costs_of(name)})"), nothing)
+
+
+def _on(con: duckdb.DuckDBPyConnection, parts: list[pa.Table], query: Callable[[str], T], empty: T) -> T:
+    """`query(name)` over `parts` registered as one relation `name`; `empty` when there are no rows."""
+    if not parts:
+        return empty
+    con.register("transcripts_replaced_rows", pa.concat_tables(parts))
+    try:
+        return query("transcripts_replaced_rows")
+    finally:
+        con.unregister("transcripts_replaced_rows")
+
+
+def _updated(
+    con: duckdb.DuckDBPyConnection,
+    old: Mapping[str, Any],
+    gone: _Rows,
+    gone_unpriced: Mapping[str, int],
+    new: _Rows,
+) -> dict[str, Any]:
+    """The figures after a run that replaced some sessions: `old` (the figures before it) less what those sessions
+    held (`gone`, their usage priced before the run changed the price tables: `gone_unpriced`) plus what they hold
+    now (`new`); the tables keyed by source or run are small and rewritten by every run anyway, so they are
+    counted again, and so are the redactions (one row per secret found)."""
+    counts: dict[str, dict[str, int]] = {}
+    for table in TABLES:
+        if table not in SESSION_TABLES:
+            counts[table.name] = _count(con, table)
+            continue
+        rows = dict(old["counts"].get(table.name, {}))
+        for sign, part in ((-1, gone), (1, new)):
+            for (name, agent), n in part.rows.items():
+                if name == table.name:
+                    rows[agent] = rows.get(agent, 0) + sign * n
+        counts[table.name] = {a: n for a, n in sorted(rows.items()) if n}
+    modes = {a: dict(m) for a, m in old["redaction"]["sessions"].items()}
+    for sign, by_agent in ((-1, gone.modes(con)), (1, new.modes(con))):
+        for agent, by_mode in by_agent.items():
+            mine = modes.setdefault(agent, {"current": 0, "older_rules": 0, "unredacted": 0})
+            for mode, n in by_mode.items():
+                mine[mode] += sign * n
+    now = new.unpriced(con)
+    unpriced = {k: old["unpriced"][k] - gone_unpriced[k] + now[k] for k in ("responses", "total_responses")}
+    redaction = {
         "rules_version": redaction_version(),
-        "redacted": [{"agent": a, "rule": r, "count": int(n), "distinct_secrets": int(d)} for a, r, n, d in per_rule],
-        "sessions": {a: {"current": int(c), "older_rules": int(o), "unredacted": int(u)} for a, c, o, u in modes},
+        "redacted": _redacted(con),
+        "sessions": {a: m for a, m in sorted(modes.items()) if any(m.values())},
     }
+    return {"counts": counts, "rejections": _rejections(con), "redaction": redaction, "unpriced": unpriced}
 
 
 def warehouse_path(data_dir: Path) -> Path:
@@ -108,15 +308,19 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(k): str(v) for k, v in rows}
 
 
-def _set_meta(con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str) -> None:
+def _set_meta(
+    con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str, figures_json: str
+) -> None:
     con.execute(f"DELETE FROM {META}")
     con.execute(
-        f"INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?), ('prices', ?)",
-        [SCHEMA_VERSION, str(version_number), zone, prices_from],
+        f"""INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?), ('prices', ?),
+                                     ('{FIGURES}', ?)""",
+        [SCHEMA_VERSION, str(version_number), zone, prices_from, figures_json],
     )
 
 
-def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str) -> None:
+def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str) -> str:
+    """Build every table, the index, views and prices in one transaction; returns the figures' JSON."""
     con.execute("BEGIN")
     for table in TABLES:
         con.execute(duckdb_ddl(table))
@@ -126,8 +330,11 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
     search.build_index(con, _files(store, TURNS, version))  # from the Parquet files just loaded, on every core
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     views.create_views(con, zone)
-    _set_meta(con, version_number, zone, prices.install(con, cache=store.data_dir / PRICE_CACHE))
+    prices_from = prices.install(con, cache=store.data_dir / PRICE_CACHE)
+    figures_json = json.dumps(figures(con))
+    _set_meta(con, version_number, zone, prices_from, figures_json)
     con.execute("COMMIT")
+    return figures_json
 
 
 def _apply(
@@ -137,13 +344,70 @@ def _apply(
     version_number: int,
     replaced: Mapping[str, set[str]],
     zone: str,
-) -> None:
+) -> str:
+    """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the figures'
+    JSON, updated from those sessions' rows when the file holds figures that still apply (same redaction rules and
+    prices), else computed whole (once, for a warehouse from before they were kept)."""
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
-    layout = store.layout(version)
+    meta = _meta(con)
+    old = json.loads(meta[FIGURES]) if FIGURES in meta else None
+    keep_figures = (
+        old is not None
+        and "redaction" in old
+        and "unpriced" in old
+        and old["redaction"].get("rules_version") == redaction_version()
+        and meta.get("prices") == prices.source_version()  # else every usage row may be priced anew
+    )
+    indexed = search.has_index(con)
+    loading = search.Preload(con) if indexed and ids.num_rows else None  # needed at the end: loaded meanwhile
     con.register("replaced_ids", ids)
-    con.execute("BEGIN")
+    try:
+        con.execute("BEGIN")
+        gone, new = _replace_sessions(con, version, store.layout(version), replaced, figures=keep_figures)
+        gone_unpriced = gone.unpriced(con) if keep_figures else {}  # by the price tables they were priced with
+        for table in TABLES:
+            if table not in SESSION_TABLES:
+                con.execute(f"DELETE FROM {table.name}")
+                _insert_all(con, store, table, version)
+        if not indexed:
+            search.create_index(con)  # a warehouse from before search: built once, whole
+        elif loading is not None:
+            loading.wait()
+            con.register("removed_turns", gone.removed_turns())  # known: no document is compared with `turns`
+            search.update_index(con, REPLACED, removed="SELECT turn_id FROM removed_turns")
+            con.unregister("removed_turns")
+        views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
+        prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
+        if keep_figures and old is not None:
+            figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
+        else:
+            figures_json = json.dumps(figures(con))
+        _set_meta(con, version_number, zone, prices_from, figures_json)
+        con.execute("COMMIT")
+    finally:
+        if loading is not None:
+            loading.wait()  # never left running (after the index was updated, this returns at once)
+    con.unregister("replaced_ids")
+    return figures_json
+
+
+def _replace_sessions(
+    con: duckdb.DuckDBPyConnection,
+    version: Path,
+    layout: Mapping[str, int],
+    replaced: Mapping[str, set[str]],
+    *,
+    figures: bool,
+) -> tuple[_Rows, _Rows]:
+    """Delete the replaced sessions' rows from every session table and insert the ones `version` holds for them
+    (from their buckets' files only); returns what was deleted and what was inserted (the turn ids, and with
+    `figures` what the figures need)."""
+    gone, new = _Rows(), _Rows()
     for table in SESSION_TABLES:
-        con.execute(f"DELETE FROM {table.name} WHERE session_id IN (SELECT session_id FROM replaced_ids)")
+        clause = _Rows.returning(table, figures)
+        result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){clause}")
+        if clause:
+            gone.add(table, result.to_arrow_table())
         files = sorted(
             {
                 str(version / FileKey(table.name, agent, bucket).relpath())
@@ -153,23 +417,14 @@ def _apply(
         )
         files = [f for f in files if os.path.exists(f)]
         if files:
-            con.execute(
+            result = con.execute(
                 f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
-                "WHERE session_id IN (SELECT session_id FROM replaced_ids)",
+                f"WHERE session_id IN ({REPLACED}){clause}",
                 [files],
             )
-    for table in TABLES:
-        if table not in SESSION_TABLES:
-            con.execute(f"DELETE FROM {table.name}")
-            _insert_all(con, store, table, version)
-    if not search.has_index(con):
-        search.create_index(con)  # a warehouse from before search: built once, whole
-    elif ids.num_rows:
-        search.update_index(con, "SELECT session_id FROM replaced_ids")
-    views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
-    _set_meta(con, version_number, zone, prices.install(con, _meta(con).get("prices"), store.data_dir / PRICE_CACHE))
-    con.execute("COMMIT")
-    con.unregister("replaced_ids")
+            if clause:
+                new.add(table, result.to_arrow_table())
+    return gone, new
 
 
 def is_current(data_dir: Path, version_number: int, timezone: str | None) -> bool:
@@ -222,8 +477,14 @@ def refresh(
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
     incremental = False
+    flushing: threading.Thread | None = None
     if replaced is not None and target.exists():
-        shutil.copyfile(target, tmp)
+        how = clone_or_copy(target, tmp)
+        if how != "clone":
+            # The copy's pages are written back while the change is applied, instead of all at once when the
+            # CHECKPOINT below syncs the file (on ext4, ~1 ms per MB of warehouse).
+            flushing = threading.Thread(target=_flush, args=(tmp,), name="warehouse-flush", daemon=True)
+            flushing.start()
         try:
             con = _connect(tmp, data_dir)
         except duckdb.Error as exc:
@@ -237,18 +498,30 @@ def refresh(
             if not incremental:
                 con.close()
         if not incremental:
+            if flushing is not None:
+                flushing.join()
+                flushing = None
             for stale in (tmp, Path(f"{tmp}.wal")):
                 stale.unlink(missing_ok=True)
     if incremental:
-        _apply(con, store, version, number, replaced or {}, zone)
+        figures_json = _apply(con, store, version, number, replaced or {}, zone)
     else:
         con = _connect(tmp, data_dir)
-        _build(con, store, version, number, zone)
+        figures_json = _build(con, store, version, number, zone)
     con.execute("CHECKPOINT")
     con.close()
+    if flushing is not None:
+        flushing.join()
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
-    replace_atomic(tmp, target)
+    replace_releasing(tmp, target)
+    _written[str(target)] = (_identity(target.stat()), figures_json)
+
+
+def _flush(path: Path) -> None:
+    """fsync `path` (a head start for DuckDB's own sync at the checkpoint, which is what makes the file durable)."""
+    with contextlib.suppress(OSError):  # gone or unreadable: the checkpoint's sync, or its failure, is what counts
+        fsync_file(path)
 
 
 def cleanup(data_dir: Path) -> None:
