@@ -269,6 +269,8 @@ def effective_prefect_env(env: dict[str, str], url: str) -> dict[str, str]:
     for key, value in QUIET_PREFECT.items():
         out.setdefault(key, value)
     out.setdefault("PREFECT_API_URL", url)
+    if "PREFECT_HOME" not in out:  # Prefect's home (its profiles, its local storage) is then ~/.prefect
+        out["HOME (Prefect's home)"] = env.get("HOME", "")
     return out
 
 

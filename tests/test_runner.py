@@ -231,6 +231,11 @@ def test_a_request_is_declined_for_another_python_environment_or_a_malformed_one
         "other Prefect settings in the environment"
     )
     assert loaded.decline({**request, "env": {**env, "TRANSCRIPTS_RUNNER": "off"}}) == "TRANSCRIPTS_RUNNER=off"
+    # Without PREFECT_HOME, Prefect's home (profiles, local storage) follows HOME; with it, HOME does not matter.
+    no_home = {k: v for k, v in env.items() if k != "PREFECT_HOME"}
+    effective = runner.effective_prefect_env
+    assert effective({**no_home, "HOME": "/elsewhere"}, url) != effective({**no_home, "HOME": "/here"}, url)
+    assert effective({**env, "HOME": "/elsewhere"}, url) == effective({**env, "HOME": "/here"}, url)
     assert loaded.decline({"argv": "run"}) == "a malformed request"
     (tmp_path / ".env").write_text("PREFECT_LOGGING_LEVEL=DEBUG\n")
     assert loaded.decline(request) == f"Prefect settings in {tmp_path / '.env'}"
