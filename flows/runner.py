@@ -312,6 +312,13 @@ def prefect_files(cwd: str) -> str | None:
     return None
 
 
+# Why a runner steps down (and declines the request that found out).
+SERVER_GONE = "its Prefect server was stopped or replaced"
+SERVER_SILENT = "its Prefect server does not answer"
+CODE_CHANGED = "the code or the Prefect profile changed since it was loaded"
+STALE = (SERVER_GONE, SERVER_SILENT, CODE_CHANGED)
+
+
 class Loaded:
     """What the runner loaded, and with what: a request is served only when a child would equal a fresh process."""
 
@@ -330,11 +337,11 @@ class Loaded:
 
         current = server.read_state(self.folder)
         if current is None or current.url != self.url:
-            return "its Prefect server was stopped or replaced"
+            return SERVER_GONE
         if not server.healthy(self.url, HEALTH_SECONDS):
-            return "its Prefect server does not answer"  # a command of its own replaces it
+            return SERVER_SILENT  # a command of its own replaces it
         if fingerprint(self.env) != self.code:
-            return "the code or the Prefect profile changed since it was loaded"
+            return CODE_CHANGED
         return None
 
     def decline(self, request: dict[str, Any]) -> str | None:
@@ -490,7 +497,8 @@ class _Runner:
         _log(f"event=runner_ready pid={os.getpid()} url={self.loaded.url} threads={threads}")
         try:
             while self.stopping is None or self.children:
-                for key, _ in self.selector.select(CHECK_SECONDS):
+                events = self.selector.select(CHECK_SECONDS)
+                for key, _ in events:
                     if key.data == "accept":
                         self._accept()
                     elif key.data == "wake":
@@ -501,7 +509,7 @@ class _Runner:
                     else:
                         self._caller_gone(key.data)
                 self._reap()
-                if self.stopping is None:
+                if not events and self.stopping is None:  # idle (a request checks for itself, in decline)
                     reason = self.loaded.stale()
                     if reason is not None:
                         self._stop_accepting(reason)
@@ -526,6 +534,8 @@ class _Runner:
                 (self.folder / STATE).unlink()
         with contextlib.suppress(FileNotFoundError):
             socket_path(self.folder).unlink()
+        os.close(self.lock)  # a fresh runner may start now, while the commands of this one end
+        self.lock = -1
 
     def _record(self) -> None:
         from datetime import UTC, datetime
@@ -566,6 +576,8 @@ class _Runner:
         reason = self.loaded.decline(request) if len(fds) == 3 else "no stdin, stdout and stderr"
         if reason is not None:
             self._answer(conn, {"declined": reason}, f"event=declined command={name} reason={reason!r}")
+            if reason in STALE:
+                self._stop_accepting(reason)
             return
         pid = self._fork(conn, request, fds)
         self._answer(conn, {"pid": pid}, f"event=serving command={name} pid={pid}", close=False)
@@ -623,7 +635,8 @@ class _Runner:
         for sock in (self.listener, conn, *self.children.values()):
             sock.close()
         for fd in (self.wake_r, self.wake_w, self.lock):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
