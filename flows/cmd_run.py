@@ -285,9 +285,12 @@ def _through_flow(
 def _runner_for_next_time(api: Any) -> None:
     """After a command paid for loading Prefect itself, start the command runner so that the next one does not."""
     if api is not None and api.source == "managed":  # None: a test's stand-in for the API
+        import contextlib
+
         from flows import runner
 
-        runner.start_in_background(api.url)
+        with contextlib.suppress(OSError):  # no runner costs the next command time, never this one its result
+            runner.start_in_background(api.url)
 
 
 class _Say:

@@ -92,8 +92,9 @@ def start(as_json: Json = False) -> None:
     api = server.start()
     from flows import runner
 
-    runner.start_in_background(api.url)
-    runner.wait_ready()  # loading Prefect takes seconds; status shows "not running" if it did not come up
+    started = runner.start_in_background(api.url)
+    if started is not None:  # loading Prefect takes seconds; status says "not running" if it did not come up
+        runner.wait_ready(started=started)
     _describe(as_json, "running", api.url, api.pid, "managed", str(server.state_dir()))
 
 

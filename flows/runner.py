@@ -189,20 +189,21 @@ def _is_runner(pid: int) -> bool:
     return b"flows.runner" in cmdline
 
 
-def start_in_background(url: str, folder: Path | None = None, env: dict[str, str] | None = None) -> None:
+def start_in_background(url: str, folder: Path | None = None, env: dict[str, str] | None = None) -> Any:
     """Start a runner for the managed server at `url` unless one is ready; it loads in the background and takes
     commands once loaded (a second one started meanwhile sees the first's lock and leaves). It loads Prefect with
-    `env` (default: this process's environment), and serves commands whose environment agrees with it."""
+    `env` (default: this process's environment), and serves commands whose environment agrees with it. Returns
+    the process started, or None (off, or one is ready)."""
     import subprocess
 
     folder = folder or state_dir()
     env = dict(os.environ) if env is None else env
     if not enabled(env) or ready(folder):
-        return
+        return None
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(folder / LOG, "ab") as log:
         os.fchmod(log.fileno(), 0o600)
-        subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "flows.runner", "serve", str(folder), url],
             cwd=folder,
             stdin=subprocess.DEVNULL,
@@ -213,13 +214,15 @@ def start_in_background(url: str, folder: Path | None = None, env: dict[str, str
         )
 
 
-def wait_ready(folder: Path | None = None, seconds: float = READY_SECONDS) -> bool:
+def wait_ready(folder: Path | None = None, seconds: float = READY_SECONDS, started: Any = None) -> bool:
+    """Wait until a runner takes commands; give up after `seconds`, or when `started` (a process from
+    `start_in_background`) has exited without one being ready (it failed, or it found another runner's lock)."""
     import time
 
     deadline = time.monotonic() + seconds
     while not ready(folder):
-        if time.monotonic() > deadline:
-            return False
+        if time.monotonic() > deadline or (started is not None and started.poll() is not None and not ready(folder)):
+            return ready(folder)
         time.sleep(0.2)
     return True
 

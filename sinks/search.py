@@ -167,6 +167,8 @@ def build_index(
     file: the build grew with chunks x text, 19 of 27 s at 1 GB.) A group holds about `chunk_bytes` of text, from
     the files' metadata, so memory stays bounded as in `update_index`; DuckDB tokenizes a group on every core.
     """
+    if not turn_files:
+        return  # no turns: the scaffold `create_index` made is the index
     load_extension(con)
     for group in _file_groups(turn_files, chunk_bytes):
         files = "read_parquet([" + ", ".join(_sql_string(f) for f in group) + "], union_by_name = true)"
