@@ -440,11 +440,18 @@ def serve(folder: Path, url: str) -> int:
     import fcntl
 
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    import time
+
     lock = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return 0  # another runner serves this folder
+    deadline = time.monotonic() + READY_SECONDS
+    while True:  # another runner has the folder: it may be stepping down (stale) or still loading
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if ready(folder) or time.monotonic() > deadline:
+                return 0  # it serves this folder
+            time.sleep(0.2)
     os.environ["PREFECT_API_URL"] = url
     from flows.cmd_run import QUIET_PREFECT
 

@@ -41,15 +41,8 @@ def private_umask() -> Iterator[None]:
         os.umask(old)
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a folder (its entries: a rename or a new file in it made durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -145,7 +138,7 @@ def read_scratch(path: Path | str) -> pa.Table:
 def replace_atomic(src: Path, dst: Path) -> None:
     """Rename `src` onto `dst` in one step and make the rename durable."""
     os.replace(src, dst)
-    fsync_dir(dst.parent)
+    fsync_path(dst.parent)
 
 
 def replace_releasing(src: Path, dst: Path) -> None:

@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-from sinks.files import FILE_MODE, fsync_dir
+from sinks.files import FILE_MODE, fsync_path
 
 KEY_FILE = "redaction.key"
 KEY_BYTES = 32
@@ -60,5 +60,5 @@ def load_or_create_key(data_dir: Path) -> bytes:
         os.close(fd)
     os.chmod(tmp, FILE_MODE)
     os.replace(tmp, path)  # a run killed mid-write leaves no short key behind
-    fsync_dir(data_dir)
+    fsync_path(data_dir)
     return key

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sinks import failpoints
-from sinks.files import fsync_dir, private_dir, remove_tree, replace_atomic, write_parquet
+from sinks.files import fsync_path, private_dir, remove_tree, replace_atomic, write_parquet
 from transforms.ids import bucket_of
 from transforms.schema import BY_NAME, SCHEMA_VERSION, Table
 
@@ -296,11 +296,11 @@ class NextVersion:
         with open(layout, "rb") as handle:
             os.fsync(handle.fileno())
         for folder in sorted({p.parent for p in self.tmp.rglob("*.parquet")} | {self.tmp}):
-            fsync_dir(folder)
+            fsync_path(folder)
         final = self.store.versions / f"v{self.number:06d}"
         remove_tree(final)
         os.rename(self.tmp, final)
-        fsync_dir(self.store.versions)
+        fsync_path(self.store.versions)
         failpoints.reach("publish")
         swap = self.store.data_dir / "parquet.swap"
         swap.unlink(missing_ok=True)

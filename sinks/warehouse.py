@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sinks import failpoints, prices, search, views
-from sinks.files import FILE_MODE, clone_or_copy, fsync_file, replace_releasing
+from sinks.files import FILE_MODE, clone_or_copy, fsync_path, replace_releasing
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -521,7 +521,7 @@ def refresh(
 def _flush(path: Path) -> None:
     """fsync `path` (a head start for DuckDB's own sync at the checkpoint, which is what makes the file durable)."""
     with contextlib.suppress(OSError):  # gone or unreadable: the checkpoint's sync, or its failure, is what counts
-        fsync_file(path)
+        fsync_path(path)
 
 
 def cleanup(data_dir: Path) -> None:

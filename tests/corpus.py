@@ -184,3 +184,15 @@ def mixed_home(home: Path) -> Path:
     codex_rollout(home, T1, 3)
     grok_session(home, G1, 2)
     return home
+
+
+def busy_home(home: Path, sessions: int = 1200) -> Path:
+    """A Claude home with enough small sessions that a run is still going when a test interrupts or kills it."""
+    import uuid
+
+    project = home / ".claude" / "projects" / "-proj"
+    project.mkdir(parents=True)
+    for i in range(sessions):
+        sid = str(uuid.UUID(int=i + 1))
+        (project / f"{sid}.jsonl").write_text("".join(line + "\n" for line in claude_exchange(sid, 20)))
+    return home

@@ -544,16 +544,11 @@ def test_schedule_refuses_a_bad_cron_or_time_zone_before_starting_anything(tmp_p
 def test_ctrl_c_of_a_real_run_on_the_managed_server_is_one_line_and_exit_130(tmp_path: Path) -> None:
     """The whole path as a person meets it: the managed server (started once for the tests), a real flow, SIGINT."""
     import signal
-    import uuid
 
     from sinks import ledger
-    from tests.corpus import claude_exchange
+    from tests.corpus import busy_home
 
-    project = tmp_path / "home" / ".claude" / "projects" / "-proj"
-    project.mkdir(parents=True)
-    for i in range(1200):  # enough work that the run is still going when the signal comes
-        sid = str(uuid.UUID(int=i + 1))
-        (project / f"{sid}.jsonl").write_text("".join(line + "\n" for line in claude_exchange(sid, 20)))
+    busy_home(tmp_path / "home")
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "flows.cli", "run", "--home", str(tmp_path / "home"), "--data-dir", str(tmp_path / "d")],

@@ -10,13 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flows import runner, server
+from tests.corpus import busy_home
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,19 +117,8 @@ def test_a_usage_error_through_the_runner_is_the_same_one_line_and_exit_code(sta
     assert "Traceback" not in through.stderr
 
 
-def _big_home(home: Path) -> Path:
-    from tests.corpus import claude_exchange
-
-    project = home / ".claude" / "projects" / "-proj"
-    project.mkdir(parents=True)
-    for i in range(1200):  # enough work that the run is still going when the signal comes
-        sid = str(uuid.UUID(int=i + 1))
-        (project / f"{sid}.jsonl").write_text("".join(line + "\n" for line in claude_exchange(sid, 20)))
-    return home
-
-
 def _start_and_wait_for_the_plan(state: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    home = _big_home(tmp_path / "home")
+    home = busy_home(tmp_path / "home")
     proc = subprocess.Popen(
         [sys.executable, "-m", "flows.entry", "run", "--home", str(home), "--data-dir", str(tmp_path / "d")],
         cwd=tmp_path,
@@ -275,5 +264,15 @@ def test_server_stop_stops_the_runner_and_status_says_so(state: Path, tmp_path: 
     assert stopped.returncode == 0, stopped.stderr
     assert not Path(f"/proc/{pid}").exists() or b"flows.runner" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert not runner.ready(_folder(state)) and runner.read_state(_folder(state)) is None
+    before = len(_log(state))
     proc = _transcripts(state, "run", "--sample", "--data-dir", str(tmp_path / "d"), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr  # no runner: the command runs by itself (and starts them again)
+    assert proc.returncode == 0, proc.stderr  # no runner: the command runs by itself (and starts the server)
+    assert not _served(state, before)
+    server.stop(_folder(state))
+    started = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "server", "start", "--json"], env=env, capture_output=True, text=True
+    )
+    assert started.returncode == 0, started.stderr
+    assert json.loads(started.stdout)["runner"]["state"] == "ready"  # started, and waited for
+    proc = _transcripts(state, "run", "--sample", "--data-dir", str(tmp_path / "e"), cwd=tmp_path)
+    assert proc.returncode == 0 and len(_served(state, before)) == 1, _log(state)[before:]
