@@ -8,6 +8,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from flows.cli import app
@@ -145,6 +147,7 @@ def test_a_snippet_of_a_long_turn_is_cut_around_the_first_match_with_ellipses() 
 
 
 WORDS = ["login", "logins", "form", "Forms", "the", "and", "café", "naïve", "tests", "testing", "42", "x-ray", "CI"]
+WORDS += ["a≠b", "e\u0301té", "\u0301alone", "ǅemal", "İSTANBUL", "ﬁle"]  # stripped, split again, case-folded
 
 
 def _texts(rng: random.Random, n: int) -> list[str]:
@@ -190,6 +193,67 @@ def _rebuilt(rows: list[tuple[str, str, str]]) -> duckdb.DuckDBPyConnection:
     _turns(con, rows)
     search.create_index(con)  # the extension's own full build
     return con
+
+
+# Text that trips a tokenizer: accents composed and decomposed, marks after separators, characters that strip to a
+# separator (≠ is = and a mark), ligatures, scripts with their own case rules, white space ASCII and not, quotes.
+HOSTILE = [
+    "Café naïve ÅNGSTRÖM",
+    "cafe\u0301 \u0301alone =\u0338x a≠b ≮c≯",
+    "İSTANBUL ΣΊΣΥΦΟΣ ǅemal ﬃ Ⅻ ① ¹²³ ½ ß",
+    "tab\there\r\nx\fy\u000bv\u00a0nb\u2028ls\u3000ideo",
+    "a'b\"c`d-e_f~g|h\\i/j [k] {l} (m) <n> 4x4 x86_64",
+    "",
+    "  ",
+    "日本語のテキスト 한국어 текст ünïcödé",
+]
+_TEXTS = st.text(
+    alphabet=st.sampled_from([*"aZé=<>-_ '\"\t\n\u000b\u00a0", "\u0301", "\u0338", "≠", "ǅ", "İ", "ﬁ", "Σ", "①"]),
+    max_size=24,
+)
+
+
+def _words(con: duckdb.DuckDBPyConnection, expression: str) -> list[list[str] | None]:
+    return [
+        row[0]
+        for row in con.execute(
+            f"SELECT list_filter({expression}, w -> len(w) > 0) FROM tokenized ORDER BY i"
+        ).fetchall()
+    ]
+
+
+@pytest.fixture(scope="module")
+def tokenizing() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    _turns(con, [])
+    search.create_index(con)
+    con.execute("CREATE TABLE tokenized (i INTEGER, text VARCHAR)")
+    return con
+
+
+def _same_words(con: duckdb.DuckDBPyConnection, texts: list[str | None]) -> None:
+    con.execute("DELETE FROM tokenized")
+    con.executemany("INSERT INTO tokenized VALUES (?, ?)", list(enumerate(texts)))
+    ours = search._tokens(con, "text")
+    assert "tokenize" not in ours  # the fast form, not the macro it stands for
+    assert _words(con, ours) == _words(con, f"{search.INDEX_SCHEMA}.tokenize(text)")
+
+
+def test_the_index_splits_hostile_text_into_the_words_of_the_extensions_tokenizer(
+    tokenizing: duckdb.DuckDBPyConnection,
+) -> None:
+    _same_words(tokenizing, [*HOSTILE, None])
+    tokenizing.execute("DELETE FROM tokenized")
+    tokenizing.execute("INSERT INTO tokenized VALUES (0, 'a≠b Café')")
+    assert _words(tokenizing, search._tokens(tokenizing, "text")) == [["a", "b", "cafe"]]
+
+
+@given(st.lists(_TEXTS, min_size=1, max_size=8))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_text_splits_into_the_words_of_the_extensions_tokenizer(
+    tokenizing: duckdb.DuckDBPyConnection, texts: list[str]
+) -> None:
+    _same_words(tokenizing, list(texts))
 
 
 def test_the_incremental_index_equals_the_extensions_full_build() -> None:
