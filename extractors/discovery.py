@@ -71,7 +71,7 @@ def skip(reason: str, path: Path | str, detail: str = "") -> None:
     )
 
 
-def confined(path: Path, root: Path) -> bool:
+def confined(path: Path | str, root: Path | str) -> bool:
     """True when `path`, after resolving symlinks, is inside `root` (also resolved)."""
     try:
         real = Path(os.path.realpath(path))
@@ -86,14 +86,14 @@ def identity(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
-def preferred(path: Path) -> tuple[bool, int, str]:
+def preferred(path: str) -> tuple[bool, int, str]:
     """Sort key of the path that stands for a file reached by several: its own path (no symlink on the way, so
     adding a link never moves a source) first, then the fewest parts, then the lexicographically smallest."""
     try:
         through_link = os.path.realpath(path) != os.path.abspath(path)
     except OSError:
         through_link = True
-    return (through_link, len(path.parts), str(path))
+    return (through_link, len(Path(path).parts), path)
 
 
 def _mode_reason(mode: int) -> str:
@@ -106,7 +106,7 @@ def _mode_reason(mode: int) -> str:
     return "not_a_file"
 
 
-def regular_stat(path: Path) -> tuple[os.stat_result | None, str, str]:
+def regular_stat(path: Path | str) -> tuple[os.stat_result | None, str, str]:
     """(stat, "", "") of a regular file reached by `path` (links followed), or (None, reason, detail).
 
     Stat only: a FIFO, socket or device is recognised by its mode and never opened.
@@ -140,30 +140,48 @@ def _is_symlink(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def once_per_file(found: Iterable[tuple[Path, os.stat_result]]) -> list[tuple[Path, os.stat_result]]:
+def once_per_file(found: Iterable[tuple[str, os.stat_result]]) -> list[tuple[str, os.stat_result]]:
     """Keep one (path, stat) per real file (by `identity`), the `preferred` path; sorted by path."""
-    best: dict[tuple[int, int], tuple[Path, os.stat_result]] = {}
+    best: dict[tuple[int, int], tuple[str, os.stat_result]] = {}
     for path, st in found:
         key = identity(st)
         kept = best.get(key)
         if kept is None or preferred(path) < preferred(kept[0]):
             best[key] = (path, st)
-    return sorted(best.values(), key=lambda item: str(item[0]))
+    return sorted(best.values(), key=lambda item: item[0])
+
+
+# What a walk asks of a name it meets, before any stat: `accept(name, folders, depth)` for a file, `skip_dir(name,
+# folders, depth)` for a folder. `folders` are the parts of the path of the folder holding it (the root's own parts
+# first, as `Path.parts` gives them), `depth` how many folders lie between the root and it (1 for a folder in the
+# root, 0 for a file in the root). Strings only: pathlib objects per file cost more than the stat of the file, on a
+# walk of tens of thousands of sessions run every night to find out that nothing changed.
+NameTest = Callable[[str, tuple[str, ...], int], bool]
+
+
+def suffix(name: str) -> str:
+    """`PurePath(name).suffix` of a file name, without making a path: `.jsonl`, or "" for `x`, `.hidden`, `x.`."""
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
+
+
+def _never(_name: str, _folders: tuple[str, ...], _depth: int) -> bool:
+    return False
 
 
 def walk_files(
     root: Path,
-    accept: Callable[[Path], bool],
+    accept: NameTest,
     *,
     max_depth: int = 8,
-    skip_dir: Callable[[Path], bool] = lambda _p: False,
-) -> Iterator[tuple[Path, os.stat_result]]:
-    """Yield (path, stat) of regular files under `root` for which `accept(path)` holds, sorted by path, once each.
+    skip_dir: NameTest = _never,
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Yield (path, stat) of regular files under `root` that `accept` takes (see NameTest), sorted by path, once each.
 
     Symlinks are followed only when they resolve inside `root`, and never into a folder that is already one of the
     current path's ancestors (a loop). An unreadable folder is logged as a warning (nothing in it can be listed);
     an accepted name that is not a regular file is logged and counted (see the module docstring); `skip_dir`
-    prunes folders that are not sessions (e.g. Grok's journals).
+    prunes folders that are not sessions (e.g. Grok's journals). Paths are `root` joined with the names met.
     """
     try:
         root_stat = os.stat(root)
@@ -171,10 +189,13 @@ def walk_files(
         return
     if not stat.S_ISDIR(root_stat.st_mode):
         return
-    stack: list[tuple[Path, int, frozenset[tuple[int, int]]]] = [(root, 0, frozenset({identity(root_stat)}))]
-    found: list[tuple[Path, os.stat_result]] = []
+    top = os.fspath(root)
+    stack: list[tuple[str, tuple[str, ...], int, frozenset[tuple[int, int]]]] = [
+        (top, root.parts, 0, frozenset({identity(root_stat)}))
+    ]
+    found: list[tuple[str, os.stat_result]] = []
     while stack:
-        folder, depth, ancestors = stack.pop()
+        folder, folders, depth, ancestors = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
@@ -183,16 +204,16 @@ def walk_files(
             skip("unreadable_folder", folder, exc.strerror or type(exc).__name__)
             continue
         for entry in entries:
-            path = Path(entry.path)
-            if _is_symlink(entry) and not confined(path, root):
+            path = entry.path
+            if _is_symlink(entry) and not confined(path, top):
                 continue  # a link out of the root is never followed
             dir_stat = _dir_stat(entry)
             if dir_stat is not None:
                 key = identity(dir_stat)
-                if depth < max_depth and key not in ancestors and not skip_dir(path):
-                    stack.append((path, depth + 1, ancestors | {key}))
+                if depth < max_depth and key not in ancestors and not skip_dir(entry.name, folders, depth + 1):
+                    stack.append((path, (*folders, entry.name), depth + 1, ancestors | {key}))
                 continue
-            if not accept(path):
+            if not accept(entry.name, folders, depth):
                 continue
             st, reason, detail = regular_stat(path)
             if st is None:
@@ -200,5 +221,5 @@ def walk_files(
             else:
                 found.append((path, st))
     for path, st in once_per_file(found):
-        _identities[os.fspath(path)] = identity(st)
+        _identities[path] = identity(st)
         yield path, st

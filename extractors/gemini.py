@@ -33,6 +33,7 @@ from typing import Any
 
 from extractors import ids
 from extractors.bounded import Limits, clip, count_glued_line, iter_jsonl, json_text, read_json_document
+from extractors.discovery import suffix as name_suffix
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import (
@@ -192,16 +193,17 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
     return roots
 
 
-def _is_recording(path: Path) -> bool:
-    if path.parent.name == "chats":
-        return path.suffix == ".jsonl" or (path.suffix == ".json" and path.name.startswith("session-"))
-    return path.suffix == ".jsonl" and path.parent.parent.name == "chats"  # chats/<parentId>/<id>.jsonl
+def _is_recording(name: str, folders: tuple[str, ...], _depth: int) -> bool:
+    suffix = name_suffix(name)
+    if folders[-1:] == ("chats",):
+        return suffix == ".jsonl" or (suffix == ".json" and name.startswith("session-"))
+    return suffix == ".jsonl" and folders[-2:-1] == ("chats",)  # chats/<parentId>/<id>.jsonl
 
 
 def discover(root: Path) -> Iterator[Source]:
     """Every chat recording under `root` (`<project>/chats/...`); stat only."""
     for path, st in walk_files(root, _is_recording, max_depth=3):
-        yield Source(AGENT, str(path), st.st_size, st.st_mtime_ns, str(root))
+        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, str(root))
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

@@ -130,19 +130,22 @@ def discover(root: Path) -> Iterator[Source]:
     if sessions is None:
         return
 
-    def is_unit(path: Path) -> bool:
+    def is_unit(name: str, _folders: tuple[str, ...], depth: int) -> bool:
         # <bucket>/<session id>/chat_history.jsonl, exactly two folders below sessions/.
-        return path.name == CHAT_HISTORY and len(path.relative_to(sessions).parts) == 3
+        return name == CHAT_HISTORY and depth == 2
 
-    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=lambda p: p.name in PRUNED_DIRS):
+    def pruned(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
+        return name in PRUNED_DIRS
+
+    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=pruned):
         size, mtime = st.st_size, st.st_mtime_ns
         try:
-            summary = (path.parent / SUMMARY).stat()
+            summary = os.stat(os.path.join(os.path.dirname(path), SUMMARY))
         except OSError:
             summary = None
         if summary is not None:
             size, mtime = size + summary.st_size, max(mtime, summary.st_mtime_ns)
-        yield Source(AGENT, str(path), size, mtime, str(root))
+        yield Source(AGENT, path, size, mtime, str(root))
 
 
 @dataclass(frozen=True, slots=True)

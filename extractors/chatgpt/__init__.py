@@ -40,8 +40,8 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
     return []
 
 
-def _is_export(path: Path) -> bool:
-    name = path.name.lower()
+def _is_export(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
+    name = name.lower()
     return name == EXPORT_MEMBER or name.endswith(".zip")
 
 
@@ -55,7 +55,7 @@ def discover(root: Path) -> Iterator[Source]:
         yield Source(AGENT, str(root.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute().parent), "export")
         return
     for path, st in walk_files(root, _is_export, max_depth=0):
-        yield Source(AGENT, str(path.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()), "export")
+        yield Source(AGENT, str(Path(path).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()), "export")
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

@@ -49,34 +49,26 @@ def _expand(entry: str, home: Path) -> Path:
     return Path(entry)
 
 
-def _depth(path: Path, root: Path) -> int:
-    """Folders between `root` and `path` (path is under root): string arithmetic, as pathlib's relative_to costs
-    more than the stat of the file on a walk of tens of thousands of sessions."""
-    return os.fspath(path)[len(os.fspath(root)) :].strip(os.sep).count(os.sep)
-
-
-def is_session_file(path: Path, root: Path) -> bool:
-    """True for a main session or subagent file at its place under `root` (decided from the path alone)."""
-    name = path.name
+def is_session_name(name: str, folders: tuple[str, ...], depth: int) -> bool:
+    """True for a main session or subagent file at its place: `name` in the folder whose path parts are `folders`,
+    `depth` folders below the root (decided from the names alone; `discovery.NameTest`)."""
     if not name.endswith(".jsonl") or name in tables.NOT_SESSIONS:
         return False
-    depth = _depth(path, root)
-    in_subagents = path.parent.name == tables.SUBAGENT_DIR
-    if in_subagents:
+    if folders and folders[-1] == tables.SUBAGENT_DIR:
         return name.startswith(tables.AGENT_FILE_PREFIX) and depth <= MAX_WALK_DEPTH
     return depth <= MAX_SESSION_DEPTH
 
 
+def _not_sessions(name: str, _folders: tuple[str, ...], depth: int) -> bool:
+    # `<sessionId>/` folders sit beside the deepest session files; below them only `subagents/`.
+    return depth > MAX_SESSION_DEPTH + 1 and name != tables.SUBAGENT_DIR
+
+
 def discover(root: Path) -> Iterator[Source]:
     """Every session file under `root` with its size and mtime, sorted by path; never opens a file."""
-
-    def skip_dir(folder: Path) -> bool:
-        depth = _depth(folder, root) + 1
-        # `<sessionId>/` folders sit beside the deepest session files; below them only `subagents/`.
-        return depth > MAX_SESSION_DEPTH + 1 and folder.name != tables.SUBAGENT_DIR
-
-    for path, st in walk_files(root, lambda p: is_session_file(p, root), max_depth=MAX_WALK_DEPTH, skip_dir=skip_dir):
-        yield Source(AGENT, os.fspath(path), st.st_size, st.st_mtime_ns, os.fspath(root))
+    top = os.fspath(root)
+    for path, st in walk_files(root, is_session_name, max_depth=MAX_WALK_DEPTH, skip_dir=_not_sessions):
+        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, top)
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

@@ -54,14 +54,14 @@ def _expand(value: str, home: Path) -> Path:
     return Path(value)
 
 
-def _is_rollout(path: Path) -> bool:
-    return path.name.startswith("rollout-") and path.name.endswith(".jsonl")
+def _is_rollout(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
+    return name.startswith("rollout-") and name.endswith(".jsonl")
 
 
 def discover(root: Path) -> Iterator[Source]:
     """Every `rollout-*.jsonl` under `root`, dated folders and the older flat layout alike. Never opens a file."""
     for path, st in walk_files(root, _is_rollout, max_depth=_MAX_DEPTH):
-        yield Source(AGENT, str(path), st.st_size, st.st_mtime_ns, str(root))
+        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, str(root))
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

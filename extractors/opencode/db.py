@@ -39,7 +39,7 @@ def databases(root: Path) -> list[Path]:
     """The OpenCode databases directly in a data directory, sorted, each real file once (`discovery.walk_files`:
     a loop, a dangling link, a FIFO named `opencode.db` is skipped and counted; a copy reached by a second name
     through a symlink or hard link is listed once); symlinks leading outside are not listed."""
-    return [path for path, _ in walk_files(root, lambda p: is_database_name(p.name), max_depth=0)]
+    return [Path(path) for path, _ in walk_files(root, lambda name, _f, _d: is_database_name(name), max_depth=0)]
 
 
 def _root_of(source: Source) -> Path:

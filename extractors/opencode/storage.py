@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors.bounded import Limits, read_json_document
-from extractors.discovery import confined, walk_files
+from extractors.discovery import confined, suffix, walk_files
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from extractors.model import Loaded, Outcome, Rejected, Source
 from extractors.opencode import db
@@ -78,18 +78,19 @@ def session_files(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
     storage = storage_dir(root)
     if storage is None or not confined(storage, root):
         return
-    yield from walk_files(
+    for path, st in walk_files(
         storage / "session",
-        lambda p: p.suffix == ".json" and p.parent.parent == storage / "session",
+        lambda name, _folders, depth: suffix(name) == ".json" and depth == 1,  # session/<project>/<id>.json
         max_depth=1,
-        skip_dir=lambda d: d.name in NOT_PROJECT_DIRS,
-    )
+        skip_dir=lambda name, _folders, _depth: name in NOT_PROJECT_DIRS,
+    ):
+        yield Path(path), st
 
 
 def _json_files(folder: Path, root: Path) -> list[tuple[Path, os.stat_result]]:
     if not folder.is_dir() or not confined(folder, root):
         return []
-    return list(walk_files(folder, lambda p: p.suffix == ".json", max_depth=0))
+    return [(Path(p), st) for p, st in walk_files(folder, lambda name, _f, _d: suffix(name) == ".json", max_depth=0)]
 
 
 @dataclass(frozen=True, slots=True)
