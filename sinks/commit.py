@@ -218,9 +218,11 @@ def _merge_sources_and_rejects(
     touched_agents = {row["agent"] for row in updates.values()}
     for agent in sorted(touched_agents):
         key = FileKey(SOURCES.name, agent, 0)
-        rows = {r["source_path"]: r for r in plan.manifest.values() if r["agent"] == agent}
-        rows.update({p: r for p, r in updates.items() if r["agent"] == agent})
-        version.put(key, _sorted(SOURCES, source_table(list(rows.values()))))
+        # The agent's rows as stored, less the ones this run replaces, plus those: no row is made a dict again.
+        mine = {p: r for p, r in updates.items() if r["agent"] == agent}
+        kept = plan.manifest.of_agent(agent, without=mine)
+        rows = pa.concat_tables([kept, source_table(list(mine.values())).cast(kept.schema)])
+        version.put(key, _sorted(SOURCES, rows))
         rkey = FileKey(REJECTS.name, agent, 0)
         old = store.read(rkey)
         parts = (

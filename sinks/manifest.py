@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sinks.results import Previous, SourceRef, agent_of
 from sinks.store import Store, buckets_for
@@ -26,7 +27,7 @@ class Plan(Generic[S]):
     unchanged: list[S] = field(default_factory=list)
     deleted: list[dict[str, Any]] = field(default_factory=list)  # manifest rows no longer on disk
     previous: dict[str, Previous] = field(default_factory=dict)
-    manifest: dict[str, dict[str, Any]] = field(default_factory=dict)  # source path -> manifest row
+    manifest: Manifest = field(default_factory=lambda: Manifest(SOURCES.arrow_schema.empty_table()))
 
     @property
     def to_read(self) -> list[S]:
@@ -35,8 +36,8 @@ class Plan(Generic[S]):
     def bucket_layout(self, current: Mapping[str, int]) -> dict[str, int]:
         """Bucket count per agent partition for this run: sized to the partition's sources (the manifest's, with
         this run's new and changed sizes), never fewer than the partition has now."""
-        sizes = {path: row["size_bytes"] for path, row in self.manifest.items()}
-        agents = {path: row["agent"] for path, row in self.manifest.items()}
+        sizes = dict(zip(self.manifest.paths, self.manifest.column("size_bytes"), strict=True))
+        agents = dict(zip(self.manifest.paths, self.manifest.column("agent"), strict=True))
         for source in self.new + self.changed:
             sizes[source.path] = source.size
             agents[source.path] = agent_of(source)
@@ -53,9 +54,52 @@ class Plan(Generic[S]):
         return len(self.new) + len(self.changed) + len(self.unchanged)
 
 
-def load_manifest(store: Store) -> dict[str, dict[str, Any]]:
+class Manifest(Mapping[str, dict[str, Any]]):
+    """The manifest rows of the current version, by source path, kept as the Arrow table they are stored as.
+
+    A run compares every discovered source with its row, so the few columns that takes are made Python lists once
+    (`column`), and a whole row becomes a dict only when asked for: a no-change run over tens of thousands of
+    sources no longer turns every row, timestamps and all, into a dict.
+    """
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.paths: list[str] = table.column("source_path").to_pylist()
+        self._where = {path: i for i, path in enumerate(self.paths)}
+        self._columns: dict[str, list[Any]] = {}
+
+    def column(self, name: str) -> list[Any]:
+        """The values of one column, in row order (made once)."""
+        if name not in self._columns:
+            self._columns[name] = self.table.column(name).to_pylist()
+        return self._columns[name]
+
+    def position(self, path: str) -> int | None:
+        return self._where.get(path)
+
+    def __getitem__(self, path: str) -> dict[str, Any]:
+        i = self._where[path]
+        return {name: self.table.column(name)[i].as_py() for name in self.table.column_names}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._where
+
+    def of_agent(self, agent: str, without: Iterable[str]) -> pa.Table:
+        """The rows of `agent`'s sources, less those of the paths `without`."""
+        table = self.table.filter(pc.equal(self.table.column("agent"), agent))
+        drop = pa.array(sorted(set(without)), type=pa.string())
+        return table.filter(pc.invert(pc.is_in(table.column("source_path"), value_set=drop)))
+
+
+def load_manifest(store: Store) -> Manifest:
     """Every manifest row of the current version, by source path."""
-    return {row["source_path"]: row for row in store.read_table(SOURCES).to_pylist()}
+    return Manifest(store.read_table(SOURCES))
 
 
 def make_plan(
@@ -71,30 +115,36 @@ def make_plan(
     `scanned` names the roots each agent was discovered under this run: only manifest rows under those roots can
     be "deleted" (a run limited to one agent never marks another agent's sources as gone).
     """
-    plan: Plan[S] = Plan(manifest=load_manifest(store))
+    manifest = load_manifest(store)
+    plan: Plan[S] = Plan(manifest=manifest)
+    sha, parser, outcome, size, mtime, present = (
+        manifest.column(name)
+        for name in ("content_sha256", "parser_version", "outcome", "size_bytes", "mtime_ns", "present")
+    )
     seen_paths = set()
     for source in discovered:
         seen_paths.add(source.path)
-        row = plan.manifest.get(source.path)
-        if row is None:
+        i = manifest.position(source.path)
+        if i is None:
             plan.new.append(source)
             continue
-        plan.previous[source.path] = Previous(row["content_sha256"], row["parser_version"], row["outcome"])
+        plan.previous[source.path] = Previous(sha[i], parser[i], outcome[i])
         same = (
-            row["size_bytes"] == source.size
-            and row["mtime_ns"] == source.mtime_ns
-            and row["parser_version"] == parser_versions[agent_of(source)]
-            and row["outcome"] != "deferred"
-            and row["present"]
+            size[i] == source.size
+            and mtime[i] == source.mtime_ns
+            and parser[i] == parser_versions[agent_of(source)]
+            and outcome[i] != "deferred"
+            and present[i]
         )
         if same and not full:
             plan.unchanged.append(source)
         else:
             plan.changed.append(source)
     roots = {(str(agent), root) for agent, agent_roots in scanned.items() for root in agent_roots}
-    for path, row in sorted(plan.manifest.items()):
-        if path not in seen_paths and row["present"] and (row["agent"], row["root"]) in roots:
-            plan.deleted.append(row)
+    agents, under = manifest.column("agent"), manifest.column("root")
+    for i, path in sorted(enumerate(manifest.paths), key=lambda item: item[1]):
+        if path not in seen_paths and present[i] and (agents[i], under[i]) in roots:
+            plan.deleted.append(manifest[path])
     if full:
         plan.previous.clear()  # --full re-reads everything, even sources only touched
     return plan
