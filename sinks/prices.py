@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, time
 from decimal import Decimal
@@ -225,7 +226,7 @@ def install(con: duckdb.DuckDBPyConnection, installed_from: str | None = None, c
     models = con.execute(f"{used} EXCEPT SELECT agent, model FROM price_lookups ORDER BY ALL").fetchall()
     if models:
         pairs = [(str(a), str(m)) for a, m in models]
-        con.register("genai_price_models", price_models(pairs))
+        con.register("genai_price_models", price_models(pairs, cache))
         con.execute("INSERT INTO price_models SELECT * FROM genai_price_models")
         con.unregister("genai_price_models")
         con.executemany("INSERT INTO price_lookups VALUES (?, ?)", pairs)
@@ -254,14 +255,60 @@ def unpriced(con: duckdb.DuckDBPyConnection) -> Unpriced:
     return Unpriced(missing, total, tuple((str(a), None if m is None else str(m), int(n)) for a, m, n in models))
 
 
-def price_models(models: list[tuple[str, str]]) -> pa.Table:
-    """The priced model of each (agent, model) that `genai-prices` can match; unmatched ones are left out."""
+def price_models(models: list[tuple[str, str]], cache: Path | None = None) -> pa.Table:
+    """The priced model of each (agent, model) that `genai-prices` can match; unmatched ones are left out.
+
+    Matching loads the package's whole snapshot (~0.3 s); with `cache` (a folder) the answers, matched or not, are
+    kept there per package version, so a rebuild of a warehouse whose models were all matched before loads none.
+    """
+    known = _cached_matches(cache) if cache is not None else {}
     rows: list[dict[str, str]] = []
+    new = False
     for agent, model in models:
-        found = _match(model, PROVIDER_HINTS.get(agent))
+        key = f"{agent}\t{model}"
+        if key not in known:
+            match = _match(model, PROVIDER_HINTS.get(agent))
+            known[key] = list(match) if match is not None else None
+            new = True
+        found = known[key]
         if found is not None:
             rows.append({"agent": agent, "model": model, "provider_id": found[0], "model_id": found[1]})
+    if new and cache is not None:
+        with contextlib.suppress(OSError):  # a cache that cannot be written is only slower next time
+            _keep_matches(cache, known)
     return pa.Table.from_pylist(rows, schema=PRICE_MODEL_SCHEMA)
+
+
+def _matches_path(folder: Path) -> Path:
+    return folder / f"price-matches-{source_version().removeprefix(PACKAGE).strip()}.json"
+
+
+def _cached_matches(folder: Path) -> dict[str, list[str] | None]:
+    try:
+        found = json.loads(_matches_path(folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(k): v
+        for k, v in found.items()
+        if v is None or (isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v))
+    }
+
+
+def _keep_matches(folder: Path, known: Mapping[str, list[str] | None]) -> None:
+    from sinks.files import FILE_MODE, private_dir, replace_atomic
+
+    path = _matches_path(folder)
+    private_dir(folder)
+    for old in folder.glob("price-matches-*.json"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    tmp = folder / f".{path.name}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(dict(sorted(known.items())), indent=0), encoding="utf-8")
+    os.chmod(tmp, FILE_MODE)
+    replace_atomic(tmp, path)
 
 
 @cache

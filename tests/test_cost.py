@@ -370,3 +370,28 @@ def test_a_whole_build_reads_the_prices_an_earlier_build_kept(tmp_path: Path, mo
     (folder / f"prices-{genai_prices.__version__}.arrow").write_bytes(b"damaged")
     monkeypatch.undo()
     assert prices.cached_price_table(folder).equals(first), "a damaged file is rebuilt"
+
+
+def test_a_whole_build_matches_models_an_earlier_build_matched_without_the_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cache"
+    models = [("claude", "claude-opus-4-6"), ("codex", "gpt-5-codex"), ("opencode", "no-such-model-xyz")]
+    (tmp_path / "cache").mkdir()
+    (folder / "price-matches-0.0.1.json").write_text("{}")
+    first = prices.price_models(models, folder)
+    assert first.num_rows == 2  # the unknown model is unmatched
+    kept = folder / f"price-matches-{genai_prices.__version__}.json"
+    assert [p.name for p in folder.iterdir()] == [kept.name], "another version's answers go"
+    assert oct(kept.stat().st_mode & 0o777) == "0o600"
+
+    def no_snapshot(model: str, provider: str | None) -> Any:
+        raise AssertionError(f"{model}: the kept answer must be used, matched or not")
+
+    monkeypatch.setattr(prices, "_match", no_snapshot)
+    assert prices.price_models(models, folder).equals(first)
+    with pytest.raises(AssertionError, match=r"gemini-2\.5-pro"):
+        prices.price_models([*models, ("gemini", "gemini-2.5-pro")], folder)  # a model not asked before is matched
+    kept.write_text('{"claude\\tclaude-opus-4-6": "damaged"')
+    monkeypatch.undo()
+    assert prices.price_models(models, folder).equals(first), "a damaged file is matched again"
