@@ -196,7 +196,7 @@ def _uses_a_pool(settings: Settings, plan: Plan[Source]) -> bool:
 
     if settings.dask is not None or settings.workers <= 1:
         return False
-    return len(list(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files))) > 1
+    return len(pipeline.work_of(plan.to_read, settings.batch_bytes, settings.batch_files, settings.workers)) > 1
 
 
 def wait_for_writer(settings: Settings) -> None:

@@ -170,7 +170,7 @@ def run_etl(
             total = sum(s.size for s in plan.to_read)
             versions = pipeline.parser_versions(settings.redact)
             redactor = pipeline.redactor(settings)
-            work = list(pipeline.batches(plan.to_read, settings.batch_bytes, settings.batch_files))
+            work = pipeline.work_of(plan.to_read, settings.batch_bytes, settings.batch_files, settings.workers)
             buckets = plan.bucket_layout(store.layout())
             results: list[BatchResult] = []
             done = 0

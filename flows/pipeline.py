@@ -160,6 +160,23 @@ def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:
     return dict(sorted(counts.items()))
 
 
+# Batches per worker a load is cut into, at least: with one batch per worker, the worker that drew the slower batch
+# finishes alone while the other core idles; with several, the last ones even out (and a big file goes first).
+BATCHES_PER_WORKER = 4
+MIN_BATCH_BYTES = 4 * 1024 * 1024  # smaller batches cost more in per-batch work than they even out
+
+
+def work_of(sources: Sequence[Source], max_bytes: int, max_files: int, workers: int) -> list[list[Source]]:
+    """The extraction batches of a run: at most `max_bytes` / `max_files` each, small enough that `workers`
+    processes get about BATCHES_PER_WORKER each, in the order they are handed out: the largest first, so that no
+    big batch starts last (longest-processing-time first; the commit does not depend on the order)."""
+    total = sum(s.size for s in sources)
+    if workers > 1:
+        max_bytes = min(max_bytes, max(MIN_BATCH_BYTES, -(-total // (workers * BATCHES_PER_WORKER))))
+    work = list(batches(sources, max_bytes, max_files))
+    return sorted(work, key=lambda batch: -sum(s.size for s in batch))  # stable: equal sizes keep path order
+
+
 def batches(sources: Sequence[Source], max_bytes: int, max_files: int) -> Iterator[list[Source]]:
     """Group sources into extraction batches of about `max_bytes` or `max_files` (a big file is a batch alone)."""
     batch: list[Source] = []

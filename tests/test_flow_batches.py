@@ -57,3 +57,26 @@ def test_the_flow_over_several_batches_on_two_workers_gives_the_one_batch_corpus
     assert several.committed.sessions_loaded == single.committed.sessions_loaded > 0
     assert several.committed.sessions_rejected == single.committed.sessions_rejected
     assert snapshot(tmp_path / "many") == snapshot(tmp_path / "one"), "the same corpus, table by table"
+
+
+def test_a_load_is_cut_into_batches_that_keep_every_worker_busy_the_largest_first() -> None:
+    from extractors.model import Agent, Source
+    from flows import pipeline
+
+    mib = 1024 * 1024
+    sizes = [30 * mib] + [mib] * 70 + [5 * mib, 2 * mib]  # one big session among many small ones: 107 MiB
+    sources = [Source(Agent.CLAUDE, f"/r/{i:03d}.jsonl", size, 0, "/r") for i, size in enumerate(sizes)]
+
+    work = pipeline.work_of(sources, 64 * mib, 400, workers=2)
+    sent = [sum(s.size for s in batch) for batch in work]
+    assert sorted(s.path for batch in work for s in batch) == [s.path for s in sources], "each source once"
+    assert sent == sorted(sent, reverse=True), "the largest batch is handed out first"
+    assert sent[0] == 30 * mib and len(work[0]) == 1, "a big file is a batch alone"
+    # A share is 107 MiB / (2 workers x 4) = 13.4 MiB: the big file, then 77 MiB in six batches (not two of 64 MiB).
+    assert len(work) == 7, sent
+    assert max(sent[1:]) <= -(-sum(sizes) // (2 * pipeline.BATCHES_PER_WORKER)), "none above its share"
+
+    alone = pipeline.work_of(sources, 64 * mib, 400, workers=1)
+    assert [sum(s.size for s in b) for b in alone] == [64 * mib, 43 * mib], "one process: batches of the set size"
+    tiny = pipeline.work_of(sources[1:9], 64 * mib, 400, workers=2)
+    assert [len(b) for b in tiny] == [4, 4], "no batch under MIN_BATCH_BYTES: eight 1 MiB files are two batches"
