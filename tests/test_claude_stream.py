@@ -299,3 +299,15 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
     assert len(rejects) == 1
     expected = "changed_during_read" if failure == "changed" else "source_unreadable"
     assert expected in repr(rejects[0])
+
+
+def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) -> None:
+    # Two records on one physical line (FORMATS.md 1.11): the second one's text is found by its place on the line.
+    records = [_json(r) for r in big_session_records()]
+    glued = [*records[:9], records[9] + records[10], *records[11:]]
+    path = write_session(tmp_path, glued)
+    (loaded,) = list(read(source_of(path), SETTLED))
+    assert isinstance(loaded, Loaded) and any(kind == "glued_line" for kind, _, _ in loaded.session.census)
+    for part_bytes in (40, 10**6):
+        got, _ = streamed_rows(path, Redactor(KEY), dataclasses.replace(STREAMED, stream_part_bytes=part_bytes))
+        assert got == one_pass_rows(path, Redactor(KEY))

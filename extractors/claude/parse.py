@@ -170,9 +170,10 @@ class Parser:
             call_id = text_value(block.get("id")) or f"line{line.index}.{position}"
             raw_input = block.get("input")
             tool_input: Text | None = None
-            if raw_input is not None:
-                lazy = self.lazy
-                tool_input = self._ref(line, "input", len(uses)) if lazy else clip(json_text(raw_input), self.limits)
+            if raw_input is not None and self.lazy:
+                tool_input = self._ref(line, "input", len(uses))
+            elif raw_input is not None:
+                tool_input = clip(json_text(raw_input), self.limits)
             uses.append(Use(call_id, name, tool_input))
         message_id = text_value(message.get("id"))
         # One API response is written as one line per content block, all with the same message.id and requestId
