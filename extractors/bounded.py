@@ -13,6 +13,7 @@ import re
 import stat
 import sys
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +50,9 @@ class Limits:
       (zip bombs).
     - settle_seconds: a source whose last line has no newline and which changed less than this long ago is
       being written: deferred, not rejected. Older partial tails are rejected as `truncated_tail`.
+    - stream_source_bytes: a Claude session file larger than this is read in two passes, so that memory follows
+      the limits and not the session (`extractors.claude.stream`); smaller files are read once, as fast as before.
+    - stream_part_bytes: the payload text one part of such a session holds before it is handed on to be staged.
     """
 
     max_source_bytes: int = 2 * GiB
@@ -60,6 +64,8 @@ class Limits:
     max_archive_member_bytes: int = 8 * GiB
     max_compression_ratio: int = 200
     settle_seconds: float = 600.0
+    stream_source_bytes: int = 64 * MiB
+    stream_part_bytes: int = 16 * MiB
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -107,6 +113,8 @@ class Line:
     line: int = 0
     part: int = 0
     parts: int = 1
+    size: int = 0  # bytes of the physical line, newline included
+    crc: int | None = None  # CRC-32 of those bytes, when `iter_jsonl(..., checksums=True)` was asked for it
 
     @property
     def starts_glued_line(self) -> bool:
@@ -249,8 +257,8 @@ def scrub_surrogates(value: Any) -> Any:
     return value
 
 
-def iter_jsonl(path: str | Path, limits: Limits) -> Iterator[Line]:
-    """Stream the objects of a JSONL file, complete or not at all.
+def iter_jsonl(path: str | Path, limits: Limits, *, checksums: bool = False) -> Iterator[Line]:
+    """Stream the objects of a JSONL file, complete or not at all (`checksums`: each `Line` has its line's CRC-32).
 
     Yields every non-blank line as a `Line` (blank lines keep their index but yield nothing); a line holding
     several complete records glued together yields each (see `glued_index`). Raises:
@@ -304,12 +312,13 @@ def iter_jsonl(path: str | Path, limits: Limits) -> Iterator[Line]:
                         line=index,
                         offset=offset,
                     )
+                crc = zlib.crc32(raw) if checksums else None
                 for part, value in enumerate(values):
                     if not isinstance(value, dict):
                         raise RejectError(
                             RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset
                         )
-                    yield Line(glued_index(index, part), offset, value, index, part, len(values))
+                    yield Line(glued_index(index, part), offset, value, index, part, len(values), len(raw), crc)
             offset += len(raw)
             index += 1
         if _fingerprint(os.fstat(handle.fileno())) != _fingerprint(before) or offset != before.st_size:

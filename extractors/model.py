@@ -6,6 +6,7 @@ Nothing here knows a source format; nothing here does I/O.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -167,3 +168,18 @@ class Deferred:
 
 
 Outcome = Loaded | Rejected | Deferred
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Streamed:
+    """One session too big to hold whole, read in two passes (`extractors.claude.stream`).
+
+    `head` is the complete Session except its turns and tool calls (every count, time, id, usage, link and census
+    is decided already); `parts` yields Session-shaped parts holding the turns and then the tool calls, in order,
+    each bounded by `Limits.stream_part_bytes`. Iterating `parts` may raise RejectError / DeferError: then nothing
+    of the source is kept, as when one pass fails.
+    """
+
+    source: Source
+    head: Session
+    parts: Iterator[Session]

@@ -8,23 +8,56 @@ text); what it returns to the flow is small: per-source outcomes and where its s
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
 from extractors.bounded import Limits, content_sha256
-from extractors.errors import BENIGN_REJECT_CODES
-from extractors.model import Agent, Deferred, Loaded, Rejected, Source
-from extractors.registry import read_source
+from extractors.errors import BENIGN_REJECT_CODES, DeferError, RejectCode, RejectError
+from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Source, Streamed
+from extractors.registry import extractor, read_source, unexpected_detail
 from sinks import failpoints
 from sinks.results import BatchResult, Previous, SourceResult
 from sinks.staging import SOURCE_COLUMN, stage_tables
 from sinks.store import Store
-from transforms.normalize import kept_turns, reject_row, session_tables
+from transforms.normalize import SessionStream, kept_turns, reject_row, session_tables
 from transforms.redact import Redactor
 
 FLUSH_BYTES = 24 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
+
+log = logging.getLogger(__name__)
+
+
+def _outcomes(source: Source, limits: Limits) -> Iterator[Outcome | Streamed]:
+    """The source's outcomes; through the extractor's `read_streaming` where it has one (a big session is then
+    one `Streamed`), else `read_source`. A reader's error becomes one outcome, as in `read_source`."""
+    streaming = getattr(extractor(source.agent), "read_streaming", None)
+    if streaming is None:
+        yield from read_source(source, limits)
+        return
+    problem = None
+    try:
+        yield from streaming(source, limits)
+    except MemoryError:
+        raise
+    except Exception as exc:  # the boundary of `read_source`, for this path
+        problem = _problem(source, exc)
+    if problem is not None:
+        yield problem
+
+
+def _problem(source: Source, exc: Exception) -> Rejected | Deferred:
+    """What `read_source` makes of an exception a reader raised."""
+    if isinstance(exc, RejectError):
+        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint)
+    if isinstance(exc, DeferError):
+        return Deferred(source, exc.code, exc.detail)
+    detail = unexpected_detail(exc, source.agent)
+    log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent.value, source.path, detail)
+    log.debug("event=reader_bug_traceback path=%s", source.path, exc_info=exc)
+    return Rejected(source, RejectCode.SOURCE_UNREADABLE, detail)
 
 
 def _single_file(source: Source) -> bool:
@@ -98,17 +131,44 @@ def read_batch(
     pending: list[Loaded] = []
     held = 0
 
+    def stage(tables: dict[str, pa.Table]) -> None:
+        batch.flushes += 1
+        for key, pieces in stage_tables(store, run_id, batch_no, batch.flushes, tables, buckets).items():
+            batch.staged.setdefault(key, []).extend(pieces)
+
     def flush() -> None:
         nonlocal pending, held
         if pending:
             tables = session_tables(pending, parser_versions, redactor, source_column=SOURCE_COLUMN)
             batch.turns += tables["turns"].num_rows
-            batch.flushes += 1
-            for key, pieces in stage_tables(store, run_id, batch_no, batch.flushes, tables, buckets).items():
-                batch.staged.setdefault(key, []).extend(pieces)
+            stage(tables)
             del tables
             pa.default_memory_pool().release_unused()  # hand freed buffers back: a long batch's RSS stays flat
         pending, held = [], 0
+
+    def stream(item: Streamed, result: SourceResult) -> Rejected | Deferred | None:
+        """Stage a streamed session part by part, its head last; a failure on the way is the source's outcome
+        (the parts staged before it are dropped by the commit: their session is not among the source's loaded)."""
+        rows = SessionStream(item, parser_versions, redactor, source_column=SOURCE_COLUMN)
+        turns = 0
+        while True:
+            try:
+                part = next(item.parts, None)
+            except MemoryError:
+                raise
+            except Exception as exc:  # pass 2 of the reader runs here: the boundary of `_outcomes` (not staging's)
+                return _problem(item.source, exc)
+            if part is None:
+                break
+            tables = rows.part_tables(part)
+            turns += tables["turns"].num_rows
+            stage(tables)
+            del tables, part
+            pa.default_memory_pool().release_unused()
+        stage(rows.head_tables())
+        batch.turns += turns
+        result.loaded.append((item.head.session_id, rows.kept_turns))
+        return None
 
     for source in sources:
         result = SourceResult(source, content_sha256=_hash(source))
@@ -118,7 +178,12 @@ def read_batch(
             continue
         result.bytes_read = source.size
         waiting: list[Deferred] = []
-        for outcome in read_source(source, limits):
+        for outcome in _outcomes(source, limits):
+            if isinstance(outcome, Streamed):
+                problem = stream(outcome, result)
+                if problem is None:
+                    continue
+                outcome = problem
             if isinstance(outcome, Loaded):
                 pending.append(outcome)
                 held += _session_bytes(outcome)

@@ -18,7 +18,7 @@ from pathlib import Path
 from extractors.bounded import Limits, iter_jsonl
 from extractors.claude import tables
 from extractors.discovery import walk_files
-from extractors.model import Agent, Loaded, Outcome, Source
+from extractors.model import Agent, Loaded, Outcome, Source, Streamed
 
 AGENT = Agent.CLAUDE
 PARSER_VERSION = "3"  # 2: queued prompts, a command recorded twice, glued lines (issue 9); 3: a response without
@@ -82,3 +82,15 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     for line in iter_jsonl(source.path, limits):
         parser.feed(line)
     yield Loaded(source, parser.finish())
+
+
+def read_streaming(source: Source, limits: Limits) -> Iterator[Outcome | Streamed]:
+    """`read`, except that a file over `stream_source_bytes` is read in two passes (`extractors.claude.stream`):
+    one `Streamed` whose parts are read as they are iterated. Raises what `read` raises; iterating the parts may
+    raise DeferError(changed_during_read) too."""
+    if source.size <= limits.stream_source_bytes:
+        yield from read(source, limits)
+        return
+    from extractors.claude.stream import read_in_two_passes
+
+    yield read_in_two_passes(source, limits)

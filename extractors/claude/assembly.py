@@ -15,7 +15,7 @@ from datetime import datetime
 from extractors import ids
 from extractors.bounded import GLUED_LINE_KIND
 from extractors.claude import tables
-from extractors.claude.records import Entry, Layout, Part, Result, int_value
+from extractors.claude.records import Entry, Layout, Part, Plan, Ref, Result, Text, int_value
 from extractors.claude.repeats import merge_doubled_commands, resolve_queue
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
@@ -80,7 +80,7 @@ class _Response:
     timestamp: datetime | None
     message_id: str | None
     model: str | None = None
-    texts: list[str] = field(default_factory=list)
+    texts: list[Text] = field(default_factory=list)
     usage: dict[str, object] | None = None
 
 
@@ -89,16 +89,21 @@ class _Call:
     call_id: str
     turn_index: int
     name: str
-    input: str | None
+    input: Text | None
     started_at: datetime | None
     result: Result | None = None
     ended_at: datetime | None = None
     spawned: str | None = None
 
 
-def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None, glued_lines: int = 0) -> Session:
+def assemble(
+    entries: list[Entry], layout: Layout, record_agent_id: str | None, glued_lines: int = 0, plan: Plan | None = None
+) -> Session:
     """The Session of one file's entries (`glued_lines`: lines that held several records). Raises
-    RejectError(missing_session_id | inconsistent_source | missing_timestamp)."""
+    RejectError(missing_session_id | inconsistent_source | missing_timestamp).
+
+    Entries whose payloads are `Ref`s (the first pass over a big session) need a `plan`: every decision is taken
+    as for texts, and the plan notes which payloads each turn and tool call is made of (left "" / None here)."""
     who = _identity(entries, layout, record_agent_id)
     census: Counter[tuple[str, str, Disposition]] = Counter()
     foreign: list[str] = []
@@ -144,9 +149,8 @@ def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None, 
     usage: list[Usage] = []
     for response in responses.values():
         if response.texts:
-            turns.append(
-                Turn(response.index, Role.ASSISTANT, "\n\n".join(response.texts), response.timestamp, response.model)
-            )
+            text = _joined(response.index, response.texts, plan)
+            turns.append(Turn(response.index, Role.ASSISTANT, text, response.timestamp, response.model))
         if response.usage is not None:
             usage.append(_usage(response, response.usage))
     for call_id, agent_id in spawns.items():
@@ -172,7 +176,7 @@ def assemble(entries: list[Entry], layout: Layout, record_agent_id: str | None, 
         models=tuple(_distinct([r.model for r in responses.values() if r.model])),
         cli_versions=tuple(_distinct([e.version for e in own if e.version])),
         turns=tuple(sorted(turns, key=lambda t: t.index)),
-        tool_calls=tuple(_tool_call(c) for c in calls.values()),
+        tool_calls=tuple(_tool_call(c, plan) for c in calls.values()),
         usage=tuple(sorted(usage, key=lambda u: u.turn_index)),
         links=tuple(links),
         census=census,
@@ -322,14 +326,34 @@ def _usage(response: _Response, raw: dict[str, object]) -> Usage:
     )
 
 
-def _tool_call(call: _Call) -> ToolCall:
+def _joined(index: int, texts: list[Text], plan: Plan | None) -> str:
+    """A response's text: its parts joined; with refs among them, "" here and the parts noted in the plan."""
+    strings = [text for text in texts if isinstance(text, str)]
+    if len(strings) == len(texts):
+        return "\n\n".join(strings)
+    if plan is None:
+        raise ValueError("payload refs without a plan")  # a bug of the caller, never a source's fault
+    plan.texts[index] = tuple(texts)
+    return ""
+
+
+def _resolved(call_id: str, value: Text | None, refs: dict[str, Ref] | None) -> str | None:
+    if not isinstance(value, Ref):
+        return value
+    if refs is None:
+        raise ValueError("payload refs without a plan")
+    refs[call_id] = value
+    return None
+
+
+def _tool_call(call: _Call, plan: Plan | None) -> ToolCall:
     result = call.result
     return ToolCall(
         call_id=call.call_id,
         turn_index=call.turn_index,
         name=call.name,
-        input=call.input,
-        output=result.output if result else None,
+        input=_resolved(call.call_id, call.input, None if plan is None else plan.inputs),
+        output=_resolved(call.call_id, result.output, None if plan is None else plan.outputs) if result else None,
         is_error=result.is_error if result else None,
         started_at=call.started_at,
         ended_at=call.ended_at,

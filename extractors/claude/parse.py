@@ -22,7 +22,7 @@ from extractors.claude.content import (
     text_of,
     tool_result_output,
 )
-from extractors.claude.records import Entry, Layout, Part, QueueOp, Result, Use, text_value
+from extractors.claude.records import Entry, Layout, Part, Plan, QueueOp, Ref, Result, Text, Use, text_value
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Disposition, Session
 from extractors.timeutil import parse_iso
@@ -30,10 +30,15 @@ from extractors.timeutil import parse_iso
 
 @dataclass(slots=True)
 class Parser:
-    """Feed every `Line` of one file in order, then `finish()` for the Session."""
+    """Feed every `Line` of one file in order, then `finish()` for the Session.
+
+    `lazy` (the first pass over a big session): assistant texts, tool inputs and tool outputs are kept as `Ref`s to
+    their line (which must carry its CRC), not as text; the rest of the entry is what it would be.
+    """
 
     layout: Layout
     limits: Limits
+    lazy: bool = False
     entries: list[Entry] = field(default_factory=list)
     record_agent_id: str | None = None
     glued_lines: int = 0
@@ -68,7 +73,7 @@ class Parser:
             uuid=text_value(record.get("uuid")),
         )
         if rtype == "user":
-            self._user(entry, record, _content(record, line))
+            self._user(entry, record, _content(record, line), line)
         elif rtype == "assistant":
             self._assistant(entry, record, _content(record, line), line)
         elif rtype == "system":
@@ -96,21 +101,26 @@ class Parser:
         else:
             entry.kind, entry.disposition, entry.prompt = kind, Disposition.TURN, text
 
-    def _user(self, entry: Entry, record: dict[str, Any], content: str | Blocks) -> None:
+    def _ref(self, line: Line, slot: str, position: int) -> Ref:
+        if line.crc is None:
+            raise ValueError("a lazy parse needs lines read with checksums")  # a bug of the caller
+        return Ref(line.index, line.line, line.offset, line.size, line.crc, line.part, line.parts, slot, position)
+
+    def _user(self, entry: Entry, record: dict[str, Any], content: str | Blocks, line: Line) -> None:
         kind, disposition, text = classify_user(record, content)
         entry.kind, entry.disposition = kind, disposition
         if text is not None:
             self._person_said(entry, kind, text)
             entry.attachments = () if self.layout.is_subagent else attachments_of(content)
         if isinstance(content, list):
-            entry.results = self._results(content, record.get("toolUseResult"))
+            entry.results = self._results(content, record.get("toolUseResult"), line)
         agent_id = _tool_use_result_agent(record)
         if agent_id is not None and len(entry.results) == 1:
             entry.spawn = (entry.results[0].tool_use_id, agent_id)
 
-    def _results(self, blocks: Blocks, tool_use_result: Any) -> tuple[Result, ...]:
+    def _results(self, blocks: Blocks, tool_use_result: Any, line: Line) -> tuple[Result, ...]:
         failed = isinstance(tool_use_result, str) and tool_use_result.startswith(tables.TOOL_ERROR_PREFIX)
-        results = []
+        results: list[Result] = []
         for block in blocks:
             btype = block.get("type")
             if btype != "tool_result" and not (
@@ -120,7 +130,9 @@ class Parser:
             use_id = text_value(block.get("tool_use_id"))
             if use_id is None:
                 continue  # nothing to join it to; the record is still counted in the census
-            output = tool_result_output(block, self.limits)
+            output: Text | None = tool_result_output(block, self.limits)
+            if self.lazy and output is not None:
+                output = self._ref(line, "output", len(results))
             # A server tool reports failure in its content: {"type": "web_search_tool_result_error", ...}.
             inner = block.get("content")
             server_error = isinstance(inner, dict) and str(inner.get("type", "")).endswith("_error")
@@ -139,12 +151,14 @@ class Parser:
             entry.kind, entry.disposition = "assistant/synthetic", Disposition.HARNESS
             return
         blocks: Blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        texts = tuple(
+        texts: tuple[Text, ...] = tuple(
             b["text"]
             for b in blocks
             if _kind(b) in tables.VISIBLE_BLOCKS and isinstance(b.get("text"), str) and b["text"].strip()
         )
-        uses = []
+        if self.lazy:
+            texts = tuple(self._ref(line, "text", position) for position in range(len(texts)))
+        uses: list[Use] = []
         for position, block in enumerate(blocks):
             if _kind(block) not in tables.TOOL_USE_BLOCKS:
                 continue
@@ -155,13 +169,18 @@ class Parser:
             # which never changes as the file grows.
             call_id = text_value(block.get("id")) or f"line{line.index}.{position}"
             raw_input = block.get("input")
-            uses.append(Use(call_id, name, None if raw_input is None else clip(json_text(raw_input), self.limits)))
+            tool_input: Text | None = None
+            if raw_input is not None and self.lazy:
+                tool_input = self._ref(line, "input", len(uses))
+            elif raw_input is not None:
+                tool_input = clip(json_text(raw_input), self.limits)
+            uses.append(Use(call_id, name, tool_input))
         message_id = text_value(message.get("id"))
         # One API response is written as one line per content block, all with the same message.id and requestId
         # (CP 3a7770b4: text line then tool_use line, both msg_01MxqzYv…). Gateways omit or reuse requestId.
         key = (message_id, text_value(record.get("requestId")) or "") if message_id else ("line", str(line.index))
         entry.part = Part(key, message_id, model, texts, usage, tuple(uses))
-        entry.results = self._results(blocks, None)
+        entry.results = self._results(blocks, None, line)
         if texts:
             entry.kind, entry.disposition = "assistant", Disposition.TURN
         elif uses or entry.results:
@@ -210,12 +229,12 @@ class Parser:
         if agent_id and use_id:
             entry.spawn = (use_id, agent_id)
 
-    def finish(self) -> Session:
-        """The complete Session. Raises RejectError(no_conversation | missing_session_id | inconsistent_source |
-        missing_timestamp)."""
+    def finish(self, plan: Plan | None = None) -> Session:
+        """The complete Session (a lazy parse: with its payloads noted in `plan`). Raises
+        RejectError(no_conversation | missing_session_id | inconsistent_source | missing_timestamp)."""
         if not any(e.rtype in tables.CONVERSATION_TYPES for e in self.entries):
             raise RejectError(RejectCode.NO_CONVERSATION, "no user or assistant record in the file")
-        return assemble(self.entries, self.layout, self.record_agent_id, self.glued_lines)
+        return assemble(self.entries, self.layout, self.record_agent_id, self.glued_lines, plan)
 
 
 def _kind(block: dict[str, Any]) -> str | None:

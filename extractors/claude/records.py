@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,16 +37,39 @@ def layout_of(path: Path) -> Layout:
 
 
 @dataclass(frozen=True, slots=True)
+class Ref:
+    """Where a payload text is in the file, kept instead of the text by the first pass over a big session.
+
+    The second pass (`extractors.claude.stream`) reads the physical line at `offset` again (`size` bytes, which
+    must still have CRC-32 `crc`), parses record `part` of it as the first pass did, and takes the text from the
+    `slot` (`text`: the part's texts, `input`: its tool uses, `output`: the entry's results) at `position`.
+    """
+
+    index: int
+    line: int
+    offset: int
+    size: int
+    crc: int
+    part: int
+    parts: int
+    slot: str
+    position: int
+
+
+Text = str | Ref  # a payload as the parse keeps it: the text, or (first pass of a big session) where it is
+
+
+@dataclass(frozen=True, slots=True)
 class Use:
     call_id: str
     name: str
-    input: str | None
+    input: Text | None
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
     tool_use_id: str
-    output: str | None
+    output: Text | None
     is_error: bool
 
 
@@ -57,7 +80,7 @@ class Part:
     key: tuple[str, str]
     message_id: str | None
     model: str | None
-    texts: tuple[str, ...]
+    texts: tuple[Text, ...]
     usage: dict[str, Any] | None
     uses: tuple[Use, ...]
 
@@ -96,6 +119,19 @@ class Entry:
     title: tuple[str, str, str | None] | None = None  # (source kind, title, leafUuid)
     queue: QueueOp | None = None  # set for a `queue-operation` record
     delivered: str | None = None  # the prompt text of a `queued_command` attachment
+
+
+@dataclass(slots=True)
+class Plan:
+    """What the second pass over a big session reads again: the payloads assembly met as `Ref`s.
+
+    `texts`: the parts of an assistant turn (by turn index), joined as one pass joins them; `inputs` / `outputs`:
+    a tool call's input and output (by call id). The Session assembled with a plan has "" / None in those places.
+    """
+
+    texts: dict[int, tuple[Text, ...]] = field(default_factory=dict)
+    inputs: dict[str, Ref] = field(default_factory=dict)
+    outputs: dict[str, Ref] = field(default_factory=dict)
 
 
 def text_value(value: Any) -> str | None:

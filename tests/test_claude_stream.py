@@ -1,0 +1,317 @@
+"""A big Claude Code session read in two passes (issue 12): the same rows as one pass, and complete-or-reject.
+
+The threshold (`stream_source_bytes`) and the part size (`stream_part_bytes`) are lowered so that small
+hand-written files take the two-pass path and come out in many parts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from extractors.bounded import Limits
+from extractors.claude import read, read_streaming, stream
+from extractors.errors import DeferCode, DeferError, RejectCode
+from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Source, Streamed
+from flows import batch
+from flows.batch import _outcomes
+from flows.etl import run_etl
+from flows.settings import Settings, load_settings
+from tests.claude_records import OTHER, SID, assistant, envelope, said, text, tool_result, tool_use, usage, user
+from tests.secrets_planted import PLANTED
+from tests.support import SETTLED, SHARED_FIXTURES, write_jsonl
+from tests.test_pipeline import snapshot, table_rows
+from transforms.normalize import SessionStream, session_tables
+from transforms.redact import Redactor
+
+STREAMED = dataclasses.replace(SETTLED, stream_source_bytes=0, stream_part_bytes=40)  # every file, tiny parts
+VERSIONS = {agent: "1" for agent in Agent}
+KEY = bytes(range(32))
+PAT_TEXT, PAT = PLANTED["github-pat"]
+
+
+def ts(second: int) -> str:
+    return f"2026-02-10T21:{second // 60:02d}:{second % 60:02d}.000Z"
+
+
+def big_session_records() -> list[dict[str, Any]]:
+    """One session with every decision that needs the whole file (each is asserted in the first test)."""
+    return [
+        # Copied from the session it resumes: counted, never this session's turns.
+        user("an older question", sid=OTHER, ts=ts(0)),
+        assistant([text("an older answer")], sid=OTHER, msg_id="msg_old", request_id="req_old", ts=ts(1)),
+        user("start the server and run the tests", ts=ts(2)),
+        # One response written as three lines (text, text, tool_use), with a multi-line text.
+        assistant([text("I'll start it.\nThen the tests,\nthen a report.")], msg_id="msg_1", ts=ts(3)),
+        assistant([text("Starting now.")], msg_id="msg_1", ts=ts(3), usage=usage(4)),
+        assistant([tool_use("toolu_1", command="mix phx.server")], msg_id="msg_1", ts=ts(4), usage=usage(9)),
+        # A prompt queued while the tool runs, removed, never written again: a turn of its own.
+        {
+            "type": "queue-operation",
+            "operation": "enqueue",
+            "sessionId": SID,
+            "timestamp": ts(5),
+            "content": "and the README",
+        },
+        {"type": "queue-operation", "operation": "remove", "sessionId": SID, "timestamp": ts(6)},
+        user([tool_result("toolu_1", f"running\n{PAT_TEXT}")], ts=ts(7), toolUseResult={"stdout": ""}),
+        assistant([text(f"Running. Your token {PAT} is in the log.")], msg_id="msg_2", request_id="req_2", ts=ts(8)),
+        assistant(
+            [tool_use("toolu_2", "Edit", file_path="README.md", new="x" * 120)],
+            msg_id="msg_2",
+            request_id="req_2",
+            ts=ts(9),
+        ),
+        user(
+            [tool_result("toolu_2", [{"type": "text", "text": "edited"}, {"type": "text", "text": "saved"}])], ts=ts(10)
+        ),
+        envelope("progress", data={"type": "hook_progress"}, ts=ts(11)),
+        assistant([text("Done, and the README too.")], msg_id="msg_3", request_id="req_3", ts=ts(12), usage=usage(7)),
+        # A late line of the second response (same requestId), far from its other lines.
+        assistant(
+            [text("(one more word on the server)")], msg_id="msg_2", request_id="req_2", ts=ts(13), usage=usage(20)
+        ),
+        assistant([tool_use("toolu_3", "Read", file_path="mix.exs")], msg_id="msg_4", request_id="req_4", ts=ts(14)),
+        {"type": "custom-title", "customTitle": "Server and tests", "sessionId": SID},
+    ]
+
+
+def source_of(path: Path) -> Source:
+    st = path.stat()
+    return Source(Agent.CLAUDE, str(path), st.st_size, st.st_mtime_ns, str(path.parent.parent))
+
+
+def rows(tables: list[dict[str, pa.Table]]) -> dict[str, list[str]]:
+    """Every row of every table, as sorted reprs: the corpus a load would write, whatever the order of parts."""
+    names = tables[0].keys()
+    return {name: sorted(repr(r) for t in tables for r in t[name].to_pylist()) for name in names}
+
+
+def one_pass_rows(path: Path, redactor: Redactor) -> dict[str, list[str]]:
+    source = source_of(path)
+    outcomes = list(read(source, SETTLED))
+    assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded), outcomes
+    return rows([session_tables(outcomes, VERSIONS, redactor, source_column="_source")])
+
+
+def streamed_rows(path: Path, redactor: Redactor, limits: Limits = STREAMED) -> tuple[dict[str, list[str]], int]:
+    """The rows of the two-pass read, and how many parts it came in."""
+    outcomes = list(read_streaming(source_of(path), limits))
+    assert len(outcomes) == 1 and isinstance(outcomes[0], Streamed), outcomes
+    item = outcomes[0]
+    assert item.head.turns == () and item.head.tool_calls == ()
+    session_rows = SessionStream(item, VERSIONS, redactor, source_column="_source")
+    tables = [session_rows.part_tables(part) for part in item.parts]
+    return rows([*tables, session_rows.head_tables()]), len(tables)
+
+
+def write_session(tmp_path: Path, records: list[dict[str, Any]] | list[str]) -> Path:
+    return write_jsonl(tmp_path / "claude" / "-home-u-proj" / f"{SID}.jsonl", records)
+
+
+@pytest.mark.parametrize(("part_bytes", "least_parts"), [(40, 5), (700, 2), (10**6, 1)])
+def test_ok_streamed_rows_equal_one_pass_row_for_row(tmp_path: Path, part_bytes: int, least_parts: int) -> None:
+    path = write_session(tmp_path, big_session_records())
+    (loaded,) = list(read(source_of(path), SETTLED))
+    assert isinstance(loaded, Loaded)
+    ses = loaded.session
+    # The fixture holds what it claims: copies, a joined multi-line response, a split request, a queued prompt,
+    # tool results (one of two text blocks), a title, and a secret in a text and in a tool output.
+    assert any(kind.startswith("copied/") for kind, _, _ in ses.census)
+    assistants = dict(said(ses, Role.ASSISTANT))
+    assert assistants[3] == "I'll start it.\nThen the tests,\nthen a report.\n\nStarting now."
+    assert assistants[9].endswith("\n\n(one more word on the server)")
+    assert "and the README" in dict(said(ses, Role.USER)).values()
+    assert ses.title == "Server and tests"
+    outputs = {c.call_id: c.output for c in ses.tool_calls}
+    assert outputs["toolu_2"] is not None and "saved" in outputs["toolu_2"]
+    assert outputs["toolu_3"] is None and len(ses.tool_calls) == 3
+
+    for redactor in (Redactor(None), Redactor(KEY)):
+        expected = one_pass_rows(path, redactor)
+        got, parts = streamed_rows(path, redactor, dataclasses.replace(STREAMED, stream_part_bytes=part_bytes))
+        assert got == expected
+        assert parts >= least_parts  # small parts: the rows really came in pieces
+    redacted = one_pass_rows(path, Redactor(KEY))
+    assert len(redacted["redactions"]) >= 2 and not any(PAT in row for row in redacted["turns"])
+
+
+def test_ok_small_files_keep_one_pass(tmp_path: Path) -> None:
+    path = write_session(tmp_path, big_session_records())
+    limits = dataclasses.replace(SETTLED, stream_source_bytes=path.stat().st_size)
+    (outcome,) = list(read_streaming(source_of(path), limits))
+    assert isinstance(outcome, Loaded)
+    (outcome,) = list(read_streaming(source_of(path), dataclasses.replace(limits, stream_source_bytes=100)))
+    assert isinstance(outcome, Streamed)
+
+
+def _claude_fixture_files() -> list[Path]:
+    return sorted((SHARED_FIXTURES / "claude-code").rglob("*.jsonl"))
+
+
+def _problem(outcome: object) -> tuple[str, str, str] | None:
+    if isinstance(outcome, Rejected | Deferred):
+        return (type(outcome).__name__, outcome.code.value, outcome.detail)
+    return None
+
+
+@pytest.mark.parametrize("path", _claude_fixture_files(), ids=lambda p: p.name)
+def test_ok_shared_fixture_streamed_equals_one_pass(path: Path) -> None:
+    one = list(_outcomes(source_of(path), SETTLED))  # under the default threshold: one pass
+    two = list(_outcomes(source_of(path), STREAMED))
+    loaded = [o for o in one if isinstance(o, Loaded)]
+    if not loaded:
+        assert len(one) == len(two) == 1 and _problem(two[0]) == _problem(one[0]) is not None
+        return
+    assert len(loaded) == len(one) == len(two) == 1 and isinstance(two[0], Streamed)
+    redactor = Redactor(KEY)
+    expected = rows([session_tables(loaded, VERSIONS, redactor)])
+    session_rows = SessionStream(two[0], VERSIONS, redactor)
+    got = rows([*(session_rows.part_tables(p) for p in two[0].parts), session_rows.head_tables()])
+    assert got == expected
+
+
+def test_reject_invalid_json_found_in_pass_one_as_one_pass(tmp_path: Path) -> None:
+    lines = [*(_json(r) for r in big_session_records()[:6]), '{"type": "user", "message": ', _json(user("later"))]
+    path = write_session(tmp_path, lines)
+    (one,) = list(_outcomes(source_of(path), SETTLED))
+    (two,) = list(_outcomes(source_of(path), STREAMED))
+    assert isinstance(one, Rejected) and isinstance(two, Rejected)
+    assert (two.code, two.line, two.offset, two.detail) == (one.code, one.line, one.offset, one.detail)
+    assert two.code is RejectCode.INVALID_JSON and two.line == 6
+
+
+def _json(record: dict[str, Any]) -> str:
+    return json.dumps(record)
+
+
+def test_deferred_when_a_line_changes_between_passes_with_size_and_mtime_kept(tmp_path: Path) -> None:
+    path = write_session(tmp_path, big_session_records())
+    (item,) = list(read_streaming(source_of(path), STREAMED))
+    assert isinstance(item, Streamed)
+    st = path.stat()
+    raw = path.read_bytes().replace(b"Starting now.", b"Starting NOW.")
+    path.write_bytes(raw)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same size and mtime: only the CRC can tell
+    with pytest.raises(DeferError) as caught:
+        list(item.parts)
+    assert caught.value.code is DeferCode.CHANGED_DURING_READ and "between the two passes" in caught.value.detail
+
+
+def test_deferred_when_the_file_grows_between_passes(tmp_path: Path) -> None:
+    path = write_session(tmp_path, big_session_records())
+    (item,) = list(read_streaming(source_of(path), STREAMED))
+    assert isinstance(item, Streamed)
+    with path.open("a") as handle:
+        handle.write(_json(user("appended")) + "\n")
+    with pytest.raises(DeferError) as caught:
+        next(item.parts)
+    assert caught.value.code is DeferCode.CHANGED_DURING_READ
+
+
+# --- through the pipeline: the corpus, and nothing kept of a source that fails in pass 2 -----------------------------
+
+
+def settings_for(home: Path, data: Path, limits: Limits) -> Settings:
+    names = ("stream_source_bytes", "stream_part_bytes", "settle_seconds")
+    return load_settings(
+        home=home,
+        data_dir=data,
+        sources=["claude"],
+        env={"HOME": str(home)},
+        lock_wait=5,
+        limits={name: getattr(limits, name) for name in names},
+    )
+
+
+def claude_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    write_jsonl(home / ".claude" / "projects" / "-home-u-proj" / f"{SID}.jsonl", big_session_records())
+    small = [user("a small one", sid=OTHER, ts=ts(1)), assistant([text("small answer")], sid=OTHER, ts=ts(2))]
+    write_jsonl(home / ".claude" / "projects" / "-home-u-proj" / f"{OTHER}.jsonl", small)
+    return home
+
+
+def test_ok_pipeline_corpus_streamed_equals_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, data = claude_home(tmp_path), tmp_path / "data"
+    run_etl(settings_for(home, data, SETTLED), as_tasks=False)
+    first = snapshot(data)
+    streamed: list[str] = []
+    real = stream.read_in_two_passes
+
+    def counted(source: Source, limits: Limits) -> Streamed:
+        streamed.append(source.path)
+        return real(source, limits)
+
+    monkeypatch.setattr(stream, "read_in_two_passes", counted)
+    big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)  # the small session keeps one pass
+    run_etl(settings_for(home, data, big_only), full=True, as_tasks=False)  # same data dir: same redaction key
+    second = snapshot(data)
+    assert [Path(p).name for p in streamed] == [f"{SID}.jsonl"]
+    assert len(first["turns"]) == 7 and len(first["tool_calls"]) == 3 and len(first["sessions"]) == 2
+    assert len(first["redactions"]) >= 2
+    for table in first:
+        assert second[table] == first[table], table
+
+
+@pytest.mark.parametrize("failure", ["changed", "bug"])
+def test_failure_in_pass_two_keeps_nothing_of_the_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    home = claude_home(tmp_path)
+    path = home / ".claude" / "projects" / "-home-u-proj" / f"{SID}.jsonl"
+    calls = 0
+    real_text = stream._Reread.text
+
+    def failing_text(self: stream._Reread, value: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 6:  # after some parts were staged
+            if failure == "changed":
+                with path.open("a") as handle:
+                    handle.write(_json(user("appended")) + "\n")
+            else:
+                raise KeyError("a bug in pass 2")
+        return real_text(self, value)
+
+    monkeypatch.setattr(stream._Reread, "text", failing_text)
+    staged_before: list[int] = []
+    real_stage = batch.stage_tables
+
+    def counted_stage(*args: Any) -> Any:
+        if calls < 6:
+            staged_before.append(args[4]["turns"].num_rows)
+        return real_stage(*args)
+
+    monkeypatch.setattr(batch, "stage_tables", counted_stage)
+    data = tmp_path / "data"
+    big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)
+    run_etl(settings_for(home, data, big_only), as_tasks=False)
+    assert calls > 6 if failure == "changed" else calls == 6
+    assert sum(staged_before) >= 2  # turns of the big session were staged before pass 2 failed
+    sessions = table_rows(data, "sessions")
+    assert [row[0] for row in sessions] == [f"claude-{OTHER}"]  # only the small session
+    for table in ("turns", "tool_calls", "usage", "record_kinds", "redactions", "session_links"):
+        assert all(f"claude-{SID}" not in repr(row) for row in table_rows(data, table)), table
+    rejects = [row for row in table_rows(data, "rejects") if SID in repr(row)]
+    assert len(rejects) == 1
+    expected = "changed_during_read" if failure == "changed" else "source_unreadable"
+    assert expected in repr(rejects[0])
+
+
+def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) -> None:
+    # Two records on one physical line (FORMATS.md 1.11): the second one's text is found by its place on the line.
+    records = [_json(r) for r in big_session_records()]
+    glued = [*records[:9], records[9] + records[10], *records[11:]]
+    path = write_session(tmp_path, glued)
+    (loaded,) = list(read(source_of(path), SETTLED))
+    assert isinstance(loaded, Loaded) and any(kind == "glued_line" for kind, _, _ in loaded.session.census)
+    for part_bytes in (40, 10**6):
+        got, _ = streamed_rows(path, Redactor(KEY), dataclasses.replace(STREAMED, stream_part_bytes=part_bytes))
+        assert got == one_pass_rows(path, Redactor(KEY))
