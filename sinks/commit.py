@@ -10,7 +10,7 @@ import json
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,13 +47,34 @@ def _sorted(table: Table, data: pa.Table) -> pa.Table:
     return data.sort_by([(name, "ascending") for name in table.sort_by]).combine_chunks()
 
 
-def _kept_rows(delta: pa.Table, winners: Mapping[str, str]) -> pa.Table:
-    """The staged rows of the kept copy of each session, without the staging-only source column."""
+def _kept_mask(delta: pa.Table, winners: Mapping[str, str]) -> pa.ChunkedArray:
+    """Which staged rows are of the kept copy of their session (reads only the session and source columns)."""
     sids = pc.unique(delta.column("session_id"))
     kept_from = pa.array([winners.get(s) for s in sids.to_pylist()], type=pa.string())
     wanted = pc.take(kept_from, pc.index_in(delta.column("session_id"), value_set=sids))
-    keep = pc.fill_null(pc.equal(delta.column(SOURCE_COLUMN), wanted), False)
-    return delta.filter(keep).drop_columns([SOURCE_COLUMN])
+    return pc.fill_null(pc.equal(delta.column(SOURCE_COLUMN), wanted), False)
+
+
+def _kept_rows(delta: pa.Table, winners: Mapping[str, str]) -> pa.Table:
+    """The staged rows of the kept copy of each session, without the staging-only source column."""
+    return delta.filter(_kept_mask(delta, winners)).drop_columns([SOURCE_COLUMN])
+
+
+# A bucket file whose rows hold more than this many bytes of strings is merged a slice of its sorted rows at a time
+# (`_merge_big`), never whole: one huge session fills a bucket alone (a 2 GB Claude session is ~1.5 GB of rows),
+# and sorting it whole took three copies of it. Which way a file is written depends only on the rows it ends up
+# with, so the same rows give the same bytes whatever history led to them.
+BIG_BUCKET_BYTES = 256 * 1024 * 1024
+SLICE_BYTES = 32 * 1024 * 1024  # string bytes of the rows in one slice (a row group or more) of such a file
+
+
+def _row_bytes(data: pa.Table) -> pa.Array:
+    """Bytes of each row's string columns (reads their offsets only, not the characters)."""
+    total = pa.array([0] * data.num_rows, type=pa.int64())
+    for column in data.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            total = pc.add(total, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
+    return total.combine_chunks() if isinstance(total, pa.ChunkedArray) else total
 
 
 MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
@@ -92,21 +113,105 @@ def _merge_bucket(
 ) -> None:
     """Rewrite one bucket file: its old rows minus the replaced sessions, plus the kept staged rows."""
     parts: list[pa.Table] = []
-    old = version.read(key)
+    old = version.read_without(key, sids)
     if old is not None:
-        parts.append(old.filter(pc.invert(pc.is_in(old.column("session_id"), pa.array(sorted(sids))))))
+        parts.append(old)
     # One staged piece per batch: joined first (no copy) and filtered once, as per-piece Python work grew with
     # batches x buckets, the square of the corpus (5 GB: ~750k pieces, ~100 s of the commit).
     pieces = [opened.slice(piece) for piece in deltas]
+    delta: pa.Table | None = None
+    mask: pa.ChunkedArray | None = None
     if pieces:
         schema = pieces[0].schema
-        parts.append(
-            _kept_rows(pa.concat_tables([p if p.schema.equals(schema) else p.cast(schema) for p in pieces]), winners)
-        )
+        delta = pa.concat_tables([p if p.schema.equals(schema) else p.cast(schema) for p in pieces])
+        mask = _kept_mask(delta, winners)
+        size = pc.sum(pc.if_else(mask, _row_bytes(delta), 0)).as_py() or 0
+        size += (pc.sum(_row_bytes(old)).as_py() or 0) if old is not None else 0
+        if size > BIG_BUCKET_BYTES:
+            _merge_big(version, table, key, old, deltas, delta, mask)
+            return
+        parts.append(delta.filter(mask).drop_columns([SOURCE_COLUMN]))
     if not parts:
         return  # no old file and nothing new for this table in this bucket
     merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
     version.put(key, _sorted(table, merged))
+
+
+def _merge_big(
+    version: NextVersion,
+    table: Table,
+    key: FileKey,
+    old: pa.Table | None,
+    deltas: Sequence[Staged],
+    delta: pa.Table,
+    mask: pa.ChunkedArray,
+) -> None:
+    """`_merge_bucket` for a bucket too big to hold whole: sort the kept rows' keys only, then write the rows in
+    slices of that order, each gathered from the old rows and from staged files read again for it (not mapped:
+    the pages of a slice go with it). In the case it is for, one huge session, the order follows the staged files,
+    so a slice reads one or two of them."""
+    owners: list[pa.Table] = []  # per source of rows: sort keys, which source, which row, bytes
+    sources: list[Staged | None] = []
+    if old is not None and old.num_rows:
+        sources.append(None)
+        owners.append(_keys(table, old, 0, pa.array(range(old.num_rows), pa.int64())))
+    start = 0
+    for piece in deltas:
+        kept = mask.slice(start, piece.length)
+        rows = pc.indices_nonzero(kept)
+        if len(rows):
+            sources.append(piece)
+            owners.append(_keys(table, delta.slice(start, piece.length), len(sources) - 1, rows))
+        start += piece.length
+    keys = pa.concat_tables(owners)
+    ordered = keys.take(pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in table.sort_by]))
+    owner, row = ordered.column("_owner").combine_chunks(), ordered.column("_row").combine_chunks()
+    ends: list[int] = []  # where each slice of the sorted rows ends: at most SLICE_BYTES of strings (or one row)
+    held = 0
+    for i, size in enumerate(ordered.column("_bytes").to_pylist()):
+        if held and held + size > SLICE_BYTES:
+            ends.append(i)
+            held = 0
+        held += size
+    ends.append(len(ordered))
+    del ordered, keys, owners
+
+    def slices() -> Iterator[pa.Table]:
+        cache: tuple[str, pa.Table] | None = None  # the staged file read last: consecutive slices share it
+        begin = 0
+        for end in ends:
+            owners_here, rows_here = owner.slice(begin, end - begin), row.slice(begin, end - begin)
+            gathered: list[pa.Table] = []
+            places: list[pa.Array] = []
+            for who in pc.unique(owners_here).to_pylist():
+                at = pc.indices_nonzero(pc.equal(owners_here, who))
+                piece = sources[who]
+                if piece is None:
+                    assert old is not None
+                    rows = old
+                else:
+                    if cache is None or cache[0] != piece.path:
+                        cache = None  # let the last one go before the next is read
+                        cache = (piece.path, read_scratch(piece.path, mapped=False))
+                    rows = cache[1].slice(piece.offset, piece.length).drop_columns([SOURCE_COLUMN])
+                gathered.append(rows.take(pc.take(rows_here, at)).cast(table.arrow_schema))
+                places.append(at)
+            together = pa.concat_tables(gathered)
+            order = pc.sort_indices(pa.chunked_array(places, type=pa.uint64()))
+            yield together.take(order).combine_chunks()
+            begin = end
+
+    version.put_parts(key, slices(), table.arrow_schema)
+
+
+def _keys(table: Table, data: pa.Table, owner: int, rows: pa.Array) -> pa.Table:
+    """The sort keys of `data`'s rows `rows`, with where each row is (`_owner`, `_row`) and its string bytes."""
+    picked = data.select(list(table.sort_by)).take(rows)
+    return (
+        picked.append_column("_owner", pa.array([owner] * len(rows), pa.int32()))
+        .append_column("_row", pc.cast(rows, pa.int64()))
+        .append_column("_bytes", pc.take(_row_bytes(data), rows))
+    )
 
 
 def _split_bucket(version: NextVersion, table: Table, agent: str, bucket: int, count: int) -> None:

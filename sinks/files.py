@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -120,6 +120,27 @@ def write_parquet(table: pa.Table, path: Path) -> None:
         os.close(fd)
 
 
+def write_parquet_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: Path) -> None:
+    """Write one Parquet file a part at a time (a row group or more each), private and fsynced, as `write_parquet`
+    does: for a file too big to hold whole. Writes nothing when no part has a row."""
+    private_dir(path.parent)
+    writer: pq.ParquetWriter | None = None
+    try:
+        for part in parts:
+            if not part.num_rows:
+                continue
+            if writer is None:
+                writer = pq.ParquetWriter(path, schema, compression="zstd", write_statistics=True)
+            writer.write_table(part)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        return
+    os.chmod(path, FILE_MODE)
+    fsync_path(path)
+
+
 def write_scratch(table: pa.Table, path: Path) -> None:
     """Write a private scratch file (a run's staging) as uncompressed Arrow IPC: read back a moment later by
     memory-mapping, with nothing to decode; no fsync (a crash discards staging anyway)."""
@@ -129,8 +150,12 @@ def write_scratch(table: pa.Table, path: Path) -> None:
     os.chmod(path, FILE_MODE)
 
 
-def read_scratch(path: Path | str) -> pa.Table:
-    """A scratch file, memory-mapped (slices of it cost nothing until used)."""
+def read_scratch(path: Path | str, *, mapped: bool = True) -> pa.Table:
+    """A scratch file, memory-mapped (slices of it cost nothing until used); or read into memory (`mapped=False`),
+    whose pages go when the table does: pages of a mapping a process has touched count in its RSS until unmapped."""
+    if not mapped:
+        with pa.OSFile(str(path), "rb") as source:
+            return pa.ipc.open_file(source).read_all()
     with pa.memory_map(str(path), "r") as source:
         return pa.ipc.open_file(source).read_all()
 

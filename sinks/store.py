@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sinks import failpoints
-from sinks.files import fsync_path, private_dir, remove_tree, replace_atomic, write_parquet
+from sinks.files import fsync_path, private_dir, remove_tree, replace_atomic, write_parquet, write_parquet_parts
 from transforms.ids import bucket_of
 from transforms.schema import BY_NAME, SCHEMA_VERSION, Table
 
@@ -265,12 +265,37 @@ class NextVersion:
             return conform(BY_NAME[key.table], pq.read_table(path), path) if path.exists() else None
         return self.store.read(key, self.base)
 
+    def read_without(self, key: FileKey, session_ids: Iterable[str]) -> pa.Table | None:
+        """`read(key)` less the rows of `session_ids`, read a row group at a time: the rows of a replaced session
+        are never all in memory (one session can be most of a file: a 2 GB Claude session, ~1.5 GB of rows)."""
+        rel = key.relpath()
+        path = self.tmp / rel if rel in self.written else (None if self.base is None else self.base / rel)
+        if path is None or not path.exists():
+            return None
+        gone = pa.array(sorted(set(session_ids)), type=pa.string())
+        parquet = pq.ParquetFile(path)
+        kept = [
+            batch.filter(pc.invert(pc.is_in(batch.column("session_id"), value_set=gone)))
+            for batch in parquet.iter_batches()
+        ]
+        data = pa.Table.from_batches(kept, schema=parquet.schema_arrow)
+        return conform(BY_NAME[key.table], data, path)
+
     def put(self, key: FileKey, table: pa.Table) -> None:
         """Write a file of the new version (an empty table removes the file from the new version)."""
         rel = key.relpath()
         self.written.add(rel)
         if table.num_rows:
             write_parquet(table, self.tmp / rel)
+            failpoints.reach("parquet")
+
+    def put_parts(self, key: FileKey, parts: Iterable[pa.Table], schema: pa.Schema) -> None:
+        """`put` for a file written a part at a time (`files.write_parquet_parts`); no rows removes the file."""
+        rel = key.relpath()
+        self.written.add(rel)
+        (self.tmp / rel).unlink(missing_ok=True)
+        write_parquet_parts(parts, schema, self.tmp / rel)
+        if (self.tmp / rel).exists():
             failpoints.reach("parquet")
 
     def publish(self) -> Path:

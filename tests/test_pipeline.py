@@ -346,3 +346,162 @@ def test_each_staged_file_is_opened_once_per_group_of_buckets_and_the_corpus_is_
     one_by_one = tmp_path / "one_by_one"
     run(settings_for(home, one_by_one, config=config))
     assert snapshot(grouped) == snapshot(one_by_one)
+
+
+def _tool_session(home: Path, sid: str, exchanges: int, *, start: int = 0) -> None:
+    """A Claude session of prompts, answers and tool calls with their results, appended to its file."""
+    import json
+
+    from tests import claude_records as r
+
+    records = []
+    for i in range(start, start + exchanges):
+        ts = f"2026-03-01T11:{i // 60:02d}:{i % 60:02d}.000Z"
+        call = f"toolu_{sid[:4]}_{i:04d}"
+        records += [
+            r.user(f"step {i}: list the files {'and explain ' * (i % 7)}", sid=sid, ts=ts),
+            r.assistant([r.text(f"Looking at step {i}."), r.tool_use(call, command=f"ls -la dir{i}")],
+                        sid=sid, ts=ts, msg_id=f"msg_{sid[:4]}_{i}", request_id=f"req_{sid[:4]}_{i}"),
+            r.user([r.tool_result(call, f"file{i}.txt\n" * (1 + i % 13))], sid=sid, ts=ts),
+        ]  # fmt: skip
+    write_session(home, sid, [json.dumps(x) for x in records], append=True)
+
+
+def _file_rows(data: Path) -> dict[str, list[dict[str, Any]]]:
+    """The rows of every session-table file of the dataset, in file order."""
+    import pyarrow.parquet as pq
+
+    root = data / "parquet"
+    tables = ("sessions", "turns", "tool_calls", "usage", "session_links", "record_kinds")
+    return {
+        str(p.relative_to(root)): pq.read_table(p).to_pylist()
+        for t in tables
+        for p in sorted((root / t).rglob("*.parquet"))
+    }
+
+
+def test_a_bucket_too_big_to_hold_is_written_in_slices_with_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One huge session fills a bucket alone; it is merged a slice of sorted rows at a time, never whole, and the
+    corpus is the one the whole-bucket merge gives, after a first load and after an append."""
+    import pyarrow.parquet as pq
+
+    from sinks import commit
+
+    home = small_home(tmp_path / "home")
+    big = "bbbbbbbb-0000-4000-8000-000000000001"
+    _tool_session(home, big, 60)
+    _tool_session(home, S1, 5)
+    config = tmp_path / "streamed.toml"  # the big session read in two passes, in parts: many staged pieces
+    config.write_text(
+        "[run]\nbatch_files = 1\nworkers = 1\n[limits]\nstream_source_bytes = 2000\nstream_part_bytes = 3000\n",
+        encoding="utf-8",
+    )
+    unmapped: list[str] = []
+    real = commit.read_scratch
+
+    def counted(path: Any, *, mapped: bool = True) -> Any:
+        if not mapped:
+            unmapped.append(str(path))
+        return real(path, mapped=mapped)
+
+    monkeypatch.setattr(commit, "read_scratch", counted)
+    whole, sliced, again = tmp_path / "whole", tmp_path / "sliced", tmp_path / "again"
+    run(settings_for(home, whole, config=config))
+    assert not unmapped, "under the threshold: the whole-bucket merge"
+    with monkeypatch.context() as small:
+        small.setattr(commit, "BIG_BUCKET_BYTES", 2000)
+        small.setattr(commit, "SLICE_BYTES", 500)
+        run(settings_for(home, sliced, config=config))
+        assert len(set(unmapped)) >= 4, "slices gathered from the staged pieces of the big session"
+        run(settings_for(home, again, config=config))
+    assert snapshot(sliced) == snapshot(whole)
+    assert _file_rows(sliced) == _file_rows(whole), "each file: the same rows in the same order"
+    turns = next(p for p in (sliced / "parquet" / "turns").rglob("*.parquet") if big[:8] in str(pq.read_table(p)))
+    assert pq.ParquetFile(turns).num_row_groups > 3, "written a slice at a time"
+    same = {k: v[1] for k, v in dataset_files(sliced).items() if not k.startswith("runs/")}
+    assert same == {k: v[1] for k, v in dataset_files(again).items() if not k.startswith("runs/")}, "same bytes"
+
+    _tool_session(home, big, 5, start=60)  # the big session grows: its old rows are dropped a row group at a time
+    run(settings_for(home, whole, config=config))
+    with monkeypatch.context() as small:
+        small.setattr(commit, "BIG_BUCKET_BYTES", 2000)
+        small.setattr(commit, "SLICE_BYTES", 500)
+        run(settings_for(home, sliced, config=config))
+    after = snapshot(sliced)
+    assert after == snapshot(whole)
+    assert _file_rows(sliced) == _file_rows(whole)
+    assert len([t for t in after["tool_calls"] if big in str(t)]) == 65
+
+
+def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from_several_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pieces whose rows interleave in the sort order (and a copy from a losing source, and old rows of another
+    session): every slice is put back in order, and the file equals the whole-bucket merge row for row."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    from sinks import commit
+    from sinks.files import write_scratch
+    from sinks.results import Staged
+    from sinks.staging import SOURCE_COLUMN
+    from sinks.store import FileKey
+    from transforms.schema import TURNS
+
+    def turns(sid: str, indexes: list[int], source: str | None) -> pa.Table:
+        n = len(indexes)
+        when = datetime(2026, 3, 1, tzinfo=UTC)
+        data = pa.table(
+            {
+                "turn_id": [f"{sid}-{i}" for i in indexes], "session_id": [sid] * n, "agent": ["claude"] * n,
+                "turn_index": indexes, "role": ["user"] * n, "text": [f"text {i} " * (i % 5 + 1) for i in indexes],
+                "timestamp": [when] * n, "timestamp_inferred": [False] * n, "model": [None] * n,
+                "attachments": [[] for _ in indexes],
+            },
+            schema=TURNS.arrow_schema,
+        )  # fmt: skip
+        return data if source is None else data.append_column(SOURCE_COLUMN, pa.array([source] * n, pa.string()))
+
+    class Version:  # the two NextVersion calls a merge makes, kept in memory
+        def __init__(self, old: pa.Table) -> None:
+            self.old, self.files = old, {}
+
+        def read_without(self, key: FileKey, sids: set[str]) -> pa.Table:
+            return self.old.filter(
+                pa.compute.invert(pa.compute.is_in(self.old.column("session_id"), pa.array(sorted(sids))))
+            )
+
+        def put(self, key: FileKey, table: pa.Table) -> None:
+            self.files[key] = ("whole", table)
+
+        def put_parts(self, key: FileKey, parts: Any, schema: pa.Schema) -> None:
+            self.files[key] = ("slices", pa.concat_tables(list(parts)))
+
+    staged = []
+    for n, piece in enumerate(
+        [
+            turns("claude-b", [4, 0, 8, 2], "/b.jsonl"),
+            turns("claude-b", [1, 5, 3, 7, 6], "/b.jsonl"),
+            turns("claude-b", [0, 1, 2], "/copy.jsonl"),
+        ]
+    ):
+        path = tmp_path / f"turns-{n}.arrow"
+        write_scratch(piece, path)
+        staged.append(Staged(str(path), 0, piece.num_rows))
+    key = FileKey("turns", "claude", 0)
+    results = {}
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(commit, "BIG_BUCKET_BYTES", threshold)
+        monkeypatch.setattr(commit, "SLICE_BYTES", 400)  # several rows a slice, from two pieces in turn
+        version = Version(pa.concat_tables([turns("claude-a", [0, 1], None), turns("claude-b", [0, 9], None)]))
+        commit._merge_bucket(version, TURNS, key, {"claude-b"}, staged, {"claude-b": "/b.jsonl"}, commit._Opened())  # type: ignore[arg-type]
+        results[threshold] = version.files[key]
+    assert results[10**9][0] == "whole" and results[0][0] == "slices"
+    rows = results[0][1].to_pylist()
+    assert rows == results[10**9][1].to_pylist()
+    assert [(r["session_id"], r["turn_index"]) for r in rows] == [("claude-a", 0), ("claude-a", 1)] + [
+        ("claude-b", i) for i in range(9)
+    ], "the old copy of b and the losing source's rows are gone; b's rows are in order"
