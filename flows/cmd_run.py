@@ -194,7 +194,11 @@ def _uses_a_pool(settings: Settings, plan: Plan[Source]) -> bool:
     """Whether the flow will read this plan in worker processes (several batches, several workers, no Dask)."""
     from flows import pipeline
 
-    if settings.dask is not None or settings.workers <= 1:
+    if settings.dask is not None:
+        return False
+    if any(s.size > settings.limits.stream_source_bytes for s in plan.to_read):
+        return True  # a big source is read in a worker process even alone (`etl._extract`)
+    if settings.workers <= 1:
         return False
     return len(pipeline.work_of(plan.to_read, settings.batch_bytes, settings.batch_files, settings.workers)) > 1
 

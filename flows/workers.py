@@ -41,11 +41,13 @@ def start_fork_server() -> None:
 
 
 @contextlib.contextmanager
-def extraction_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of `workers` processes, or None when one process is all the work needs."""
-    if workers <= 1:
+def extraction_pool(workers: int, *, apart: bool = False) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of `workers` processes, or None when one process is all the work needs; with `apart`, a pool of one
+    process at least (work whose memory should go back to the system when it is done, not stay with the run)."""
+    if workers <= 1 and not apart:
         yield None
         return
+    workers = max(1, workers)
     context = multiprocessing.get_context("forkserver")
     # The fork server dies with this process, and each worker with the fork server (its parent).
     context.set_forkserver_preload(PRELOAD)

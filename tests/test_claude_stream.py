@@ -6,6 +6,7 @@ hand-written files take the two-pass path and come out in many parts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,7 +20,7 @@ from extractors.bounded import Limits
 from extractors.claude import read, read_streaming, stream
 from extractors.errors import DeferCode, DeferError, RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Source, Streamed
-from flows import batch
+from flows import batch, etl
 from flows.batch import _outcomes
 from flows.etl import run_etl
 from flows.settings import Settings, load_settings
@@ -250,6 +251,8 @@ def test_ok_pipeline_corpus_streamed_equals_one_pass(tmp_path: Path, monkeypatch
         return real(source, limits)
 
     monkeypatch.setattr(stream, "read_in_two_passes", counted)
+    # Read in this process, where the spy is (a big source is otherwise read in a worker process even alone).
+    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False: contextlib.nullcontext(None))
     big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)  # the small session keeps one pass
     run_etl(settings_for(home, data, big_only), full=True, as_tasks=False)  # same data dir: same redaction key
     second = snapshot(data)
@@ -290,6 +293,7 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
         return real_stage(*args)
 
     monkeypatch.setattr(batch, "stage_tables", counted_stage)
+    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False: contextlib.nullcontext(None))  # spies
     data = tmp_path / "data"
     big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)
     run_etl(settings_for(home, data, big_only), as_tasks=False)

@@ -80,3 +80,31 @@ def test_a_load_is_cut_into_batches_that_keep_every_worker_busy_the_largest_firs
     assert [sum(s.size for s in b) for b in alone] == [64 * mib, 43 * mib], "one process: batches of the set size"
     tiny = pipeline.work_of(sources[1:9], 64 * mib, 400, workers=2)
     assert [len(b) for b in tiny] == [4, 4], "no batch under MIN_BATCH_BYTES: eight 1 MiB files are two batches"
+
+
+def test_a_big_source_is_read_in_a_worker_process_even_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What reading a big session took goes back to the system with the worker, before the commit (a 2 GB session
+    read in the run's own process left it at 1.4 GiB for the rest of the run)."""
+    from flows import workers
+    from tests.corpus import S1, claude_exchange, small_home, write_session
+    from tests.test_pipeline import settings_for
+
+    home = small_home(tmp_path / "home")
+    asked: list[tuple[int, bool]] = []
+    real_pool = workers.extraction_pool
+
+    def pool(n: int, *, apart: bool = False) -> object:
+        asked.append((n, apart))
+        return real_pool(n, apart=apart)
+
+    monkeypatch.setattr(etl, "extraction_pool", pool)
+    config = _config(tmp_path / "one.toml", batch_files=400, workers=1)
+    run_etl(settings_for(home, tmp_path / "small", config=config), as_tasks=False)
+    assert asked == [(1, False)], "small sources: read in the run's own process"
+
+    write_session(home, S1, claude_exchange(S1, 40, text="a long one " * 20))
+    config.write_text(config.read_text() + "[limits]\nstream_source_bytes = 4000\n", encoding="utf-8")
+    asked.clear()
+    report = run_etl(settings_for(home, tmp_path / "small", config=config), as_tasks=False)
+    assert asked == [(1, True)], "one batch, one worker setting: still a worker process for the big source"
+    assert report.committed.sessions_loaded == 1 and report.committed.turns_loaded == 80
