@@ -129,6 +129,7 @@ def _merge_bucket(
         size += (pc.sum(_row_bytes(old)).as_py() or 0) if old is not None else 0
         if size > BIG_BUCKET_BYTES:
             _merge_big(version, table, key, old, deltas, delta, mask)
+            pa.default_memory_pool().release_unused()  # the slices' buffers, before the next bucket's
             return
         parts.append(delta.filter(mask).drop_columns([SOURCE_COLUMN]))
     if not parts:

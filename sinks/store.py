@@ -266,19 +266,23 @@ class NextVersion:
         return self.store.read(key, self.base)
 
     def read_without(self, key: FileKey, session_ids: Iterable[str]) -> pa.Table | None:
-        """`read(key)` less the rows of `session_ids`, read a row group at a time: the rows of a replaced session
-        are never all in memory (one session can be most of a file: a 2 GB Claude session, ~1.5 GB of rows)."""
+        """`read(key)` less the rows of `session_ids`, a row group at a time: a row group holding only replaced
+        sessions is never decoded (one session can be most of a file: a 2 GB Claude session, ~1.5 GB of rows, which
+        a big bucket file holds in row groups of ~32 MB: `sinks.commit.SLICE_BYTES`)."""
         rel = key.relpath()
         path = self.tmp / rel if rel in self.written else (None if self.base is None else self.base / rel)
         if path is None or not path.exists():
             return None
         gone = pa.array(sorted(set(session_ids)), type=pa.string())
         parquet = pq.ParquetFile(path)
-        kept = [
-            batch.filter(pc.invert(pc.is_in(batch.column("session_id"), value_set=gone)))
-            for batch in parquet.iter_batches()
-        ]
-        data = pa.Table.from_batches(kept, schema=parquet.schema_arrow)
+        kept: list[pa.Table] = []
+        for group in range(parquet.num_row_groups):
+            keep = pc.invert(pc.is_in(parquet.read_row_group(group, columns=["session_id"])[0], value_set=gone))
+            wanted = pc.sum(pc.cast(keep, pa.int64())).as_py() or 0
+            if wanted:
+                rows = parquet.read_row_group(group)
+                kept.append(rows if wanted == len(keep) else rows.filter(keep))
+        data = pa.concat_tables(kept) if kept else parquet.schema_arrow.empty_table()
         return conform(BY_NAME[key.table], data, path)
 
     def put(self, key: FileKey, table: pa.Table) -> None:
