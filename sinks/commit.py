@@ -55,11 +55,6 @@ def _kept_mask(delta: pa.Table, winners: Mapping[str, str]) -> pa.ChunkedArray:
     return pc.fill_null(pc.equal(delta.column(SOURCE_COLUMN), wanted), False)
 
 
-def _kept_rows(delta: pa.Table, winners: Mapping[str, str]) -> pa.Table:
-    """The staged rows of the kept copy of each session, without the staging-only source column."""
-    return delta.filter(_kept_mask(delta, winners)).drop_columns([SOURCE_COLUMN])
-
-
 # A bucket file whose rows hold more than this many bytes of strings is merged a slice of its sorted rows at a time
 # (`_merge_big`), never whole: one huge session fills a bucket alone (a 2 GB Claude session is ~1.5 GB of rows),
 # and sorting it whole took three copies of it. Which way a file is written depends only on the rows it ends up
@@ -69,9 +64,12 @@ SLICE_BYTES = 32 * 1024 * 1024  # string bytes of the rows in one slice (a row g
 
 
 def _row_bytes(data: pa.Table) -> pa.Array:
-    """Bytes of each row's string columns (reads their offsets only, not the characters)."""
+    """Bytes of each row's string columns, the staging-only source column left out (so that the figure is the
+    row's, wherever it comes from); reads the columns' offsets only, not the characters."""
     total = pa.array([0] * data.num_rows, type=pa.int64())
-    for column in data.columns:
+    for name, column in zip(data.column_names, data.columns, strict=True):
+        if name == SOURCE_COLUMN:
+            continue
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             total = pc.add(total, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
     return total.combine_chunks() if isinstance(total, pa.ChunkedArray) else total

@@ -429,9 +429,15 @@ def test_a_bucket_too_big_to_hold_is_written_in_slices_with_the_same_rows(
         small.setattr(commit, "BIG_BUCKET_BYTES", 2000)
         small.setattr(commit, "SLICE_BYTES", 500)
         run(settings_for(home, sliced, config=config))
+        fresh = tmp_path / "fresh"  # the same rows from another history: one load of the grown session
+        run(settings_for(home, fresh, config=config))
     after = snapshot(sliced)
     assert after == snapshot(whole)
     assert _file_rows(sliced) == _file_rows(whole)
+    tables = ("sessions/", "turns/", "tool_calls/", "usage/", "session_links/", "record_kinds/")
+    assert {k: v[1] for k, v in dataset_files(sliced).items() if k.startswith(tables)} == {
+        k: v[1] for k, v in dataset_files(fresh).items() if k.startswith(tables)
+    }, "the same rows give the same bytes, whatever history led to them"
     assert len([t for t in after["tool_calls"] if big in str(t)]) == 65
 
 
