@@ -8,12 +8,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 from extractors.bounded import Limits
 from extractors.errors import DeferError, RejectCode, RejectError
-from extractors.model import Agent, Deferred, Outcome, Rejected, Source
+from extractors.model import Agent, Deferred, Outcome, Rejected, Source, Streamed
 
+T = TypeVar("T")
 log = logging.getLogger("transcripts.extract")
 
 # The detail of every rejection that a bug in a reader caused starts with this (then the class and the agent), so
@@ -112,17 +113,34 @@ def read_source(source: Source, limits: Limits) -> Iterator[Outcome]:
     traceback at debug level). MemoryError, KeyboardInterrupt and SystemExit still propagate: they are about the
     process, not the source.
     """
+    yield from _bounded(source, extractor(source.agent).read(source, limits))
+
+
+def read_streaming(source: Source, limits: Limits) -> Iterator[Outcome | Streamed]:
+    """`read_source`, through the extractor's `read_streaming` where it has one (a big session is then one
+    `Streamed`, whose parts the caller iterates inside its own `problem_of` boundary)."""
     module = extractor(source.agent)
+    reader = getattr(module, "read_streaming", module.read)
+    yield from _bounded(source, reader(source, limits))
+
+
+def _bounded(source: Source, outcomes: Iterator[T]) -> Iterator[T | Rejected | Deferred]:
     try:
-        yield from module.read(source, limits)
-    except RejectError as exc:
-        yield Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint)
-    except DeferError as exc:
-        yield Deferred(source, exc.code, exc.detail)
+        yield from outcomes
     except MemoryError:
         raise
     except Exception as exc:  # the one boundary where a reader bug becomes one source's rejection
-        detail = unexpected_detail(exc, source.agent)
-        log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent.value, source.path, detail)
-        log.debug("event=reader_bug_traceback path=%s", source.path, exc_info=True)
-        yield Rejected(source, RejectCode.SOURCE_UNREADABLE, detail)
+        yield problem_of(source, exc)
+
+
+def problem_of(source: Source, exc: Exception) -> Rejected | Deferred:
+    """The outcome of an exception a reader raised: a RejectError / DeferError as it says; anything else a bug in
+    the reader, which costs this one source (`source_unreadable`, detail from `unexpected_detail`) and is logged."""
+    if isinstance(exc, RejectError):
+        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint)
+    if isinstance(exc, DeferError):
+        return Deferred(source, exc.code, exc.detail)
+    detail = unexpected_detail(exc, source.agent)
+    log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent.value, source.path, detail)
+    log.debug("event=reader_bug_traceback path=%s", source.path, exc_info=exc)
+    return Rejected(source, RejectCode.SOURCE_UNREADABLE, detail)

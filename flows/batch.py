@@ -8,16 +8,15 @@ text); what it returns to the flow is small: per-source outcomes and where its s
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
 from extractors.bounded import Limits, content_sha256
-from extractors.errors import BENIGN_REJECT_CODES, DeferError, RejectCode, RejectError
-from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Source, Streamed
-from extractors.registry import extractor, read_source, unexpected_detail
+from extractors.errors import BENIGN_REJECT_CODES
+from extractors.model import Agent, Deferred, Loaded, Rejected, Source, Streamed
+from extractors.registry import problem_of, read_streaming
 from sinks import failpoints
 from sinks.results import BatchResult, Previous, SourceResult
 from sinks.staging import SOURCE_COLUMN, stage_tables
@@ -26,38 +25,6 @@ from transforms.normalize import SessionStream, kept_turns, reject_row, session_
 from transforms.redact import Redactor
 
 FLUSH_BYTES = 24 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
-
-log = logging.getLogger(__name__)
-
-
-def _outcomes(source: Source, limits: Limits) -> Iterator[Outcome | Streamed]:
-    """The source's outcomes; through the extractor's `read_streaming` where it has one (a big session is then
-    one `Streamed`), else `read_source`. A reader's error becomes one outcome, as in `read_source`."""
-    streaming = getattr(extractor(source.agent), "read_streaming", None)
-    if streaming is None:
-        yield from read_source(source, limits)
-        return
-    problem = None
-    try:
-        yield from streaming(source, limits)
-    except MemoryError:
-        raise
-    except Exception as exc:  # the boundary of `read_source`, for this path
-        problem = _problem(source, exc)
-    if problem is not None:
-        yield problem
-
-
-def _problem(source: Source, exc: Exception) -> Rejected | Deferred:
-    """What `read_source` makes of an exception a reader raised."""
-    if isinstance(exc, RejectError):
-        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint)
-    if isinstance(exc, DeferError):
-        return Deferred(source, exc.code, exc.detail)
-    detail = unexpected_detail(exc, source.agent)
-    log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent.value, source.path, detail)
-    log.debug("event=reader_bug_traceback path=%s", source.path, exc_info=exc)
-    return Rejected(source, RejectCode.SOURCE_UNREADABLE, detail)
 
 
 def _single_file(source: Source) -> bool:
@@ -156,8 +123,8 @@ def read_batch(
                 part = next(item.parts, None)
             except MemoryError:
                 raise
-            except Exception as exc:  # pass 2 of the reader runs here: the boundary of `_outcomes` (not staging's)
-                return _problem(item.source, exc)
+            except Exception as exc:  # pass 2 of the reader runs here: the reader's boundary (not staging's)
+                return problem_of(item.source, exc)
             if part is None:
                 break
             tables = rows.part_tables(part)
@@ -178,7 +145,7 @@ def read_batch(
             continue
         result.bytes_read = source.size
         waiting: list[Deferred] = []
-        for outcome in _outcomes(source, limits):
+        for outcome in read_streaming(source, limits):
             if isinstance(outcome, Streamed):
                 problem = stream(outcome, result)
                 if problem is None:

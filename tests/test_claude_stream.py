@@ -16,12 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from extractors import registry
 from extractors.bounded import Limits
 from extractors.claude import read, read_streaming, stream
 from extractors.errors import DeferCode, DeferError, RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Source, Streamed
 from flows import batch, etl
-from flows.batch import _outcomes
 from flows.etl import run_etl
 from flows.settings import Settings, load_settings
 from tests.claude_records import OTHER, SID, assistant, envelope, said, text, tool_result, tool_use, usage, user
@@ -164,8 +164,8 @@ def _problem(outcome: object) -> tuple[str, str, str] | None:
 
 @pytest.mark.parametrize("path", _claude_fixture_files(), ids=lambda p: p.name)
 def test_ok_shared_fixture_streamed_equals_one_pass(path: Path) -> None:
-    one = list(_outcomes(source_of(path), SETTLED))  # under the default threshold: one pass
-    two = list(_outcomes(source_of(path), STREAMED))
+    one = list(registry.read_streaming(source_of(path), SETTLED))  # under the default threshold: one pass
+    two = list(registry.read_streaming(source_of(path), STREAMED))
     loaded = [o for o in one if isinstance(o, Loaded)]
     if not loaded:
         assert len(one) == len(two) == 1 and _problem(two[0]) == _problem(one[0]) is not None
@@ -181,8 +181,8 @@ def test_ok_shared_fixture_streamed_equals_one_pass(path: Path) -> None:
 def test_reject_invalid_json_found_in_pass_one_as_one_pass(tmp_path: Path) -> None:
     lines = [*(_json(r) for r in big_session_records()[:6]), '{"type": "user", "message": ', _json(user("later"))]
     path = write_session(tmp_path, lines)
-    (one,) = list(_outcomes(source_of(path), SETTLED))
-    (two,) = list(_outcomes(source_of(path), STREAMED))
+    (one,) = list(registry.read_streaming(source_of(path), SETTLED))
+    (two,) = list(registry.read_streaming(source_of(path), STREAMED))
     assert isinstance(one, Rejected) and isinstance(two, Rejected)
     assert (two.code, two.line, two.offset, two.detail) == (one.code, one.line, one.offset, one.detail)
     assert two.code is RejectCode.INVALID_JSON and two.line == 6
