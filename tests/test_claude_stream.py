@@ -270,9 +270,9 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
     home = claude_home(tmp_path)
     path = home / ".claude" / "projects" / "-home-u-proj" / f"{SID}.jsonl"
     calls = 0
-    real_text = stream._Reread.text
+    real_text = stream._text
 
-    def failing_text(self: stream._Reread, value: Any) -> str:
+    def failing_text(reread: Any, value: Any) -> str:
         nonlocal calls
         calls += 1
         if calls == 6:  # after some parts were staged
@@ -281,9 +281,9 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
                     handle.write(_json(user("appended")) + "\n")
             else:
                 raise KeyError("a bug in pass 2")
-        return real_text(self, value)
+        return real_text(reread, value)
 
-    monkeypatch.setattr(stream._Reread, "text", failing_text)
+    monkeypatch.setattr(stream, "_text", failing_text)
     staged_before: list[int] = []
     real_stage = batch.stage_tables
 
