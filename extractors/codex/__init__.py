@@ -15,7 +15,7 @@ from extractors.bounded import Limits, iter_jsonl
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
-from extractors.model import Agent, Loaded, Outcome, Source
+from extractors.model import Agent, Loaded, Outcome, Source, Streamed
 
 AGENT = Agent.CODEX
 PARSER_VERSION = "3"  # 3: sessions.git_repository from session_meta.git.repository_url (issue 13)
@@ -67,6 +67,28 @@ def discover(root: Path) -> Iterator[Source]:
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """One outcome: the rollout's session. Raises RejectError (duplicate for an archived copy of a live rollout,
     and every code of `parse_rollout` / `iter_jsonl`) and DeferError."""
+    archived = _archived(source)
+    from extractors.codex.parse import parse_rollout  # here: `status` and discovery need no parser
+
+    session = parse_rollout(iter_jsonl(source.path, limits), limits, archived=archived)
+    yield Loaded(source, session)
+
+
+def read_streaming(source: Source, limits: Limits) -> Iterator[Outcome | Streamed]:
+    """`read`, except that a rollout over `stream_source_bytes` is read in two passes (`extractors.codex.stream`):
+    one `Streamed` whose parts are read as they are iterated. Raises what `read` raises; iterating the parts may
+    raise DeferError(changed_during_read) too."""
+    if source.size <= limits.stream_source_bytes:
+        yield from read(source, limits)
+        return
+    archived = _archived(source)
+    from extractors.codex.stream import read_in_two_passes
+
+    yield read_in_two_passes(source, limits, archived=archived)
+
+
+def _archived(source: Source) -> bool:
+    """Whether the rollout is an archived one. Raises RejectError(duplicate) for an archived copy of a live one."""
     path = Path(source.path)
     archive = _archive_dir(path)
     if archive is not None:
@@ -77,10 +99,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                 f"the same rollout is in sessions/ ({live}); that copy is loaded",
                 session_hint=_hint(path),
             )
-    from extractors.codex.parse import parse_rollout  # here: `status` and discovery need no parser
-
-    session = parse_rollout(iter_jsonl(path, limits), limits, archived=archive is not None)
-    yield Loaded(source, session)
+    return archive is not None
 
 
 def _archive_dir(path: Path) -> Path | None:

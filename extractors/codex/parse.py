@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,41 @@ def uuid7_ms(value: Any) -> int | None:
     return int(hexdigits[:12], 16)
 
 
+# A text longer than this is kept as a `Ref` by the first pass over a big rollout (shorter ones stay text: reading
+# a line again costs more than they weigh).
+INLINE_CHARS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Where a long text is in the file, kept instead of the text by the first pass over a big rollout.
+
+    The line fields are `extractors.twopass.Where`; `producer` is what made the text from the record: `message`,
+    `user_message` or `agent_message` for a turn, the call's kind for a tool input, `output` for a tool output;
+    `enveloped`: the record's `payload` holds it (else the record itself: a pre-envelope rollout's bare item).
+    """
+
+    index: int
+    line: int
+    offset: int
+    size: int
+    crc: int
+    part: int
+    parts: int
+    producer: str
+    enveloped: bool
+
+
+@dataclass(slots=True)
+class Plan:
+    """What the second pass over a big rollout reads again: turn texts (by turn index), tool inputs and outputs
+    (by call id). The Session parsed with a plan has "" / None in those places."""
+
+    texts: dict[int, Ref] = field(default_factory=dict)
+    inputs: dict[str, Ref] = field(default_factory=dict)
+    outputs: dict[str, Ref] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class _Candidates:
     """Turns from one of two streams that carry the same text; one stream is chosen at the end."""
@@ -127,11 +162,15 @@ class RolloutParser:
     usage: UsageLedger = field(default_factory=UsageLedger)
     tools: ToolLedger | None = None
     rollbacks: list[tuple[int, int]] = field(default_factory=list)  # (line, num_turns) of each thread_rolled_back
+    plan: Plan | None = None  # the first pass over a big rollout: long texts become `Ref`s noted here
+    current: Line | None = None  # the line being fed (for its `Ref`s)
+    enveloped: bool = True  # whether the line's texts are in its `payload`
 
     # ---- dispatch ------------------------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
         """Take one record. Raises RejectError(bad_shape | missing_session_id | inconsistent_source | ...)."""
         record = line.record
+        self.current, self.enveloped = line, True
         if self.mode is None:
             self.mode = self._detect(record, line.index)
             if self.mode == "legacy":
@@ -143,6 +182,7 @@ class RolloutParser:
                 self._count("legacy/state", Disposition.SKIPPED)
             elif isinstance(kind, str):
                 # A bare response item: `{"type":"message","role":"user","content":[...]}`, usually no timestamp.
+                self.enveloped = False
                 self._response_item(record, line.index, self._time(record))
             else:
                 self._count("(untyped)", Disposition.SKIPPED)
@@ -196,6 +236,36 @@ class RolloutParser:
         if at is not None and (self.last_time is None or at > self.last_time):
             self.last_time = at
 
+    def _ref(self, producer: str, text: str | None) -> Ref | None:
+        """A `Ref` to `text` in the line being fed, when this is a first pass and the text is long enough to leave."""
+        line = self.current
+        if self.plan is None or text is None or len(text) <= INLINE_CHARS or not text.strip() or line is None:
+            return None
+        if line.crc is None:
+            raise ValueError("a two-pass parse needs lines read with checksums")  # a bug of the caller
+        where = (line.index, line.line, line.offset, line.size, line.crc, line.part, line.parts)
+        return Ref(*where, producer, self.enveloped)
+
+    def _lazy(self, turn: Turn, producer: str) -> Turn:
+        """`turn`, or (first pass) `turn` without its long text, noted in the plan."""
+        ref = self._ref(producer, turn.text)
+        if ref is None or self.plan is None:
+            return turn
+        self.plan.texts[turn.index] = ref
+        return replace(turn, text="")
+
+    def _keep(self, slot: str, call_id: str, producer: str, text: str | None) -> str | None:
+        """What the tool ledger stores for a call's input or output: `text`, or (first pass) None and a `Ref`."""
+        if self.plan is None:
+            return text
+        refs = self.plan.inputs if slot == "input" else self.plan.outputs
+        ref = self._ref(producer, text)
+        if ref is None:
+            refs.pop(call_id, None)  # a call written again (openai/codex#24425) may replace a long text by a short
+            return text
+        refs[call_id] = ref
+        return None
+
     def _count(self, kind: str, disposition: Disposition, n: int = 1) -> None:
         if n:
             self.census[(kind, self.version, disposition)] += n
@@ -209,7 +279,7 @@ class RolloutParser:
         self.created_ms = uuid7_ms(native)
         if self.created_ms is None and self.started_at is not None:
             self.created_ms = int(self.started_at.timestamp() * 1000)
-        self.tools = ToolLedger(self.limits)
+        self.tools = ToolLedger(self.limits, keep=self._keep if self.plan is not None else None)
 
     def _legacy_header(self, record: dict[str, Any], index: int) -> None:
         self._identify(record.get("id"), record.get("timestamp"), index)
@@ -324,40 +394,23 @@ class RolloutParser:
             self._count(f"response_item/{kind}", RESPONSE_ITEM_KINDS.get(kind, Disposition.SKIPPED))
 
     def _message(self, payload: dict[str, Any], index: int, at: datetime | None) -> None:
-        role = payload.get("role")
-        content = payload.get("content")
-        if not isinstance(role, str):
-            raise RejectError(RejectCode.BAD_SHAPE, "a message without a string role", line=index)
-        if isinstance(content, str):
-            content = [{"type": "input_text", "text": content}]
-        if not isinstance(content, list):
-            raise RejectError(RejectCode.BAD_SHAPE, "a message whose content is not a list", line=index)
-        texts: list[str] = []
-        attachments: list[str] = []
-        for part in content:
-            if not isinstance(part, dict):
-                raise RejectError(RejectCode.BAD_SHAPE, "a message content part that is not an object", line=index)
-            # a type that is not a string (a list, an object) cannot be looked up in the set: not text
-            if _named(part.get("type"), _TEXT_PARTS) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif part.get("type") == "input_image":
-                url = part.get("image_url")
-                attachments.append(data_url_reference(url) if isinstance(url, str) else "image")
+        role, texts, attachments = message_content(payload, index)
         if role == "assistant":
             self.own_started = True
             text = clip("\n".join(texts), self.limits)
             turn = Turn(index, Role.ASSISTANT, text, at, self.model or self.fallback_model, tuple(attachments))
-            self.item_assistants.add(turn, self.version)
+            self.item_assistants.add(self._lazy(turn, "message"), self.version)
             return
         if role != "user":
             self._count(f"response_item/message/{role}", MESSAGE_ROLES.get(role, Disposition.SKIPPED))
             return
-        person = [t for t in texts if contextual_fragment(t) is None]
+        person = person_texts(texts)
         if texts and not person and not attachments:
             self._count("response_item/message/user/contextual", Disposition.HARNESS)
             return
         self.own_started = True
-        self.item_users.add(self._user_turn("\n".join(person), index, at, attachments), self.version)
+        turn = self._user_turn("\n".join(person), index, at, attachments)
+        self.item_users.add(self._lazy(turn, "message"), self.version)
 
     def _user_turn(self, text: str, index: int, at: datetime | None, attachments: list[str]) -> Turn:
         unwrapped = unwrap_ide_context(text)
@@ -377,7 +430,7 @@ class RolloutParser:
             if not isinstance(message, str | None):
                 raise RejectError(RejectCode.BAD_SHAPE, "an agent_message whose message is not text", line=index)
             turn = Turn(index, Role.ASSISTANT, clip(message or "", self.limits), at, self.model or self.fallback_model)
-            self.event_assistants.add(turn, self.version)
+            self.event_assistants.add(self._lazy(turn, "agent_message"), self.version)
         elif kind == "token_count":
             self._token_count(payload, index, at)
         elif kind == "thread_rolled_back":
@@ -412,7 +465,8 @@ class RolloutParser:
             if isinstance(local, str):
                 attachments.append(f"image {local}")
         self.own_started = True
-        self.event_users.turns.append((self._user_turn(message or "", index, at, attachments), self.version))
+        turn = self._user_turn(message or "", index, at, attachments)
+        self.event_users.turns.append((self._lazy(turn, "user_message"), self.version))
 
     def _token_count(self, payload: dict[str, Any], index: int, at: datetime | None) -> None:
         if self.usage.observe(payload, index, at, self.model or self.fallback_model):
@@ -493,8 +547,9 @@ class RolloutParser:
             else (fallback, fallback_kind, primary, primary_kind)
         )
         kept: list[tuple[Turn, str, str]] = []
+        noted = self.plan.texts if self.plan is not None else {}
         for turn, version in chosen.turns:
-            if turn.text.strip() or turn.attachments:
+            if turn.text.strip() or turn.attachments or turn.index in noted:  # a noted text is never blank
                 kept.append((turn, chosen_kind, version))
             else:
                 self.census[(chosen_kind + "/empty", version, Disposition.SKIPPED)] += 1
@@ -516,9 +571,52 @@ class RolloutParser:
         return [(t, kind, version, t.index in dropped) for t, kind, version in candidates]
 
 
-def parse_rollout(lines: Iterable[Line], limits: Limits, *, archived: bool = False) -> Session:
-    """The session of one rollout's records. Raises RejectError (see `RolloutParser`)."""
-    parser = RolloutParser(limits, archived)
+def message_content(payload: dict[str, Any], index: int) -> tuple[str, list[str], list[str]]:
+    """(role, texts, attachments) of a `message` response item. Raises RejectError(bad_shape)."""
+    role = payload.get("role")
+    content = payload.get("content")
+    if not isinstance(role, str):
+        raise RejectError(RejectCode.BAD_SHAPE, "a message without a string role", line=index)
+    if isinstance(content, str):
+        content = [{"type": "input_text", "text": content}]
+    if not isinstance(content, list):
+        raise RejectError(RejectCode.BAD_SHAPE, "a message whose content is not a list", line=index)
+    texts: list[str] = []
+    attachments: list[str] = []
+    for part in content:
+        if not isinstance(part, dict):
+            raise RejectError(RejectCode.BAD_SHAPE, "a message content part that is not an object", line=index)
+        # a type that is not a string (a list, an object) cannot be looked up in the set: not text
+        if _named(part.get("type"), _TEXT_PARTS) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part.get("type") == "input_image":
+            url = part.get("image_url")
+            attachments.append(data_url_reference(url) if isinstance(url, str) else "image")
+    return role, texts, attachments
+
+
+def person_texts(texts: list[str]) -> list[str]:
+    """The texts of a user message a person wrote: the harness's contextual fragments left out."""
+    return [t for t in texts if contextual_fragment(t) is None]
+
+
+def turn_text(ref: Ref, payload: dict[str, Any], limits: Limits) -> str:
+    """The text of the turn `ref` notes, made again from its record's `payload` as the first pass made it."""
+    if ref.producer == "message":
+        role, texts, _ = message_content(payload, ref.index)
+        joined = "\n".join(texts if role == "assistant" else person_texts(texts))
+        return clip(joined if role == "assistant" else unwrap_ide_context(joined).text, limits)
+    message = payload.get("message")
+    text = message if isinstance(message, str) else ""
+    return clip(unwrap_ide_context(text).text if ref.producer == "user_message" else text, limits)
+
+
+def parse_rollout(
+    lines: Iterable[Line], limits: Limits, *, archived: bool = False, plan: Plan | None = None
+) -> Session:
+    """The session of one rollout's records (with `plan`: the first pass over a big rollout, its long texts noted
+    there as `Ref`s and left out of the session). Raises RejectError (see `RolloutParser`)."""
+    parser = RolloutParser(limits, archived, plan=plan)
     for line in lines:
         count_glued_line(line, parser.census)
         parser.feed(line)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,17 +45,25 @@ class _Call:
     spawned: str | None = None
 
 
+# What the ledger stores for a text: given (slot "input" | "output", call id, producer, text), the text to keep
+# (the first pass over a big rollout keeps None and notes where a long text is; `RolloutParser._keep`).
+Keep = Callable[[str, str, str, str | None], str | None]
+
+
 @dataclass(slots=True)
 class ToolLedger:
     """Collects calls in source order and joins outputs and event copies to them by call id."""
 
     limits: Limits
     calls: dict[str, _Call] = field(default_factory=dict)
+    keep: Keep | None = None
 
     def add_call(self, payload: dict[str, Any], kind: str, index: int, at: datetime | None) -> None:
         """Record a call from a `response_item` payload. Raises RejectError(bad_shape)."""
         call_id = _call_id(payload, kind, index)
         name, text = _describe(payload, kind, self.limits)
+        if self.keep is not None:
+            text = self.keep("input", call_id, kind, text)
         if call_id in self.calls:
             # Codex re-writes an interrupted call after its truncated copy (openai/codex#24425): keep the last.
             previous = self.calls[call_id]
@@ -64,7 +73,7 @@ class ToolLedger:
         if kind == "image_generation_call":
             result = payload.get("result")
             if isinstance(result, str) and result:
-                self.calls[call_id].output = base64_reference(result)
+                self.calls[call_id].output = base64_reference(result)  # short: never noted for a second pass
 
     def add_output(self, payload: dict[str, Any], at: datetime | None) -> bool:
         """Join an output to its call; False when no call has that id. Raises RejectError(bad_shape)."""
@@ -74,8 +83,8 @@ class ToolLedger:
         call = self.calls.get(call_id)
         if call is None:
             return False
-        text, error = _output_text(payload.get("output", payload.get("tools")), self.limits)
-        call.output = text
+        text, error = output_text(payload, self.limits)
+        call.output = text if self.keep is None else self.keep("output", call_id, "output", text)
         call.is_error = error
         call.ended_at = at
         return True
@@ -147,6 +156,16 @@ def _describe(payload: dict[str, Any], kind: str, limits: Limits) -> tuple[str, 
     if kind == "image_generation_call":
         return "image_generation", _as_text(payload.get("revised_prompt"), limits)
     return "tool_search", _as_text(payload.get("arguments"), limits)
+
+
+def input_text(payload: dict[str, Any], kind: str, limits: Limits) -> str | None:
+    """The input text of a call of `kind` (made again by the second pass over a big rollout)."""
+    return _describe(payload, kind, limits)[1]
+
+
+def output_text(payload: dict[str, Any], limits: Limits) -> tuple[str | None, bool | None]:
+    """(text, is_error) of a tool output record's payload."""
+    return _output_text(payload.get("output", payload.get("tools")), limits)
 
 
 def _as_text(value: Any, limits: Limits) -> str | None:
