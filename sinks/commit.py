@@ -57,9 +57,11 @@ def _kept_mask(delta: pa.Table, winners: Mapping[str, str]) -> pa.ChunkedArray:
 
 # A bucket file whose rows hold more than this many bytes of strings is merged a slice of its sorted rows at a time
 # (`_merge_big`), never whole: one huge session fills a bucket alone (a 2 GB Claude session is ~1.5 GB of rows),
-# and sorting it whole took three copies of it. Which way a file is written depends only on the rows it ends up
-# with, so the same rows give the same bytes whatever history led to them.
-BIG_BUCKET_BYTES = 256 * 1024 * 1024
+# and sorting it whole took three copies of it. Buckets are merged on MERGE_WORKERS threads, so a whole merge must
+# stay small enough for several to run at once: at 256 MB, a 700 MB Codex rollout's turns (160 MB, whole) merged
+# beside its tool calls (sliced) peaked at 1.1 GB; at 64 MB, 0.67 GB. Which way a file is written depends only on
+# the rows it ends up with, so the same rows give the same bytes whatever history led to them.
+BIG_BUCKET_BYTES = 64 * 1024 * 1024
 SLICE_BYTES = 32 * 1024 * 1024  # string bytes of the rows in one slice (a row group or more) of such a file
 
 
