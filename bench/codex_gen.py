@@ -17,13 +17,15 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bench.material import EPOCH, Clock, Material, Project, rand_base64, rand_hex, rand_token, rand_uuid7
+from bench.material import EPOCH, Clock, Material, Project, ms_of, rand_base64, rand_hex, rand_token, rand_uuid7
 from bench.output import JsonlOut, Written
+from extractors.timeutil import parse_iso
 
 CLI_VERSIONS = ("0.46.0", "0.63.0", "0.98.0", "0.125.0", "0.128.0-alpha.1")
 ORIGINATORS = ("codex_cli_rs", "codex-tui", "codex_exec", "codex_vscode", "Codex Desktop")
@@ -382,3 +384,40 @@ def codex_session(
         )
         out.append(child.write())
     return out
+
+
+def append_exchange(material: Material, rng: random.Random, path: Path) -> int:
+    """Append one more exchange (a prompt, the answer, a token count) to an existing rollout, timed after its last
+    record (the benchmark's "append" phase on a corpus whose one session is a rollout). Returns the bytes appended."""
+    last, total = "", {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0}
+    with path.open("rb") as handle:
+        for raw in handle:
+            record = orjson.loads(raw)
+            stamp, payload = record.get("timestamp"), record.get("payload")
+            last = stamp if isinstance(stamp, str) else last
+            info = payload.get("info") if isinstance(payload, dict) and payload.get("type") == "token_count" else None
+            if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+                total = dict(info["total_token_usage"])
+    moment = parse_iso(last)
+    if moment is None:
+        raise ValueError(f"{path}: no timestamped record to continue from")
+    clock = ms_of(moment) + 60_000
+    prompt, answer = material.prose(rng, 6), material.markdown_answer(rng, 4_000, "python")
+    usage = {"input_tokens": 9_000, "cached_input_tokens": 0, "output_tokens": 700, "reasoning_output_tokens": 0}
+    grown = {key: int(total.get(key) or 0) + value for key, value in usage.items()}  # totals are cumulative
+    usage["total_tokens"], grown["total_tokens"] = 9_700, grown["input_tokens"] + grown["output_tokens"]
+    said = [{"type": "output_text", "text": answer}]
+    records = [
+        ("event_msg", {"type": "user_message", "message": prompt, "images": [], "local_images": []}),
+        ("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        ("response_item", {"type": "message", "role": "assistant", "content": said}),
+        ("event_msg", {"type": "agent_message", "message": answer}),
+        ("event_msg", {"type": "token_count", "info": {"total_token_usage": grown, "last_token_usage": usage}}),
+    ]
+    before = path.stat().st_size
+    with path.open("ab") as handle:
+        for number, (kind, payload) in enumerate(records):
+            stamp = datetime.fromtimestamp((clock + number * 1_500) / 1000, UTC).isoformat(timespec="milliseconds")
+            record = {"timestamp": stamp.replace("+00:00", "Z"), "type": kind, "payload": payload}
+            handle.write(orjson.dumps(record) + b"\n")
+    return path.stat().st_size - before

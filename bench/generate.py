@@ -45,9 +45,11 @@ SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.
 MANIFEST = "bench-corpus.json"
 # Corpus shapes: `mixed` (a heavy user's skewed sizes over 36 projects), `small` (thousands of small sessions, each
 # with a subagent, all in one project folder: per-session costs and anything quadratic in a folder's sessions),
-# `big` (one Claude session of --mb MB: memory follows the largest session).
+# `big` (one Claude session of --mb MB, or with --mix codex=1 one Codex rollout: memory follows the largest session).
 SHAPE_NAMES = ("mixed", "small", "big")
 SMALL_MIX = {"claude": 0.5, "grok": 0.5}
+BIG_AGENTS = ({"claude"}, {"codex"})  # the big shape is one session of one of these
+BIG_ONLY = "the big shape is one Claude session or one Codex rollout: give no --mix, claude=1 or codex=1"
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -197,14 +199,15 @@ def generate(
 ) -> CorpusSummary:
     """Write the corpus under `out` (a fake HOME); returns what was written (also saved as bench-corpus.json).
 
-    `shape` is one of SHAPE_NAMES; `small` defaults to SMALL_MIX, `big` takes Claude only. Raises ValueError.
+    `shape` is one of SHAPE_NAMES; `small` defaults to SMALL_MIX, `big` takes one agent, Claude or Codex.
+    Raises ValueError.
     """
     started = time.monotonic()
     if shape not in SHAPE_NAMES:
         raise ValueError(f"shape must be one of {', '.join(SHAPE_NAMES)}; got {shape!r}")
     shares = dict(mix or (SMALL_MIX if shape == "small" else {"claude": 1.0}))
-    if shape == "big" and set(shares) != {"claude"}:
-        raise ValueError("the big shape is one Claude session: give no --mix, or claude=1")
+    if shape == "big" and set(shares) not in BIG_AGENTS:
+        raise ValueError(BIG_ONLY)
     material = Material(seed)
     projects = _projects(seed, material)
     if shape == "small":
@@ -229,6 +232,8 @@ def generate(
                 stats.largest_session_bytes = max(stats.largest_session_bytes, w.bytes_sources)
                 if agent == "claude" and number == 0 and (100_000 <= w.bytes_sources <= 400_000 or shape != "mixed"):
                     mid_sizes.append((w.bytes_sources, str(w.main_path.relative_to(out))))
+                if agent == "codex" and shape == "big":
+                    summary.append_candidate = str(w.main_path.relative_to(out))  # the one rollout
         if store is not None:
             # The database's real size (free space, page fill) replaces the per-session growth it was counted by.
             stats.bytes_sources = store.close() + store.legacy_bytes
@@ -316,8 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         mix = parse_mix(args.mix) if args.mix else None
-        if args.shape == "big" and mix is not None and set(mix) != {"claude"}:
-            raise ValueError("--shape big is one Claude session: give no --mix, or claude=1")
+        if args.shape == "big" and mix is not None and set(mix) not in BIG_AGENTS:
+            raise ValueError(BIG_ONLY)
     except ValueError as exc:
         parser.error(str(exc))
     if args.out.exists() and any(args.out.iterdir()):

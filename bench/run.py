@@ -5,6 +5,7 @@
     uv run python bench/run.py --mb 200 --stages --profile  # also time each step, and cProfile, a full load
     uv run python bench/run.py --mb 20 --shape small         # thousands of small sessions in one project folder
     uv run python bench/run.py --mb 500 --shape big          # one Claude session of 500 MB (peak RSS)
+    uv run python bench/run.py --mb 2000 --shape big --mix codex=1   # one Codex rollout of 2 GB
     uv run python bench/run.py --mb 200 --dask local         # also the phases on a LocalCluster, through the flow
     uv run python bench/run.py --mb 50 --repeat 3 --compare-redaction  # also a full load without redaction
 
@@ -303,10 +304,11 @@ def corpus_mb_of(summary: dict[str, Any]) -> float:
 
 
 def append_one(home: Path, summary: dict[str, Any], seed: int) -> tuple[Path, int, int, str]:
-    """Append an exchange to one mid-size Claude session. Returns (file, old size, old mtime_ns, note)."""
+    """Append an exchange to one mid-size Claude session (the big Codex shape: to its rollout). Returns (file, old
+    size, old mtime_ns, note)."""
     import random
 
-    from bench.claude_gen import append_exchange
+    from bench import claude_gen, codex_gen
     from bench.material import Material
 
     relative = summary.get("append_candidate") or ""
@@ -314,7 +316,8 @@ def append_one(home: Path, summary: dict[str, Any], seed: int) -> tuple[Path, in
         raise SystemExit("the corpus has no Claude session to append to (the append phase needs one)")
     path = home / str(relative)
     st = path.stat()
-    added = append_exchange(Material(seed), random.Random(f"{seed}/append"), path)
+    gen = codex_gen if path.name.startswith("rollout-") else claude_gen
+    added = gen.append_exchange(Material(seed), random.Random(f"{seed}/append"), path)
     return path, st.st_size, st.st_mtime_ns, f"appended {added / 1000:.0f} KB to a {st.st_size / 1000:.0f} KB session"
 
 
@@ -790,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=SHAPE_NAMES,
         default="mixed",
         help="mixed (a heavy user's sizes), small (thousands of small sessions with subagents in one project "
-        "folder), big (one Claude session of --mb MB)",
+        "folder), big (one Claude session of --mb MB; with --mix codex=1 one Codex rollout)",
     )
     parser.add_argument("--dask", help="also run the phases on a Dask cluster (local, or a scheduler address)")
     where = parser.add_mutually_exclusive_group()

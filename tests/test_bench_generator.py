@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import codex_gen
 from bench.claude_gen import append_exchange
 from bench.generate import MANIFEST, generate, load_summary, parse_mix
 from bench.material import Material
@@ -158,6 +159,22 @@ def test_big_shape_is_one_claude_session_of_the_size(tmp_path: Path) -> None:
     assert 3_000_000 <= stats.bytes_sources < 3_500_000
     with pytest.raises(ValueError):
         generate(tmp_path / "other", 1.0, mix={"claude": 0.5, "codex": 0.5}, shape="big")
+
+
+def test_big_codex_shape_is_one_rollout_and_takes_an_appended_exchange(tmp_path: Path) -> None:
+    summary = generate(tmp_path, 2.0, seed=4, mix={"codex": 1.0}, shape="big")
+    stats = summary.agents["codex"]
+    assert stats.sessions == stats.files == 1 and 2_000_000 <= stats.bytes_sources < 2_500_000
+    path = tmp_path / summary.append_candidate
+    assert path.name.startswith("rollout-")
+    (old,) = outcomes_under(Agent.CODEX, path.parent)[path.name]
+    added = codex_gen.append_exchange(Material(4), random.Random("append"), path)
+    (new,) = outcomes_under(Agent.CODEX, path.parent)[path.name]
+    assert added > 4_000 and isinstance(old, Loaded) and isinstance(new, Loaded)
+    assert new.session.session_id == old.session.session_id
+    assert len(new.session.turns) == len(old.session.turns) + 2
+    assert new.session.turns[: len(old.session.turns)] == old.session.turns
+    assert len(new.session.usage) == len(old.session.usage) + 1  # the totals grew: one more usage row
 
 
 def test_shapes_are_deterministic(tmp_path: Path) -> None:
