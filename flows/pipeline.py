@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from extractors.discovery import drain_skips, take_identities
 from extractors.errors import RejectCode
-from extractors.model import Agent, Rejected, Source
+from extractors.model import Agent, Deferred, Loaded, Rejected, Session, Source, Streamed
 from extractors.registry import extractor, registered
 from flows.settings import Settings
 from sinks.files import private_dir
@@ -375,20 +375,22 @@ class Preview:
 
 
 def preview(found: Discovery, settings: Settings, *, examples: int = 10) -> Preview:
-    """Read every source as a run would, counting what would be loaded and rejected (no writes)."""
-    from extractors.model import Loaded, Rejected
-    from extractors.registry import read_source
+    """Read every source as a run would, counting what would be loaded and rejected (no writes). A big session is
+    read in two passes as a run reads it, its parts counted and let go, so memory follows the limits here too."""
+    from extractors.registry import read_streaming
+    from transforms.normalize import kept_turns
 
     out = Preview()
     for source in found.sources:
         out.sources += 1
         out.bytes += source.size
-        for outcome in read_source(source, settings.limits):
-            if isinstance(outcome, Loaded):
+        for read in read_streaming(source, settings.limits):
+            outcome = _counted(read) if isinstance(read, Streamed) else read
+            if isinstance(outcome, Loaded | _Counted):
                 ses = outcome.session
                 out.sessions += 1
-                out.turns += sum(1 for t in ses.turns if t.text.strip() or t.attachments)
-                out.tool_calls += len(ses.tool_calls)
+                out.turns += outcome.turns if isinstance(outcome, _Counted) else kept_turns(ses)
+                out.tool_calls += outcome.tool_calls if isinstance(outcome, _Counted) else len(ses.tool_calls)
                 out.first = min(filter(None, (out.first, ses.started_at)))
                 end = ses.ended_at or ses.started_at
                 out.last = max(filter(None, (out.last, end)))
@@ -400,3 +402,30 @@ def preview(found: Discovery, settings: Settings, *, examples: int = 10) -> Prev
             else:
                 out.deferred += 1
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """A streamed session as the preview counts it: its head, and what its parts held."""
+
+    session: Session
+    turns: int
+    tool_calls: int
+
+
+def _counted(item: Streamed) -> _Counted | Rejected | Deferred:
+    """Read a streamed session's parts (its second pass), keeping only their counts; a failure on the way is the
+    source's outcome, as in a run (`flows.batch`)."""
+    from extractors.registry import problem_of
+    from transforms.normalize import kept_turns
+
+    turns = calls = 0
+    try:
+        for part in item.parts:
+            turns += kept_turns(part)
+            calls += len(part.tool_calls)
+    except MemoryError:
+        raise
+    except Exception as exc:  # pass 2 of the reader runs here: the reader's boundary
+        return problem_of(item.source, exc)
+    return _Counted(item.head, turns, calls)

@@ -21,7 +21,7 @@ from extractors.bounded import Limits
 from extractors.claude import read, read_streaming, stream
 from extractors.errors import DeferCode, DeferError, RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Source, Streamed
-from flows import batch, etl
+from flows import batch, etl, pipeline
 from flows.etl import run_etl
 from flows.settings import Settings, load_settings
 from tests.claude_records import OTHER, SID, assistant, envelope, said, text, tool_result, tool_use, usage, user
@@ -319,3 +319,34 @@ def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) ->
     for part_bytes in (40, 10**6):
         got, _ = streamed_rows(path, Redactor(KEY), dataclasses.replace(STREAMED, stream_part_bytes=part_bytes))
         assert got == one_pass_rows(path, Redactor(KEY))
+
+
+def test_ok_dry_run_preview_reads_a_big_session_in_two_passes_with_one_pass_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = claude_home(tmp_path)
+    one_pass = settings_for(home, tmp_path / "data", SETTLED)
+    expected = pipeline.preview(pipeline.discover(one_pass), one_pass)
+    streamed: list[str] = []
+    real = stream.read_in_two_passes
+
+    def counted(source: Source, limits: Limits) -> Streamed:
+        streamed.append(Path(source.path).name)
+        return real(source, limits)
+
+    monkeypatch.setattr(stream, "read_in_two_passes", counted)
+    two_pass = settings_for(home, tmp_path / "data", dataclasses.replace(STREAMED, stream_source_bytes=2000))
+    got = pipeline.preview(pipeline.discover(two_pass), two_pass)
+    assert streamed == [f"{SID}.jsonl"]
+    assert (got.sessions, got.turns, got.tool_calls, got.first, got.last) == (2, 7, 3, expected.first, expected.last)
+    assert got == expected
+
+    def changing(source: Source, limits: Limits) -> Streamed:
+        item = real(source, limits)
+        with Path(source.path).open("a") as handle:
+            handle.write(_json(user("appended")) + "\n")  # the file moves between the passes
+        return item
+
+    monkeypatch.setattr(stream, "read_in_two_passes", changing)
+    moved = pipeline.preview(pipeline.discover(two_pass), two_pass)
+    assert (moved.sessions, moved.deferred) == (1, 1)
