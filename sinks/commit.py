@@ -22,7 +22,7 @@ from sinks.files import read_scratch
 from sinks.manifest import Plan, S, source_row, source_table
 from sinks.results import BatchResult, SourceResult, Staged, agent_of
 from sinks.staging import SOURCE_COLUMN
-from sinks.store import FileKey, NextVersion, Store
+from sinks.store import FileKey, KeptRows, NextVersion, Store
 from transforms import ids
 from transforms.normalize import rows_table, to_table
 from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
@@ -112,58 +112,100 @@ def _merge_bucket(
     opened: _Opened,
 ) -> None:
     """Rewrite one bucket file: its old rows minus the replaced sessions, plus the kept staged rows."""
-    parts: list[pa.Table] = []
-    old = version.read_without(key, sids)
-    if old is not None:
-        parts.append(old)
+    old = _Old(table, version.kept_rows(key, sids))
     # One staged piece per batch: joined first (no copy) and filtered once, as per-piece Python work grew with
     # batches x buckets, the square of the corpus (5 GB: ~750k pieces, ~100 s of the commit).
     pieces = [opened.slice(piece) for piece in deltas]
     delta: pa.Table | None = None
     mask: pa.ChunkedArray | None = None
+    size = old.bytes
     if pieces:
         schema = pieces[0].schema
         delta = pa.concat_tables([p if p.schema.equals(schema) else p.cast(schema) for p in pieces])
         mask = _kept_mask(delta, winners)
-        size = pc.sum(pc.if_else(mask, _row_bytes(delta), 0)).as_py() or 0
-        size += (pc.sum(_row_bytes(old)).as_py() or 0) if old is not None else 0
-        if size > BIG_BUCKET_BYTES:
-            _merge_big(version, table, key, old, deltas, delta, mask)
-            pa.default_memory_pool().release_unused()  # the slices' buffers, before the next bucket's
-            return
-        parts.append(delta.filter(mask).drop_columns([SOURCE_COLUMN]))
-    if not parts:
+        size += pc.sum(pc.if_else(mask, _row_bytes(delta), 0)).as_py() or 0
+    if size > BIG_BUCKET_BYTES:
+        _merge_big(version, table, key, old, deltas, delta, mask)
+        pa.default_memory_pool().release_unused()  # the slices' buffers, before the next bucket's
+        return
+    if not old.found and delta is None:
         return  # no old file and nothing new for this table in this bucket
+    parts = [*old.held, table.arrow_schema.empty_table()]
+    if delta is not None and mask is not None:
+        parts.append(delta.filter(mask).drop_columns([SOURCE_COLUMN]))
     merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
     version.put(key, _sorted(table, merged))
+
+
+class _Old:
+    """A bucket's old rows that stay, read a row group at a time: held while they are few (`held`), else only
+    their sort keys (`keys`), the rows read again slice by slice (`take`). `bytes`: their string bytes."""
+
+    def __init__(self, table: Table, kept: KeptRows | None) -> None:
+        self.found = kept is not None
+        self.kept = kept
+        self.held: list[pa.Table] = []  # the row groups' kept rows, from the first, while they are few
+        self.keys: list[pa.Table] = []  # else their sort keys
+        self.bytes = 0
+        if kept is None:
+            return
+        for rows in kept.groups():
+            self.bytes += pc.sum(_row_bytes(rows)).as_py() or 0
+            if self.keys or self.bytes > BIG_BUCKET_BYTES:  # too many to hold: keep their sort keys only
+                held = zip(self.held, kept.starts, strict=False)  # the held groups are the first ones
+                self.keys += [_keys(table, rows_of, 0, _every(rows_of), at) for rows_of, at in held]
+                self.held = []
+                self.keys.append(_keys(table, rows, 0, _every(rows), kept.starts[-1]))
+            else:
+                self.held.append(rows)
+
+    def sort_keys(self, table: Table) -> pa.Table | None:
+        """Every old row's sort keys with where it is (`_owner` 0, `_row`) and its bytes; None without rows."""
+        if self.held:
+            together = pa.concat_tables([p.cast(table.arrow_schema) for p in self.held])
+            self.held = [together]
+            return _keys(table, together, 0, _every(together))
+        return pa.concat_tables(self.keys) if self.keys else None
+
+    def take(self, indices: pa.Array) -> pa.Table:
+        """The old rows at `indices` (positions in file order)."""
+        if self.held:
+            return self.held[0].take(indices)
+        assert self.kept is not None
+        return self.kept.take(indices)
 
 
 def _merge_big(
     version: NextVersion,
     table: Table,
     key: FileKey,
-    old: pa.Table | None,
+    old: _Old,
     deltas: Sequence[Staged],
-    delta: pa.Table,
-    mask: pa.ChunkedArray,
+    delta: pa.Table | None,
+    mask: pa.ChunkedArray | None,
 ) -> None:
     """`_merge_bucket` for a bucket too big to hold whole: sort the kept rows' keys only, then write the rows in
-    slices of that order, each gathered from the old rows and from staged files read again for it (not mapped:
-    the pages of a slice go with it). In the case it is for, one huge session, the order follows the staged files,
-    so a slice reads one or two of them."""
+    slices of that order, each gathered from the old rows (read again a row group at a time when there are many)
+    and from staged files read again for it (not mapped: the pages of a slice go with it). In the case it is for,
+    one huge session, the order follows the staged files, so a slice reads one or two of them."""
     owners: list[pa.Table] = []  # per source of rows: sort keys, which source, which row, bytes
     sources: list[Staged | None] = []
-    if old is not None and old.num_rows:
+    old_keys = old.sort_keys(table)
+    if old_keys is not None and old_keys.num_rows:
         sources.append(None)
-        owners.append(_keys(table, old, 0, pa.array(range(old.num_rows), pa.int64())))
+        owners.append(old_keys)
     start = 0
-    for piece in deltas:
+    for piece in deltas if delta is not None and mask is not None else ():
+        assert delta is not None and mask is not None
         kept = mask.slice(start, piece.length)
         rows = pc.indices_nonzero(kept)
         if len(rows):
             sources.append(piece)
             owners.append(_keys(table, delta.slice(start, piece.length), len(sources) - 1, rows))
         start += piece.length
+    if not owners:
+        version.put(key, table.arrow_schema.empty_table())  # nothing stays in this bucket
+        return
     keys = pa.concat_tables(owners)
     ordered = keys.take(pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in table.sort_by]))
     owner, row = ordered.column("_owner").combine_chunks(), ordered.column("_row").combine_chunks()
@@ -188,14 +230,13 @@ def _merge_big(
                 at = pc.indices_nonzero(pc.equal(owners_here, who))
                 piece = sources[who]
                 if piece is None:
-                    assert old is not None
-                    rows = old
+                    gathered.append(old.take(pc.take(rows_here, at)).cast(table.arrow_schema))
                 else:
                     if cache is None or cache[0] != piece.path:
                         cache = None  # let the last one go before the next is read
                         cache = (piece.path, read_scratch(piece.path, mapped=False))
                     rows = cache[1].slice(piece.offset, piece.length).drop_columns([SOURCE_COLUMN])
-                gathered.append(rows.take(pc.take(rows_here, at)).cast(table.arrow_schema))
+                    gathered.append(rows.take(pc.take(rows_here, at)).cast(table.arrow_schema))
                 places.append(at)
             together = pa.concat_tables(gathered)
             order = pc.sort_indices(pa.chunked_array(places, type=pa.uint64()))
@@ -205,12 +246,17 @@ def _merge_big(
     version.put_parts(key, slices(), table.arrow_schema)
 
 
-def _keys(table: Table, data: pa.Table, owner: int, rows: pa.Array) -> pa.Table:
-    """The sort keys of `data`'s rows `rows`, with where each row is (`_owner`, `_row`) and its string bytes."""
+def _every(data: pa.Table) -> pa.Array:
+    return pa.array(range(data.num_rows), pa.int64())
+
+
+def _keys(table: Table, data: pa.Table, owner: int, rows: pa.Array, base: int = 0) -> pa.Table:
+    """The sort keys of `data`'s rows `rows`, with where each row is (`_owner`, `_row`: `base` + its row) and its
+    string bytes."""
     picked = data.select(list(table.sort_by)).take(rows)
     return (
         picked.append_column("_owner", pa.array([owner] * len(rows), pa.int32()))
-        .append_column("_row", pc.cast(rows, pa.int64()))
+        .append_column("_row", pc.add(pc.cast(rows, pa.int64()), base))
         .append_column("_bytes", pc.take(_row_bytes(data), rows))
     )
 

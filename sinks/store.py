@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -265,25 +265,14 @@ class NextVersion:
             return conform(BY_NAME[key.table], pq.read_table(path), path) if path.exists() else None
         return self.store.read(key, self.base)
 
-    def read_without(self, key: FileKey, session_ids: Iterable[str]) -> pa.Table | None:
-        """`read(key)` less the rows of `session_ids`, a row group at a time: a row group holding only replaced
-        sessions is never decoded (one session can be most of a file: a 2 GB Claude session, ~1.5 GB of rows, which
-        a big bucket file holds in row groups of ~32 MB: `sinks.commit.SLICE_BYTES`)."""
+    def kept_rows(self, key: FileKey, session_ids: Iterable[str]) -> KeptRows | None:
+        """The rows of `key` as this version has it so far, less those of `session_ids`, to be read a row group at a
+        time (None: no such file)."""
         rel = key.relpath()
         path = self.tmp / rel if rel in self.written else (None if self.base is None else self.base / rel)
         if path is None or not path.exists():
             return None
-        gone = pa.array(sorted(set(session_ids)), type=pa.string())
-        parquet = pq.ParquetFile(path)
-        kept: list[pa.Table] = []
-        for group in range(parquet.num_row_groups):
-            keep = pc.invert(pc.is_in(parquet.read_row_group(group, columns=["session_id"])[0], value_set=gone))
-            wanted = pc.sum(pc.cast(keep, pa.int64())).as_py() or 0
-            if wanted:
-                rows = parquet.read_row_group(group)
-                kept.append(rows if wanted == len(keep) else rows.filter(keep))
-        data = pa.concat_tables(kept) if kept else parquet.schema_arrow.empty_table()
-        return conform(BY_NAME[key.table], data, path)
+        return KeptRows(BY_NAME[key.table], path, session_ids)
 
     def put(self, key: FileKey, table: pa.Table) -> None:
         """Write a file of the new version (an empty table removes the file from the new version)."""
@@ -339,3 +328,47 @@ class NextVersion:
 
     def abandon(self) -> None:
         remove_tree(self.tmp)
+
+
+class KeptRows:
+    """A file's rows less those of some sessions, read a row group at a time and never whole: one session can be most
+    of a file (a 2 GB Claude session, ~1.5 GB of rows, which a big bucket file holds in row groups of ~32 MB:
+    `sinks.commit.SLICE_BYTES`), and a row group holding only those sessions is never decoded.
+
+    `groups()` yields each row group's kept rows in file order; `take(indices)` reads again just the row groups
+    that hold the kept rows at `indices` (positions in that order, as `groups()` numbered them).
+    """
+
+    def __init__(self, table: Table, path: Path, session_ids: Iterable[str]) -> None:
+        self.table = table
+        self.path = path
+        self.parquet = pq.ParquetFile(path)  # not memory-mapped: the pages of a row group go with it
+        self.gone = pa.array(sorted(set(session_ids)), type=pa.string())
+        self.starts: list[int] = []  # position of each row group's first kept row, filled by groups()
+
+    def groups(self) -> Iterator[pa.Table]:
+        self.starts = []
+        position = 0
+        for group in range(self.parquet.num_row_groups):
+            self.starts.append(position)
+            rows = self._group(group)
+            position += rows.num_rows
+            yield rows
+
+    def take(self, indices: pa.Array) -> pa.Table:
+        """The kept rows at `indices`, in that order (after `groups()`)."""
+        if not len(indices):
+            return self.table.arrow_schema.empty_table()
+        low, high = pc.min(indices).as_py(), pc.max(indices).as_py()
+        ends = [*self.starts[1:], high + 1]
+        wanted = [g for g in range(len(self.starts)) if self.starts[g] <= high and ends[g] > low]
+        rows = pa.concat_tables([self._group(g) for g in wanted])
+        return rows.take(pc.subtract(pc.cast(indices, pa.int64()), self.starts[wanted[0]]))
+
+    def _group(self, group: int) -> pa.Table:
+        keep = pc.invert(pc.is_in(self.parquet.read_row_group(group, columns=["session_id"])[0], value_set=self.gone))
+        wanted = pc.sum(pc.cast(keep, pa.int64())).as_py() or 0
+        if not wanted:
+            return self.table.arrow_schema.empty_table()
+        rows = self.parquet.read_row_group(group)
+        return conform(self.table, rows if wanted == len(keep) else rows.filter(keep), self.path)

@@ -449,12 +449,13 @@ def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from
     from datetime import UTC, datetime
 
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from sinks import commit
     from sinks.files import write_scratch
     from sinks.results import Staged
     from sinks.staging import SOURCE_COLUMN
-    from sinks.store import FileKey
+    from sinks.store import FileKey, KeptRows
     from transforms.schema import TURNS
 
     def turns(sid: str, indexes: list[int], source: str | None) -> pa.Table:
@@ -471,14 +472,14 @@ def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from
         )  # fmt: skip
         return data if source is None else data.append_column(SOURCE_COLUMN, pa.array([source] * n, pa.string()))
 
-    class Version:  # the two NextVersion calls a merge makes, kept in memory
+    class Version:  # the NextVersion calls a merge makes: the old file in row groups of two rows, writes in memory
         def __init__(self, old: pa.Table) -> None:
-            self.old, self.files = old, {}
+            self.old = tmp_path / "old.parquet"
+            pq.write_table(old, self.old, row_group_size=2)
+            self.files: dict[FileKey, tuple[str, pa.Table]] = {}
 
-        def read_without(self, key: FileKey, sids: set[str]) -> pa.Table:
-            return self.old.filter(
-                pa.compute.invert(pa.compute.is_in(self.old.column("session_id"), pa.array(sorted(sids))))
-            )
+        def kept_rows(self, key: FileKey, sids: set[str]) -> KeptRows:
+            return KeptRows(TURNS, self.old, sids)
 
         def put(self, key: FileKey, table: pa.Table) -> None:
             self.files[key] = ("whole", table)
@@ -511,3 +512,28 @@ def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from
     assert [(r["session_id"], r["turn_index"]) for r in rows] == [("claude-a", 0), ("claude-a", 1)] + [
         ("claude-b", i) for i in range(9)
     ], "the old copy of b and the losing source's rows are gone; b's rows are in order"
+
+    # A big session that stays (a) beside one that is replaced: its old rows are read again a slice at a time,
+    # never held whole; and with nothing new staged for the bucket, the same.
+    reads: list[int] = []
+    real_take = KeptRows.take
+
+    def counted_take(self: KeptRows, indices: pa.Array) -> pa.Table:
+        reads.append(len(indices))
+        return real_take(self, indices)
+
+    monkeypatch.setattr(KeptRows, "take", counted_take)
+    old = pa.concat_tables([turns("claude-a", list(range(30)), None), turns("claude-b", [0, 9], None)])
+    for deltas in (staged, []):
+        got = {}
+        for threshold in (10**9, 0):
+            monkeypatch.setattr(commit, "BIG_BUCKET_BYTES", threshold)
+            version = Version(old)
+            reads.clear()
+            commit._merge_bucket(version, TURNS, key, {"claude-b"}, deltas, {"claude-b": "/b.jsonl"}, commit._Opened())  # type: ignore[arg-type]
+            got[threshold] = version.files[key]
+            taken = list(reads)
+        assert got[10**9][0] == "whole" and got[0][0] == "slices"
+        assert got[0][1].to_pylist() == got[10**9][1].to_pylist()
+        assert [r["session_id"] for r in got[0][1].to_pylist()].count("claude-a") == 30
+        assert sum(taken) == 30 and len(taken) > 3 and max(taken) < 30, taken  # a slice at a time
