@@ -209,14 +209,7 @@ def _merge_big(
     keys = pa.concat_tables(owners)
     ordered = keys.take(pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in table.sort_by]))
     owner, row = ordered.column("_owner").combine_chunks(), ordered.column("_row").combine_chunks()
-    ends: list[int] = []  # where each slice of the sorted rows ends: at most SLICE_BYTES of strings (or one row)
-    held = 0
-    for i, size in enumerate(ordered.column("_bytes").to_pylist()):
-        if held and held + size > SLICE_BYTES:
-            ends.append(i)
-            held = 0
-        held += size
-    ends.append(len(ordered))
+    ends = _slice_ends(ordered.column("_bytes").to_pylist())
     del ordered, keys, owners
 
     def slices() -> Iterator[pa.Table]:
@@ -262,20 +255,53 @@ def _keys(table: Table, data: pa.Table, owner: int, rows: pa.Array, base: int = 
 
 
 def _split_bucket(version: NextVersion, table: Table, agent: str, bucket: int, count: int) -> None:
-    """Spread one bucket file of a partition over the buckets of a larger (power-of-two) count."""
+    """Spread one bucket file of a partition over the buckets of a larger (power-of-two) count, a row group at a
+    time: a bucket can hold one huge session. Each new file is written as a merge writes it (whole, or in slices
+    when its rows are big), so the same rows give the same bytes."""
     key = FileKey(table.name, agent, bucket)
-    old = version.read(key)
-    if old is None:
+    kept = version.kept_rows(key, ())
+    if kept is None:
         return
-    sids = old.column("session_id")
-    unique = pc.unique(sids)
-    targets = pa.array([ids.bucket_of(s, count) for s in unique.to_pylist()], type=pa.int32())
-    rows = pc.take(targets, pc.index_in(sids, value_set=unique))
-    wanted = set(targets.to_pylist())
-    for target in sorted(wanted):
-        version.put(FileKey(table.name, agent, target), _sorted(table, old.filter(pc.equal(rows, target))))
+    targets: list[pa.Array] = []
+    sizes: list[pa.Array] = []
+    for rows in kept.groups():
+        sids = rows.column("session_id")
+        unique = pc.unique(sids)
+        of_unique = pa.array([ids.bucket_of(s, count) for s in unique.to_pylist()], type=pa.int32())
+        targets.append(pc.take(of_unique, pc.index_in(sids, value_set=unique)).combine_chunks())
+        sizes.append(_row_bytes(rows))
+    if not targets:
+        return
+    target = pa.concat_arrays(targets)
+    size = pa.concat_arrays(sizes)
+    wanted = sorted(pc.unique(target).to_pylist())
+    for goal in sorted(wanted, key=lambda b: b == bucket):  # its own bucket last: its file is the one being read
+        at = pc.indices_nonzero(pc.equal(target, goal))
+        here = pc.take(size, at)
+        if (pc.sum(here).as_py() or 0) > BIG_BUCKET_BYTES:
+            spans = _slice_ends(here.to_pylist())
+            parts = (
+                kept.take(at.slice(begin, end - begin)).combine_chunks()
+                for begin, end in zip([0, *spans], spans, strict=False)
+            )
+            version.put_parts(FileKey(table.name, agent, goal), parts, table.arrow_schema)
+        else:
+            version.put(FileKey(table.name, agent, goal), _sorted(table, kept.take(at)))
     if bucket not in wanted:
         version.put(key, table.arrow_schema.empty_table())  # none of its rows stay in this bucket
+
+
+def _slice_ends(sizes: list[int]) -> list[int]:
+    """Where each slice of rows of these string sizes ends: at most SLICE_BYTES of strings (or one row) each."""
+    ends: list[int] = []
+    held = 0
+    for i, size in enumerate(sizes):
+        if held and held + size > SLICE_BYTES:
+            ends.append(i)
+            held = 0
+        held += size
+    ends.append(len(sizes))
+    return ends
 
 
 def resize_partitions(version: NextVersion, buckets: Mapping[str, int]) -> None:

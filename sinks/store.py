@@ -61,7 +61,9 @@ def conform(table: Table, data: pa.Table, where: Path | str) -> pa.Table:
     """
     want = table.arrow_schema
     if data.schema.equals(want, check_metadata=False):
-        return data.replace_schema_metadata(want.metadata)
+        if all(str(a.type) == str(b.type) for a, b in zip(data.schema, want, strict=True)):
+            return data.replace_schema_metadata(want.metadata)
+        return data.cast(want)  # a list's item field as Parquet names it (`element`): the schema's own name
     fix = (
         f"this data directory was written by another version of transcripts (schema {SCHEMA_VERSION} here): run "
         "the version that wrote it, or move the data directory aside and run `transcripts run` to build a new one "
@@ -356,14 +358,28 @@ class KeptRows:
             yield rows
 
     def take(self, indices: pa.Array) -> pa.Table:
-        """The kept rows at `indices`, in that order (after `groups()`)."""
+        """The kept rows at `indices`, in that order (after `groups()`), reading one row group at a time and only
+        those that hold one of them."""
         if not len(indices):
             return self.table.arrow_schema.empty_table()
-        low, high = pc.min(indices).as_py(), pc.max(indices).as_py()
+        wanted = pc.cast(indices, pa.int64())
+        order = pc.sort_indices(wanted)
+        ascending = pc.take(wanted, order)
+        low, high = pc.min(ascending).as_py(), pc.max(ascending).as_py()
         ends = [*self.starts[1:], high + 1]
-        wanted = [g for g in range(len(self.starts)) if self.starts[g] <= high and ends[g] > low]
-        rows = pa.concat_tables([self._group(g) for g in wanted])
-        return rows.take(pc.subtract(pc.cast(indices, pa.int64()), self.starts[wanted[0]]))
+        taken: list[pa.Table] = []
+        for group, (start, end) in enumerate(zip(self.starts, ends, strict=True)):
+            if end <= low or start > high or start == end:
+                continue
+            here = pc.filter(ascending, pc.and_(pc.greater_equal(ascending, start), pc.less(ascending, end)))
+            if len(here):
+                taken.append(self._group(group).take(pc.subtract(here, start)))
+        rows = pa.concat_tables(taken)
+        return (
+            rows
+            if pc.all(pc.equal(order, pa.array(range(len(order)), pa.uint64()))).as_py()
+            else rows.take(pc.sort_indices(order))
+        )
 
     def _group(self, group: int) -> pa.Table:
         keep = pc.invert(pc.is_in(self.parquet.read_row_group(group, columns=["session_id"])[0], value_set=self.gone))

@@ -441,6 +441,52 @@ def test_a_bucket_too_big_to_hold_is_written_in_slices_with_the_same_rows(
     assert len([t for t in after["tool_calls"] if big in str(t)]) == 65
 
 
+def test_a_growing_partition_splits_a_big_bucket_a_row_group_at_a_time_into_the_files_a_fresh_load_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition that grows spreads its buckets over more; a bucket holding a huge session is read a row group at
+    a time, and each new file is written as a merge writes it (in slices when big), so its bytes are a fresh load's."""
+    import pyarrow.parquet as pq
+
+    from sinks import commit, store
+    from sinks.store import Store
+
+    monkeypatch.setattr(store, "BUCKET_BYTES", 4000)  # a bucket per ~4 KB of sources, to grow quickly
+    monkeypatch.setattr(commit, "BIG_BUCKET_BYTES", 2000)
+    monkeypatch.setattr(commit, "SLICE_BYTES", 500)
+    home = small_home(tmp_path / "home")
+    big = "bbbbbbbb-0000-4000-8000-000000000001"
+    _tool_session(home, big, 40)
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    first = Store(data).layout()["claude"]
+    for n in range(8):
+        _tool_session(home, f"cccccccc-0000-4000-8000-00000000000{n}", 6)
+    takes: list[int] = []
+    real_take = store.KeptRows.take
+
+    def counted(self: store.KeptRows, indices: Any) -> Any:
+        takes.append(len(indices))
+        return real_take(self, indices)
+
+    def never_whole(self: store.NextVersion, key: store.FileKey) -> Any:
+        raise AssertionError(f"{key} read whole")
+
+    monkeypatch.setattr(store.KeptRows, "take", counted)
+    monkeypatch.setattr(store.NextVersion, "read", never_whole)
+    run(settings_for(home, data))
+    assert Store(data).layout()["claude"] > first, "the partition grew: its buckets were split"
+    fresh = tmp_path / "fresh"
+    run(settings_for(home, fresh))
+    tables = ("sessions/", "turns/", "tool_calls/", "usage/", "session_links/", "record_kinds/")
+    assert {k: v[1] for k, v in dataset_files(data).items() if k.startswith(tables)} == {
+        k: v[1] for k, v in dataset_files(fresh).items() if k.startswith(tables)
+    }, "the same rows give the same bytes, whatever history led to them"
+    turns = next(p for p in (data / "parquet" / "turns").rglob("*.parquet") if big[:8] in str(pq.read_table(p)))
+    assert pq.ParquetFile(turns).num_row_groups > 3, "the big session's file is written a slice at a time"
+    assert takes and max(takes) < 120, "rows read again a slice at a time, never the big session whole"
+
+
 def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from_several_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -537,3 +583,36 @@ def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from
         assert got[0][1].to_pylist() == got[10**9][1].to_pylist()
         assert [r["session_id"] for r in got[0][1].to_pylist()].count("claude-a") == 30
         assert sum(taken) == 30 and len(taken) > 3 and max(taken) < 30, taken  # a slice at a time
+
+
+def test_kept_rows_are_taken_by_position_in_any_order_reading_only_their_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sinks.store import KeptRows
+    from transforms.schema import SESSION_LINKS
+
+    sids = ["a", "gone", "b", "gone", "gone", "gone", "c", "d", "e", "f"]  # one row group (3..5) holds only `gone`
+    rows = pa.table(
+        {
+            "session_id": sids,
+            "agent": ["codex"] * 10,
+            "other_session_id": [f"x{i}" for i in range(10)],
+            "kind": ["fork"] * 10,
+            "tool_call_id": [None] * 10,
+        },
+        schema=SESSION_LINKS.arrow_schema,
+    )
+    path = tmp_path / "links.parquet"
+    pq.write_table(rows, path, row_group_size=3)
+    kept = KeptRows(SESSION_LINKS, path, ["gone"])
+    assert [r["session_id"] for g in kept.groups() for r in g.to_pylist()] == ["a", "b", "c", "d", "e", "f"]
+    read: list[int] = []
+    real = KeptRows._group
+    monkeypatch.setattr(KeptRows, "_group", lambda self, group: read.append(group) or real(self, group))
+    got = kept.take(pa.array([5, 0, 3], pa.int64()))
+    assert [r["other_session_id"] for r in got.to_pylist()] == ["x9", "x0", "x7"]
+    assert sorted(read) == [0, 2, 3], "row group 1 holds none of them; only `gone` rows, and is never read"
+    assert kept.take(pa.array([], pa.int64())).num_rows == 0
