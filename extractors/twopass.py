@@ -1,7 +1,7 @@
 """The second pass over a big session's file, for the readers that read one in two passes.
 
 Pass 1 (the reader's own) parses every line as one pass does but keeps the large texts as references to their
-line (`Where`: the record's place, the line's size and CRC-32) and decides everything else. Pass 2 (`Reread`)
+line (`LineRef`: the record's place, the line's size and CRC-32) and decides everything else. Pass 2 (`Reread`)
 reads each referenced line again, checks that its bytes are those pass 1 read, and parses it again; `session_parts`
 yields the session's turns and then its tool calls with their texts filled in, in parts of at most
 `Limits.stream_part_bytes`, which the batch normalises and stages one by one. A file that changed between the passes
@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import BinaryIO, Generic, Protocol, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 from extractors.bounded import Limits, Line, parse_json_values
 from extractors.errors import DeferCode, DeferError
@@ -27,23 +27,25 @@ ROW_BYTES = 512  # what a row costs besides its text, as `flows.batch` counts a 
 E = TypeVar("E")
 
 
-class Where(Protocol):
-    """Where a record is in the file: its `Line` fields (`crc` of the physical line, read with checksums)."""
+@dataclass(frozen=True, slots=True)
+class LineRef:
+    """Where a record is in the file: its `Line`'s place, and the size and CRC-32 of its physical line. A reader's
+    reference to a text it left for the second pass adds what it needs to make the text again."""
 
-    @property
-    def index(self) -> int: ...
-    @property
-    def line(self) -> int: ...
-    @property
-    def offset(self) -> int: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def crc(self) -> int: ...
-    @property
-    def part(self) -> int: ...
-    @property
-    def parts(self) -> int: ...
+    index: int
+    line: int
+    offset: int
+    size: int
+    crc: int
+    part: int
+    parts: int
+
+
+def line_fields(line: Line) -> tuple[int, int, int, int, int, int, int]:
+    """The `LineRef` fields of `line`, which must have been read with checksums."""
+    if line.crc is None:
+        raise ValueError("a two-pass parse needs lines read with checksums")  # a bug of the caller
+    return line.index, line.line, line.offset, line.size, line.crc, line.part, line.parts
 
 
 def fingerprint(st: os.stat_result) -> tuple[int, int]:
@@ -84,7 +86,7 @@ class Reread(Generic[E]):
         if fingerprint(os.fstat(self.handle.fileno())) != self.before:
             raise DeferError(DeferCode.CHANGED_DURING_READ, f"file changed {when}")
 
-    def at(self, where: Where) -> E:
+    def at(self, where: LineRef) -> E:
         """The record at `where`, decoded. Raises DeferError(changed_during_read) when its line's bytes changed."""
         key = (where.offset, where.part)
         if self.cached is not None and self.cached[0] == key:

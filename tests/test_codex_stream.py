@@ -10,22 +10,28 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from extractors import registry
 from extractors.bounded import Limits, iter_jsonl
 from extractors.codex import parse, read, read_streaming, stream
-from extractors.errors import DeferCode, DeferError, RejectCode
-from extractors.model import Agent, Deferred, Loaded, Rejected, Role, Source, Streamed
+from extractors.errors import RejectCode
+from extractors.model import Agent, Loaded, Rejected, Role, Source, Streamed
 from flows import etl
 from flows.etl import run_etl
-from flows.settings import Settings, load_settings
+from flows.settings import Settings
+from tests import stream_support
 from tests.secrets_planted import PLANTED
+from tests.stream_support import (
+    KEY,
+    STREAMED,
+    assert_deferred_when_a_line_changes,
+    assert_streamed_as_one_pass,
+    stream_settings,
+)
 from tests.support import SETTLED, SHARED_FIXTURES, write_jsonl
 from tests.test_codex import (
     OWN,
@@ -43,12 +49,8 @@ from tests.test_codex import (
     v7,
 )
 from tests.test_pipeline import snapshot, table_rows
-from transforms.normalize import SessionStream, session_tables
 from transforms.redact import Redactor
 
-STREAMED = dataclasses.replace(SETTLED, stream_source_bytes=0, stream_part_bytes=40)  # every file, tiny parts
-VERSIONS = {agent: "1" for agent in Agent}
-KEY = bytes(range(32))
 PAT_TEXT, PAT = PLANTED["github-pat"]
 LONG = " - and this sentence is here only to make the text longer than the inline limit of the first pass"
 NAME = f"rollout-2026-05-11T13-46-40-{OWN}.jsonl"
@@ -98,29 +100,6 @@ def big_rollout_records() -> list[dict[str, Any]]:
 def source_of(path: Path) -> Source:
     st = path.stat()
     return Source(Agent.CODEX, str(path), st.st_size, st.st_mtime_ns, str(path.parent))
-
-
-def rows(tables: list[dict[str, pa.Table]]) -> dict[str, list[str]]:
-    """Every row of every table, as sorted reprs: the corpus a load would write, whatever the order of parts."""
-    names = tables[0].keys()
-    return {name: sorted(repr(r) for t in tables for r in t[name].to_pylist()) for name in names}
-
-
-def one_pass_rows(path: Path, redactor: Redactor) -> dict[str, list[str]]:
-    outcomes = list(read(source_of(path), SETTLED))
-    assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded), outcomes
-    return rows([session_tables(outcomes, VERSIONS, redactor, source_column="_source")])
-
-
-def streamed_rows(path: Path, redactor: Redactor, limits: Limits = STREAMED) -> tuple[dict[str, list[str]], int]:
-    """The rows of the two-pass read, and how many parts it came in."""
-    outcomes = list(read_streaming(source_of(path), limits))
-    assert len(outcomes) == 1 and isinstance(outcomes[0], Streamed), outcomes
-    item = outcomes[0]
-    assert item.head.turns == () and item.head.tool_calls == ()
-    session_rows = SessionStream(item, VERSIONS, redactor, source_column="_source")
-    tables = [session_rows.part_tables(part) for part in item.parts]
-    return rows([*tables, session_rows.head_tables()]), len(tables)
 
 
 def write_rollout(tmp_path: Path, records: list[dict[str, Any]] | list[str], name: str = NAME) -> Path:
@@ -204,26 +183,9 @@ def _codex_fixture_files() -> list[Path]:
     return sorted((SHARED_FIXTURES / "codex").rglob("*.jsonl"))
 
 
-def _problem(outcome: object) -> tuple[str, str, str] | None:
-    if isinstance(outcome, Rejected | Deferred):
-        return (type(outcome).__name__, outcome.code.value, outcome.detail)
-    return None
-
-
 @pytest.mark.parametrize("path", _codex_fixture_files(), ids=lambda p: p.name)
 def test_ok_shared_fixture_streamed_equals_one_pass(path: Path) -> None:
-    one = list(registry.read_streaming(source_of(path), SETTLED))  # under the default threshold: one pass
-    two = list(registry.read_streaming(source_of(path), STREAMED))
-    loaded = [o for o in one if isinstance(o, Loaded)]
-    if not loaded:
-        assert len(one) == len(two) == 1 and _problem(two[0]) == _problem(one[0]) is not None
-        return
-    assert len(loaded) == len(one) == len(two) == 1 and isinstance(two[0], Streamed)
-    redactor = Redactor(KEY)
-    expected = rows([session_tables(loaded, VERSIONS, redactor)])
-    session_rows = SessionStream(two[0], VERSIONS, redactor)
-    got = rows([*(session_rows.part_tables(p) for p in two[0].parts), session_rows.head_tables()])
-    assert got == expected
+    assert_streamed_as_one_pass(source_of(path))
 
 
 def test_reject_invalid_json_found_in_pass_one_as_one_pass(tmp_path: Path) -> None:
@@ -244,13 +206,7 @@ def test_deferred_when_a_line_changes_between_passes_with_size_and_mtime_kept(tm
     path = write_rollout(tmp_path, big_rollout_records())
     (item,) = list(read_streaming(source_of(path), STREAMED))
     assert isinstance(item, Streamed)
-    st = path.stat()
-    raw = path.read_bytes().replace(b"a second question", b"a SECOND question")
-    path.write_bytes(raw)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same size and mtime: only the CRC can tell
-    with pytest.raises(DeferError) as caught:
-        list(item.parts)
-    assert caught.value.code is DeferCode.CHANGED_DURING_READ and "between the two passes" in caught.value.detail
+    assert_deferred_when_a_line_changes(path, item, b"a second question", b"a SECOND question")
 
 
 def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) -> None:
@@ -265,18 +221,6 @@ def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) ->
 
 
 # --- through the pipeline: the corpus, and nothing kept of a source that fails in pass 2 -----------------------------
-
-
-def settings_for(home: Path, data: Path, limits: Limits) -> Settings:
-    names = ("stream_source_bytes", "stream_part_bytes", "settle_seconds")
-    return load_settings(
-        home=home,
-        data_dir=data,
-        sources=["codex"],
-        env={"HOME": str(home)},
-        lock_wait=5,
-        limits={name: getattr(limits, name) for name in names},
-    )
 
 
 def codex_home(tmp_path: Path) -> Path:
@@ -334,3 +278,15 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(tmp_path: Path, monkeyp
         assert all(f"codex-{OWN}" not in repr(row) for row in table_rows(data, table)), table
     rejects = [row for row in table_rows(data, "rejects") if OWN in repr(row)]
     assert len(rejects) == 1 and "changed_during_read" in repr(rejects[0])
+
+
+def one_pass_rows(path: Path, redactor: Redactor) -> dict[str, list[str]]:
+    return stream_support.one_pass_rows(read, source_of(path), redactor)
+
+
+def streamed_rows(path: Path, redactor: Redactor, limits: Limits = STREAMED) -> tuple[dict[str, list[str]], int]:
+    return stream_support.streamed_rows(read_streaming, source_of(path), redactor, limits)
+
+
+def settings_for(home: Path, data: Path, limits: Limits) -> Settings:
+    return stream_settings(home, data, limits, "codex")

@@ -26,6 +26,7 @@ from extractors.claude.records import Entry, Layout, Part, Plan, QueueOp, Ref, R
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Disposition, Session
 from extractors.timeutil import parse_iso
+from extractors.twopass import line_fields
 
 
 @dataclass(slots=True)
@@ -102,9 +103,7 @@ class Parser:
             entry.kind, entry.disposition, entry.prompt = kind, Disposition.TURN, text
 
     def _ref(self, line: Line, slot: str, position: int) -> Ref:
-        if line.crc is None:
-            raise ValueError("a lazy parse needs lines read with checksums")  # a bug of the caller
-        return Ref(line.index, line.line, line.offset, line.size, line.crc, line.part, line.parts, slot, position)
+        return Ref(*line_fields(line), slot, position)
 
     def _user(self, entry: Entry, record: dict[str, Any], content: str | Blocks, line: Line) -> None:
         kind, disposition, text = classify_user(record, content)

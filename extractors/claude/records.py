@@ -10,6 +10,7 @@ from typing import Any
 from extractors.claude import tables
 from extractors.model import Disposition
 from extractors.numbers import integral
+from extractors.twopass import LineRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ def layout_of(path: Path) -> Layout:
 
 
 @dataclass(frozen=True, slots=True)
-class Ref:
+class Ref(LineRef):
     """Where a payload text is in the file, kept instead of the text by the first pass over a big session.
 
     The second pass (`extractors.claude.stream`) reads the physical line at `offset` again (`size` bytes, which
@@ -45,13 +46,6 @@ class Ref:
     `slot` (`text`: the part's texts, `input`: its tool uses, `output`: the entry's results) at `position`.
     """
 
-    index: int
-    line: int
-    offset: int
-    size: int
-    crc: int
-    part: int
-    parts: int
     slot: str
     position: int
 

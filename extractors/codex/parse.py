@@ -49,6 +49,7 @@ from extractors.gitremote import repository
 from extractors.ids import session_id
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn
 from extractors.timeutil import parse_iso
+from extractors.twopass import LineRef, line_fields
 
 CALL_KINDS = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "image_generation_call"}
@@ -84,21 +85,14 @@ INLINE_CHARS = 64
 
 
 @dataclass(frozen=True, slots=True)
-class Ref:
+class Ref(LineRef):
     """Where a long text is in the file, kept instead of the text by the first pass over a big rollout.
 
-    The line fields are `extractors.twopass.Where`; `producer` is what made the text from the record: `message`,
-    `user_message` or `agent_message` for a turn, the call's kind for a tool input, `output` for a tool output;
-    `enveloped`: the record's `payload` holds it (else the record itself: a pre-envelope rollout's bare item).
+    `producer` is what made the text from the record: `message`, `user_message` or `agent_message` for a turn, the
+    call's kind for a tool input, `output` for a tool output; `enveloped`: the record's `payload` holds it (else the
+    record itself: a pre-envelope rollout's bare item).
     """
 
-    index: int
-    line: int
-    offset: int
-    size: int
-    crc: int
-    part: int
-    parts: int
     producer: str
     enveloped: bool
 
@@ -241,10 +235,7 @@ class RolloutParser:
         line = self.current
         if self.plan is None or text is None or len(text) <= INLINE_CHARS or not text.strip() or line is None:
             return None
-        if line.crc is None:
-            raise ValueError("a two-pass parse needs lines read with checksums")  # a bug of the caller
-        where = (line.index, line.line, line.offset, line.size, line.crc, line.part, line.parts)
-        return Ref(*where, producer, self.enveloped)
+        return Ref(*line_fields(line), producer, self.enveloped)
 
     def _lazy(self, turn: Turn, producer: str) -> Turn:
         """`turn`, or (first pass) `turn` without its long text, noted in the plan."""
