@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -164,6 +164,19 @@ def replace_atomic(src: Path, dst: Path) -> None:
     """Rename `src` onto `dst` in one step and make the rename durable."""
     os.replace(src, dst)
     fsync_path(dst.parent)
+
+
+def write_private_atomic(path: Path, write: Callable[[Path], object], *, stale: str | None = None) -> None:
+    """Write a private file of ours atomically: `write` fills a temporary file beside `path`, which is made private
+    and renamed over it. Files of `path`'s folder matching the glob `stale` (an older version's) go first."""
+    private_dir(path.parent)
+    for old in path.parent.glob(stale) if stale else ():
+        if old != path:
+            old.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    write(tmp)
+    os.chmod(tmp, FILE_MODE)
+    replace_atomic(tmp, path)
 
 
 def replace_releasing(src: Path, dst: Path) -> None:

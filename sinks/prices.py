@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, time
@@ -298,17 +297,12 @@ def _cached_matches(folder: Path) -> dict[str, list[str] | None]:
 
 
 def _keep_matches(folder: Path, known: Mapping[str, list[str] | None]) -> None:
-    from sinks.files import FILE_MODE, private_dir, replace_atomic
+    from sinks.files import write_private_atomic
 
-    path = _matches_path(folder)
-    private_dir(folder)
-    for old in folder.glob("price-matches-*.json"):
-        if old != path:
-            old.unlink(missing_ok=True)
-    tmp = folder / f".{path.name}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(dict(sorted(known.items())), indent=0), encoding="utf-8")
-    os.chmod(tmp, FILE_MODE)
-    replace_atomic(tmp, path)
+    text = json.dumps(dict(sorted(known.items())), indent=0)
+    write_private_atomic(
+        _matches_path(folder), lambda tmp: tmp.write_text(text, encoding="utf-8"), stale="price-matches-*.json"
+    )
 
 
 @cache
@@ -330,7 +324,7 @@ def cached_price_table(folder: Path) -> pa.Table:
     building it from the package's data most of a second); a file of another version or schema is replaced."""
     import pyarrow.ipc as ipc
 
-    from sinks.files import FILE_MODE, private_dir, replace_atomic
+    from sinks.files import write_private_atomic
 
     path = folder / f"prices-{source_version().removeprefix(PACKAGE).strip()}.arrow"
     with contextlib.suppress(OSError, pa.ArrowInvalid):
@@ -339,14 +333,12 @@ def cached_price_table(folder: Path) -> pa.Table:
         if table.schema.equals(PRICE_SCHEMA, check_metadata=False):
             return table
     table = price_table()
-    private_dir(folder)
-    for old in folder.glob("prices-*.arrow"):
-        old.unlink(missing_ok=True)
-    tmp = folder / f".{path.name}.tmp-{os.getpid()}"
-    with ipc.new_file(tmp, table.schema) as writer:
-        writer.write_table(table)
-    os.chmod(tmp, FILE_MODE)
-    replace_atomic(tmp, path)
+
+    def write(tmp: Path) -> None:
+        with ipc.new_file(tmp, table.schema) as writer:
+            writer.write_table(table)
+
+    write_private_atomic(path, write, stale="prices-*.arrow")
     return table
 
 
