@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sinks import failpoints, prices, search, views
-from sinks.files import FILE_MODE, clone_or_copy, fsync_path, replace_releasing
+from sinks.files import FILE_MODE, clone_or_copy, fsync_path, replace_releasing, write_private_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -120,11 +120,8 @@ def stored_figures(path: Path) -> dict[str, Any] | None:
         st = path.stat()
     except FileNotFoundError:
         return None
-    known = _written.get(str(path))
-    if known is not None and known[0] == _identity(st):
-        text: str | None = known[1]
-    else:
-        text = _read_figures(path)
+    recalled = _recalled(path, st)
+    text = recalled.get(FIGURES) if recalled is not None else _read_figures(path)
     if text is None:
         return None
     found: dict[str, Any] = json.loads(text)
@@ -140,9 +137,43 @@ def _read_figures(path: Path) -> str | None:
     return text
 
 
-# The figures this process wrote last, per warehouse path: (file identity, JSON). The file is only ever replaced by
-# a rename, so a file with the same inode, size and mtime holds exactly these figures.
-_written: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+# The meta table the last run wrote, per warehouse path: (file identity, meta). The file is only ever replaced by a
+# rename, so a file with the same device, inode, size and mtime holds exactly that meta (a file written in place
+# gets a new mtime). Kept in this process and, for the next one, in MEMO beside the price cache: a nightly run with
+# nothing to do, and `status`, then need not open the warehouse at all (~50 ms).
+_written: dict[str, tuple[tuple[int, int, int, int], dict[str, str]]] = {}
+MEMO = "warehouse-meta.json"
+
+
+def _memo_path(warehouse: Path) -> Path:
+    return warehouse.parent / PRICE_CACHE / MEMO
+
+
+def _remember(warehouse: Path, meta: dict[str, str]) -> None:
+    identity = _identity(warehouse.stat())
+    _written[str(warehouse)] = (identity, meta)
+    text = json.dumps({"identity": list(identity), "meta": meta})
+    try:
+        write_private_atomic(_memo_path(warehouse), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    except OSError as exc:  # only a read saved: the next process opens the warehouse instead
+        log.debug("event=warehouse_memo_unwritten error=%r", str(exc))
+
+
+def _recalled(warehouse: Path, st: os.stat_result) -> dict[str, str] | None:
+    """The meta table of `warehouse` as the run that wrote it left it, when the file is still that one."""
+    known = _written.get(str(warehouse))
+    if known is not None:
+        return known[1] if known[0] == _identity(st) else None
+    try:
+        found = json.loads(_memo_path(warehouse).read_text(encoding="utf-8"))
+        identity, meta = found["identity"], found["meta"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none yet, or not one we wrote: the warehouse itself is read
+    if identity != list(_identity(st)) or not isinstance(meta, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        return None
+    return meta
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -310,17 +341,24 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 def _set_meta(
     con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str, figures_json: str
-) -> None:
+) -> dict[str, str]:
+    """Write the file's meta table; returns what it holds."""
+    meta = {
+        "schema_version": SCHEMA_VERSION,
+        "parquet_version": str(version_number),
+        "timezone": zone,
+        "prices": prices_from,
+        FIGURES: figures_json,
+    }
     con.execute(f"DELETE FROM {META}")
-    con.execute(
-        f"""INSERT INTO {META} VALUES ('schema_version', ?), ('parquet_version', ?), ('timezone', ?), ('prices', ?),
-                                     ('{FIGURES}', ?)""",
-        [SCHEMA_VERSION, str(version_number), zone, prices_from, figures_json],
-    )
+    con.executemany(f"INSERT INTO {META} VALUES (?, ?)", [[key, value] for key, value in meta.items()])
+    return meta
 
 
-def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str) -> str:
-    """Build every table, the index, views and prices in one transaction; returns the figures' JSON."""
+def _build(
+    con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_number: int, zone: str
+) -> dict[str, str]:
+    """Build every table, the index, views and prices in one transaction; returns the meta it wrote."""
     con.execute("BEGIN")
     for table in TABLES:
         con.execute(duckdb_ddl(table))
@@ -331,10 +369,9 @@ def _build(con: duckdb.DuckDBPyConnection, store: Store, version: Path, version_
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     views.create_views(con, zone)
     prices_from = prices.install(con, cache=store.data_dir / PRICE_CACHE)
-    figures_json = json.dumps(figures(con))
-    _set_meta(con, version_number, zone, prices_from, figures_json)
+    meta = _set_meta(con, version_number, zone, prices_from, json.dumps(figures(con)))
     con.execute("COMMIT")
-    return figures_json
+    return meta
 
 
 def _apply(
@@ -344,10 +381,10 @@ def _apply(
     version_number: int,
     replaced: Mapping[str, set[str]],
     zone: str,
-) -> str:
-    """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the figures'
-    JSON, updated from those sessions' rows when the file holds figures that still apply (same redaction rules and
-    prices), else computed whole (once, for a warehouse from before they were kept)."""
+) -> dict[str, str]:
+    """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the meta it
+    wrote, whose figures are updated from those sessions' rows when the file holds figures that still apply (same
+    redaction rules and prices), else computed whole (once, for a warehouse from before they were kept)."""
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
     meta = _meta(con)
     old = json.loads(meta[FIGURES]) if FIGURES in meta else None
@@ -382,13 +419,13 @@ def _apply(
             figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
         else:
             figures_json = json.dumps(figures(con))
-        _set_meta(con, version_number, zone, prices_from, figures_json)
+        written = _set_meta(con, version_number, zone, prices_from, figures_json)
         con.execute("COMMIT")
     finally:
         if loading is not None:
             loading.wait()  # never left running (after the index was updated, this returns at once)
     con.unregister("replaced_ids")
-    return figures_json
+    return written
 
 
 def _replace_sessions(
@@ -432,17 +469,23 @@ def is_current(data_dir: Path, version_number: int, timezone: str | None) -> boo
     its per-day views in `timezone`'s zone and a search index: then a run with nothing to do need not touch it.
     A file this DuckDB cannot open, or one a killed run left behind at an older version, is not current."""
     path = warehouse_path(data_dir)
-    if not path.exists():
-        return False
     try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error:
+        st = path.stat()
+    except FileNotFoundError:
         return False
-    try:
-        meta = _meta(con)
-        indexed = search.has_index(con)
-    finally:
-        con.close()
+    recalled = _recalled(path, st)
+    if recalled is not None:
+        meta, indexed = recalled, True  # a file a run wrote always has its index
+    else:
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error:
+            return False
+        try:
+            meta = _meta(con)
+            indexed = search.has_index(con)
+        finally:
+            con.close()
     return (
         indexed
         and meta.get("schema_version") == SCHEMA_VERSION
@@ -504,10 +547,10 @@ def refresh(
             for stale in (tmp, Path(f"{tmp}.wal")):
                 stale.unlink(missing_ok=True)
     if incremental:
-        figures_json = _apply(con, store, version, number, replaced or {}, zone)
+        meta = _apply(con, store, version, number, replaced or {}, zone)
     else:
         con = _connect(tmp, data_dir)
-        figures_json = _build(con, store, version, number, zone)
+        meta = _build(con, store, version, number, zone)
     con.execute("CHECKPOINT")
     con.close()
     if flushing is not None:
@@ -515,7 +558,7 @@ def refresh(
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
     replace_releasing(tmp, target)
-    _written[str(target)] = (_identity(target.stat()), figures_json)
+    _remember(target, meta)
 
 
 def _flush(path: Path) -> None:

@@ -25,6 +25,7 @@ from flows.prune import run_prune
 from flows.settings import Settings, load_settings
 from flows.status import corpus_snapshot
 from sinks import files, ledger, prices, search, warehouse
+from sinks.store import Store
 from tests.corpus import S1, S2, S3, T1, claude_exchange, codex_rollout, small_home, write_session
 from tests.secrets_planted import PLANTED
 from tests.test_pipeline import snapshot
@@ -456,3 +457,52 @@ def test_the_index_drops_the_documents_of_deleted_turns_it_was_told_of(tmp_path:
         con.close()
     assert {r[1] for r in rows} == {f"claude-{S1}", f"codex-{T1}"}
     assert ours == _index_contents(_rebuilt(rows))
+
+
+def test_a_later_run_with_nothing_to_do_and_status_know_the_warehouse_without_opening_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = home_with_everything(tmp_path / "home")
+    settings = settings_for(home, tmp_path / "data")
+    run(settings)
+    path = settings.data_dir / "warehouse.duckdb"
+    version = Store(settings.data_dir).current_number()
+    reading = duckdb.connect(str(path), read_only=True)
+    try:
+        expected = FIGURES_WHOLE(reading)
+    finally:
+        reading.close()
+    opened: list[str] = []
+    real_connect = duckdb.connect
+
+    def counted(database: Any = ":memory:", *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(database))
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(warehouse.duckdb, "connect", counted)
+    warehouse._written.clear()  # as a later process: it knows what the last run left in data/cache
+    assert warehouse.is_current(settings.data_dir, version, settings.timezone)
+    assert warehouse.stored_figures(path) == expected
+    assert str(path) not in opened, "the memo of the last run stood for the file"
+
+    # A memo that is not one we wrote, or not of this file, is never believed: the warehouse is read instead.
+    memo = settings.data_dir / "cache" / "warehouse-meta.json"
+    good = json.loads(memo.read_text(encoding="utf-8"))
+    other_file = json.dumps({**good, "identity": [*good["identity"][:3], good["identity"][3] + 1]})
+    for hostile in ("{", "[]", '{"identity": 1, "meta": {}}', '{"identity": [], "meta": {"a": 1}}', other_file):
+        memo.write_text(hostile, encoding="utf-8")
+        warehouse._written.clear()
+        opened.clear()
+        assert warehouse.is_current(settings.data_dir, version, settings.timezone)
+        assert warehouse.stored_figures(path) == expected
+        assert str(path) in opened, hostile
+    memo.write_text(json.dumps(good), encoding="utf-8")
+    con = real_connect(str(path))  # written in place: a new mtime, so the memo no longer applies
+    try:
+        con.execute("UPDATE transcripts_meta SET value = 'other' WHERE key = 'timezone'")
+    finally:
+        con.close()
+    warehouse._written.clear()
+    opened.clear()
+    assert not warehouse.is_current(settings.data_dir, version, settings.timezone)
+    assert str(path) in opened
