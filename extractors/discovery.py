@@ -19,6 +19,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from pathlib import Path
 
 log = logging.getLogger("transcripts.discovery")
@@ -123,32 +124,15 @@ def regular_stat(path: Path | str) -> tuple[os.stat_result | None, str, str]:
     return st, "", ""
 
 
-def _dir_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
-    """The stat of a folder entry (links followed), or None when it is not a folder we can enter."""
-    try:
-        if not entry.is_dir():
-            return None
-        return entry.stat()
-    except OSError:
-        return None  # a loop or a vanished entry: not a folder; as a file it is classified below
-
-
-def _is_symlink(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_symlink()
-    except OSError:
-        return False
-
-
 def once_per_file(found: Iterable[tuple[str, os.stat_result]]) -> list[tuple[str, os.stat_result]]:
     """Keep one (path, stat) per real file (by `identity`), the `preferred` path; sorted by path."""
     best: dict[tuple[int, int], tuple[str, os.stat_result]] = {}
     for path, st in found:
-        key = identity(st)
+        key = (st.st_dev, st.st_ino)  # identity(st), inline: this runs for every file of every nightly run
         kept = best.get(key)
         if kept is None or preferred(path) < preferred(kept[0]):
             best[key] = (path, st)
-    return sorted(best.values(), key=lambda item: item[0])
+    return sorted(best.values(), key=itemgetter(0))
 
 
 # What a walk asks of a name it meets, before any stat: `accept(name, folders, depth)` for a file, `skip_dir(name,
@@ -205,9 +189,16 @@ def walk_files(
             continue
         for entry in entries:
             path = entry.path
-            if _is_symlink(entry) and not confined(path, top):
+            try:
+                link = entry.is_symlink()
+            except OSError:
+                link = False
+            if link and not confined(path, top):
                 continue  # a link out of the root is never followed
-            dir_stat = _dir_stat(entry)
+            try:  # a folder we can enter (links followed); a loop or a vanished entry is classified as a file below
+                dir_stat = entry.stat() if entry.is_dir() else None
+            except OSError:
+                dir_stat = None
             if dir_stat is not None:
                 key = identity(dir_stat)
                 if depth < max_depth and key not in ancestors and not skip_dir(entry.name, folders, depth + 1):
@@ -221,5 +212,5 @@ def walk_files(
             else:
                 found.append((path, st))
     for path, st in once_per_file(found):
-        _identities[path] = identity(st)
+        _identities[path] = (st.st_dev, st.st_ino)
         yield path, st

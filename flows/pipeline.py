@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -153,8 +154,8 @@ def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:
     for s in plan.changed:
         bump(s.agent.value, "changed")
         bump(s.agent.value, "bytes", s.size)
-    for s in plan.unchanged:
-        bump(s.agent.value, "unchanged")
+    for agent, n in Counter(s.agent for s in plan.unchanged).items():  # every source of a quiet night: counted fast
+        bump(agent.value, "unchanged", n)
     for row in plan.deleted:
         bump(row["agent"], "deleted")
     return dict(sorted(counts.items()))

@@ -121,30 +121,38 @@ def make_plan(
         manifest.column(name)
         for name in ("content_sha256", "parser_version", "outcome", "size_bytes", "mtime_ns", "present")
     )
-    seen_paths = set()
+    # Once per discovered source of every nightly run: names bound locally, and nothing made for a source whose row
+    # says it is unchanged (what `previous` holds is only read for the sources a run reads).
+    position, new, changed, unchanged, previous = (
+        manifest.position,
+        plan.new,
+        plan.changed,
+        plan.unchanged,
+        plan.previous,
+    )
+    seen = bytearray(len(manifest))
     for source in discovered:
-        seen_paths.add(source.path)
-        i = manifest.position(source.path)
+        i = position(source.path)
         if i is None:
-            plan.new.append(source)
+            new.append(source)
             continue
-        plan.previous[source.path] = Previous(sha[i], parser[i], outcome[i])
-        same = (
-            size[i] == source.size
+        seen[i] = 1
+        if (
+            not full
+            and size[i] == source.size
             and mtime[i] == source.mtime_ns
             and parser[i] == parser_versions[agent_of(source)]
             and outcome[i] != "deferred"
             and present[i]
-        )
-        if same and not full:
-            plan.unchanged.append(source)
+        ):
+            unchanged.append(source)
         else:
-            plan.changed.append(source)
+            previous[source.path] = Previous(sha[i], parser[i], outcome[i])
+            changed.append(source)
     roots = {(str(agent), root) for agent, agent_roots in scanned.items() for root in agent_roots}
-    agents, under = manifest.column("agent"), manifest.column("root")
-    for i, path in sorted(enumerate(manifest.paths), key=lambda item: item[1]):
-        if path not in seen_paths and present[i] and (agents[i], under[i]) in roots:
-            plan.deleted.append(manifest[path])
+    agents, under, paths = manifest.column("agent"), manifest.column("root"), manifest.paths
+    gone = [i for i in range(len(paths)) if not seen[i] and present[i] and (agents[i], under[i]) in roots]
+    plan.deleted.extend(manifest[paths[i]] for i in sorted(gone, key=paths.__getitem__))
     if full:
         plan.previous.clear()  # --full re-reads everything, even sources only touched
     return plan
