@@ -205,9 +205,4 @@ def remove_tree(path: Path) -> None:
         return
     if not path.exists():
         return
-    for child in sorted(path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if child.is_dir() and not child.is_symlink():
-            child.rmdir()
-        else:
-            child.unlink(missing_ok=True)
-    path.rmdir()
+    shutil.rmtree(path)  # links inside are removed, never followed

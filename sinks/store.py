@@ -295,18 +295,25 @@ class NextVersion:
 
     def publish(self) -> Path:
         """Hard-link the unchanged files, rename the folder into place and point `data/parquet` at it."""
+        # Strings, one folder check per folder: this runs over every file of the dataset on every run that writes
+        # (5 GB: ~6,000 files; with pathlib and a folder check per file it took a second of a one-session append).
+        folders = {os.fspath(self.tmp)}
         if self.base is not None:
-            for path in sorted(self.base.rglob("*.parquet")):
-                rel = path.relative_to(self.base)
-                if rel in self.written:
+            written = {os.fspath(rel) for rel in self.written}
+            for rel, path in _parquet_files(os.fspath(self.base)):
+                if rel in written:
                     continue
-                dst = self.tmp / rel
-                private_dir(dst.parent)
+                dst = os.path.join(self.tmp, rel)
+                folder = os.path.dirname(dst)
+                if folder not in folders:
+                    private_dir(Path(folder))
+                    folders.add(folder)
                 try:
                     os.link(path, dst)
                 except OSError:  # a filesystem without hard links: copy
-                    dst.write_bytes(path.read_bytes())
+                    Path(dst).write_bytes(Path(path).read_bytes())
                     os.chmod(dst, 0o600)
+        folders |= {os.path.dirname(os.path.join(self.tmp, rel)) for rel in self.written if (self.tmp / rel).exists()}
         layout = self.tmp / LAYOUT
         data: dict[str, object] = {"buckets": dict(sorted(self.buckets.items()))}
         if self.schema_version is not None:
@@ -315,8 +322,8 @@ class NextVersion:
         os.chmod(layout, 0o600)
         with open(layout, "rb") as handle:
             os.fsync(handle.fileno())
-        for folder in sorted({p.parent for p in self.tmp.rglob("*.parquet")} | {self.tmp}):
-            fsync_path(folder)
+        for folder in sorted(folders):  # every folder that holds a file of the version, and the version's own
+            fsync_path(Path(folder))
         final = self.store.versions / f"v{self.number:06d}"
         remove_tree(final)
         os.rename(self.tmp, final)
@@ -330,6 +337,22 @@ class NextVersion:
 
     def abandon(self) -> None:
         remove_tree(self.tmp)
+
+
+def _parquet_files(top: str) -> list[tuple[str, str]]:
+    """(path relative to `top`, path) of every `.parquet` file below `top`, sorted; symlinks are not followed."""
+    found: list[tuple[str, str]] = []
+    stack = [("", top)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = os.path.join(rel, entry.name) if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((name, entry.path))
+                elif entry.name.endswith(".parquet") and entry.is_file(follow_symlinks=False):
+                    found.append((name, entry.path))
+    return sorted(found)
 
 
 class KeptRows:
