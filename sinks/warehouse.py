@@ -140,7 +140,7 @@ def _read_figures(path: Path) -> str | None:
 # The meta table the last run wrote, per warehouse path: (file identity, meta). The file is only ever replaced by a
 # rename, so a file with the same device, inode, size and mtime holds exactly that meta (a file written in place
 # gets a new mtime). Kept in this process and, for the next one, in MEMO beside the price cache: a nightly run with
-# nothing to do, and `status`, then need not open the warehouse at all (~50 ms).
+# nothing to do then need not open the warehouse at all (~50 ms) to see that it is current.
 _written: dict[str, tuple[tuple[int, int, int, int], dict[str, str]]] = {}
 MEMO = "warehouse-meta.json"
 
