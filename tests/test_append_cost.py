@@ -459,7 +459,7 @@ def test_the_index_drops_the_documents_of_deleted_turns_it_was_told_of(tmp_path:
     assert ours == _index_contents(_rebuilt(rows))
 
 
-def test_a_later_run_with_nothing_to_do_and_status_know_the_warehouse_without_opening_it(
+def test_a_later_run_with_nothing_to_do_knows_the_warehouse_and_its_figures_without_opening_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = home_with_everything(tmp_path / "home")
