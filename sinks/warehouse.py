@@ -140,7 +140,9 @@ def _read_figures(path: Path) -> str | None:
 # The meta table the last run wrote, per warehouse path: (file identity, meta). The file is only ever replaced by a
 # rename, so a file with the same device, inode, size and mtime holds exactly that meta (a file written in place
 # gets a new mtime). Kept in this process and, for the next one, in MEMO beside the price cache: a nightly run with
-# nothing to do then need not open the warehouse at all (~50 ms) to see that it is current.
+# nothing to do then need not open the warehouse at all (~50 ms) to see that it is current. The memo names the
+# DuckDB that wrote the file; after an upgrade it is not believed, so the file is opened and, if the new DuckDB
+# cannot read it, rebuilt as before.
 _written: dict[str, tuple[tuple[int, int, int, int], dict[str, str]]] = {}
 MEMO = "warehouse-meta.json"
 
@@ -152,7 +154,7 @@ def _memo_path(warehouse: Path) -> Path:
 def _remember(warehouse: Path, meta: dict[str, str]) -> None:
     identity = _identity(warehouse.stat())
     _written[str(warehouse)] = (identity, meta)
-    text = json.dumps({"identity": list(identity), "meta": meta})
+    text = json.dumps({"identity": list(identity), "engine": duckdb.__version__, "meta": meta})
     try:
         write_private_atomic(_memo_path(warehouse), lambda tmp: tmp.write_text(text, encoding="utf-8"))
     except OSError as exc:  # only a read saved: the next process opens the warehouse instead
@@ -166,11 +168,13 @@ def _recalled(warehouse: Path, st: os.stat_result) -> dict[str, str] | None:
         return known[1] if known[0] == _identity(st) else None
     try:
         found = json.loads(_memo_path(warehouse).read_text(encoding="utf-8"))
-        identity, meta = found["identity"], found["meta"]
+        identity, engine, meta = found["identity"], found["engine"], found["meta"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or not one we wrote: the warehouse itself is read
     if identity != list(_identity(st)) or not isinstance(meta, dict):
         return None
+    if engine != duckdb.__version__:
+        return None  # another DuckDB may not open the file at all: only opening it says (and a rebuild follows)
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
         return None
     return meta

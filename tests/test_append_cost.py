@@ -489,7 +489,9 @@ def test_a_later_run_with_nothing_to_do_knows_the_warehouse_and_its_figures_with
     memo = settings.data_dir / "cache" / "warehouse-meta.json"
     good = json.loads(memo.read_text(encoding="utf-8"))
     other_file = json.dumps({**good, "identity": [*good["identity"][:3], good["identity"][3] + 1]})
-    for hostile in ("{", "[]", '{"identity": 1, "meta": {}}', '{"identity": [], "meta": {"a": 1}}', other_file):
+    other_duckdb = json.dumps({**good, "engine": "0.9.0"})  # after an upgrade only opening the file says if it reads
+    hostile_memos = ("{", "[]", '{"identity": 1, "meta": {}}', '{"identity": [], "meta": {"a": 1}}')
+    for hostile in (*hostile_memos, other_file, other_duckdb):
         memo.write_text(hostile, encoding="utf-8")
         warehouse._written.clear()
         opened.clear()
