@@ -71,6 +71,11 @@ class Limits:
     def field_names(cls) -> tuple[str, ...]:
         return tuple(cls.__dataclass_fields__)
 
+    def read_twice(self, size: int) -> bool:
+        """Whether a source of `size` bytes is read in two passes (by the readers that can) and, being big, in a
+        worker process of its own: over `stream_source_bytes`."""
+        return size > self.stream_source_bytes
+
 
 # Several complete JSON records glued onto one line (`{"type":"progress",...}{"type":"summary",...}`, written by
 # Claude Code itself, FORMATS.md 1.11) are read as those records, in order. The first keeps the line's index, so

@@ -196,7 +196,7 @@ def _uses_a_pool(settings: Settings, plan: Plan[Source]) -> bool:
 
     if settings.dask is not None:
         return False
-    if any(s.size > settings.limits.stream_source_bytes for s in plan.to_read):
+    if any(settings.limits.read_twice(s.size) for s in plan.to_read):
         return True  # a big source is read in a worker process even alone (`etl._extract`)
     if settings.workers <= 1:
         return False

@@ -273,7 +273,7 @@ def _extract(
         return
     # A big source is read in a worker process even alone: what reading it took (a 2 GB session's first pass holds
     # ~0.6 GB of small objects) goes back to the system with that process, before the commit and the warehouse.
-    apart = any(s.size > settings.limits.stream_source_bytes for batch in work for s in batch)
+    apart = any(settings.limits.read_twice(s.size) for batch in work for s in batch)
     with extraction_pool(min(settings.workers, len(work)), apart=apart) as pool:
         if pool is None:
             for number, batch in enumerate(work):

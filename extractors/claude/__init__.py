@@ -88,7 +88,7 @@ def read_streaming(source: Source, limits: Limits) -> Iterator[Outcome | Streame
     """`read`, except that a file over `stream_source_bytes` is read in two passes (`extractors.claude.stream`):
     one `Streamed` whose parts are read as they are iterated. Raises what `read` raises; iterating the parts may
     raise DeferError(changed_during_read) too."""
-    if source.size <= limits.stream_source_bytes:
+    if not limits.read_twice(source.size):
         yield from read(source, limits)
         return
     from extractors.claude.stream import read_in_two_passes

@@ -78,7 +78,7 @@ def read_streaming(source: Source, limits: Limits) -> Iterator[Outcome | Streame
     """`read`, except that a rollout over `stream_source_bytes` is read in two passes (`extractors.codex.stream`):
     one `Streamed` whose parts are read as they are iterated. Raises what `read` raises; iterating the parts may
     raise DeferError(changed_during_read) too."""
-    if source.size <= limits.stream_source_bytes:
+    if not limits.read_twice(source.size):
         yield from read(source, limits)
         return
     archived = _archived(source)
