@@ -156,9 +156,9 @@ def _foreign(warehouse: Path, why: str) -> str:
 
 
 def _connect(path: Path) -> duckdb.DuckDBPyConnection:
-    import duckdb
+    from sinks import readonly
 
-    return duckdb.connect(str(path), read_only=True)
+    return readonly.connect(path)
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """Named points where a crash test can kill the run (`TRANSCRIPTS_FAILPOINT=<name>`): proof of crash safety.
 
 Points: `batch` (inside the process reading a batch: a worker process or a Dask worker), `extract` (a batch
-staged), `parquet` (new version half written), `publish` (version folder in place,
-not yet swapped in), `warehouse` (new warehouse built, not yet swapped in). Unset, `reach()` is one dict lookup.
+staged), `parquet` (new version half written), `publish` (version folder in place, not yet swapped in), `warehouse`
+(new warehouse built, not yet swapped in; or changed in place, not yet committed). Unset, `reach()` is one dict
+lookup.
 """
 
 from __future__ import annotations

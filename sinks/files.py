@@ -61,17 +61,36 @@ def clone_or_copy(src: Path, dst: Path) -> str:
     copied inside the kernel (NFS and some filesystems copy on the server or share blocks too). "copy": a plain
     copy. ext4 and tmpfs cannot clone, so there the time is proportional to the size.
     """
-    if sys.platform == "darwin" and _clonefile(src, dst):
-        return "clone"
+    return "clone" if clone(src, dst) else copy(src, dst)
+
+
+def clone(src: Path, dst: Path) -> bool:
+    """Make `dst`, a new private file, share the blocks of `src` (see `clone_or_copy`); False, with no `dst` left,
+    when the filesystem cannot clone."""
+    if sys.platform == "darwin":
+        return _clonefile(src, dst)
+    if not sys.platform.startswith("linux"):
+        return False
     with src.open("rb") as source:
         fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
-            if sys.platform.startswith("linux"):
-                with contextlib.suppress(OSError):  # EOPNOTSUPP, EXDEV, EINVAL: no clone here; copy instead
-                    import fcntl
+            import fcntl
 
-                    fcntl.ioctl(fd, FICLONE, source.fileno())
-                    return "clone"
+            fcntl.ioctl(fd, FICLONE, source.fileno())
+            return True
+        except OSError:  # EOPNOTSUPP, EXDEV, EINVAL: no clone here
+            pass
+        finally:
+            os.close(fd)
+    dst.unlink()
+    return False
+
+
+def copy(src: Path, dst: Path) -> str:
+    """Copy `src` to `dst`, a new private file, without a clone: "copy_file_range" (in the kernel) or "copy"."""
+    with src.open("rb") as source:
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
             if _copy_range(source.fileno(), fd, os.fstat(source.fileno()).st_size):
                 return "copy_file_range"
         finally:

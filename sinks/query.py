@@ -1,7 +1,8 @@
 """Read-only queries on the warehouse: open it in a zone, run SQL, write the result as a table, CSV or JSON.
 
-The warehouse is opened with `read_only=True`: a run never writes the file in place (it swaps a new one in), so a
-reader never blocks a run, and a query cannot change the corpus.
+The warehouse is opened with `read_only=True`, so a query cannot change the corpus. A reader never makes a run fail (a
+run copies a warehouse someone has open); while a run changes a big one in place, the open waits for it
+(`sinks.readonly`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from uuid import UUID
 
 import duckdb
 
-from sinks import search, views, warehouse
+from sinks import readonly, search, views, warehouse
 
 FETCH_ROWS = 1000
 
@@ -61,7 +62,7 @@ def connect(data_dir: Path, zone: str) -> duckdb.DuckDBPyConnection:
             f"no warehouse in {data_dir} yet: run `transcripts run` (or `transcripts run --sample` to try the sample)"
         )
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = readonly.connect(path)
     except duckdb.Error as exc:
         raise warehouse.open_error(exc, path) from None
     con.execute(session_sql(zone))

@@ -21,9 +21,9 @@ from typing import Any
 
 import duckdb
 
-from sinks import prices
+from sinks import prices, readonly
 from sinks.files import FILE_MODE
-from sinks.warehouse import warehouse_path
+from sinks.warehouse import open_error, warehouse_path
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # an identifier only: never fetched
 TOP = 15
@@ -436,9 +436,9 @@ def write(data_dir: Path, out: Path, *, timezone: str, since: date | None, now: 
     if not path.exists():
         raise ReportError(f"no warehouse in {data_dir}: run `transcripts run` first")
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = readonly.connect(path)
     except duckdb.Error as exc:
-        raise ReportError(f"cannot open {path}: {exc}") from None
+        raise ReportError(str(open_error(exc, path))) from None
     try:
         if not con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'usage_costs'").fetchone() == (1,):
             raise ReportError(f"the warehouse in {data_dir} predates cost views: run `transcripts run` once")

@@ -1,9 +1,10 @@
 """DuckDB: every table loaded from the current Parquet version, plus views; all SQL and DDL live here.
 
-The warehouse is never written in place: a run copies it (a clone where the filesystem can) or builds it new beside
-the old file, applies the run's change in one transaction, checkpoints, and renames it over `warehouse.duckdb`.
-DuckDB refuses a writer while any reader holds the file, so this is what lets people keep a DuckDB shell or notebook
-open during the nightly run: the reader keeps its snapshot, new connections see the new file.
+A run builds the warehouse new beside the old file, or applies its change in one transaction to a copy (a clone where
+the filesystem can), checkpoints, and renames it over `warehouse.duckdb`. DuckDB refuses a writer while any reader
+holds the file, so this is what lets people keep a DuckDB shell or notebook open during the nightly run: the reader
+keeps its snapshot, new connections see the new file. A big warehouse that cannot be cloned is changed in place
+instead when no one has it open (`_open_to_change`): copying gigabytes every night is what that avoids.
 
 The corpus figures `status` shows (rows per table and agent, rejections, redaction, unpriced usage) are kept in the
 file's meta table beside the data they describe, and a run that replaces a few sessions updates them from those
@@ -13,6 +14,7 @@ sessions' rows alone, so that neither the run nor its ledger record scans the wh
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -25,8 +27,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks import failpoints, prices, search, views
-from sinks.files import FILE_MODE, clone_or_copy, fsync_path, replace_releasing, write_private_atomic
+from sinks import failpoints, prices, readonly, search, views
+from sinks.files import FILE_MODE, clone, copy, fsync_path, replace_releasing, write_private_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -37,6 +39,10 @@ PRICE_CACHE = "cache"  # derived files kept between runs (the price table per ge
 META = "transcripts_meta"
 FIGURES = "corpus_figures"  # meta key: the corpus figures of this file's content, as JSON (see `figures`)
 VERSION_ERROR = "Trying to read a database file with version number"
+# A warehouse this big is changed in place, when the filesystem cannot clone it and no one has it open: its copy
+# would cost seconds and its size again on disk every night (ext4: ~1 s per GB). Smaller ones are copied, and the
+# copy never keeps a reader out, even for a moment.
+IN_PLACE_BYTES = 256 * 1024 * 1024
 
 log = logging.getLogger("transcripts.warehouse")
 T = TypeVar("T")
@@ -49,6 +55,11 @@ class WarehouseUnreadable(RuntimeError):
 def open_error(exc: duckdb.Error, path: Path) -> WarehouseUnreadable:
     """Say why `path` cannot be opened, in one line, and that the next run rebuilds it from Parquet."""
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if readonly.is_lock_conflict(exc):
+        return WarehouseUnreadable(
+            f"{path} is open for writing in another process ({first.removeprefix('IO Error: ')}): close it there, "
+            "or open it read-only (`duckdb -readonly`), and try again"
+        )
     if VERSION_ERROR in first:
         why = f"it was written by another DuckDB version than {duckdb.__version__} ({first.removeprefix('IO Error: ')})"
     else:
@@ -129,7 +140,7 @@ def stored_figures(path: Path) -> dict[str, Any] | None:
 
 
 def _read_figures(path: Path) -> str | None:
-    con = duckdb.connect(str(path), read_only=True)
+    con = readonly.connect(path)
     try:
         text = _meta(con).get(FIGURES)
     finally:
@@ -137,12 +148,12 @@ def _read_figures(path: Path) -> str | None:
     return text
 
 
-# The meta table the last run wrote, per warehouse path: (file identity, meta). The file is only ever replaced by a
-# rename, so a file with the same device, inode, size and mtime holds exactly that meta (a file written in place
-# gets a new mtime). Kept in this process and, for the next one, in MEMO beside the price cache: a nightly run with
-# nothing to do then need not open the warehouse at all (~50 ms) to see that it is current. The memo names the
-# DuckDB that wrote the file; after an upgrade it is not believed, so the file is opened and, if the new DuckDB
-# cannot read it, rebuilt as before.
+# The meta table the last run wrote, per warehouse path: (file identity, meta). A file with the same device, inode,
+# size and mtime holds exactly that meta: a run replaces the file by a rename, or changes it in place and then
+# remembers its new identity, and any other write gives it a new mtime. Kept in this process and, for the next one,
+# in MEMO beside the price cache: a nightly run with nothing to do then need not open the warehouse at all (~50 ms)
+# to see that it is current. The memo names the DuckDB that wrote the file; after an upgrade it is not believed, so
+# the file is opened and, if the new DuckDB cannot read it, rebuilt as before.
 _written: dict[str, tuple[tuple[int, int, int, int], dict[str, str]]] = {}
 MEMO = "warehouse-meta.json"
 
@@ -388,6 +399,8 @@ def _apply(
     version_number: int,
     replaced: Mapping[str, set[str]],
     zone: str,
+    *,
+    before_commit: Callable[[], None] | None = None,
 ) -> dict[str, str]:
     """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the meta it
     wrote, whose figures are updated from those sessions' rows when the file holds figures that still apply (same
@@ -427,6 +440,8 @@ def _apply(
         else:
             figures_json = json.dumps(figures(con))
         written = _set_meta(con, version_number, zone, prices_from, figures_json)
+        if before_commit is not None:
+            before_commit()
         con.execute("COMMIT")
     finally:
         if loading is not None:
@@ -485,7 +500,7 @@ def is_current(data_dir: Path, version_number: int, timezone: str | None) -> boo
         meta, indexed = recalled, True  # a file a run wrote always has its index
     else:
         try:
-            con = duckdb.connect(str(path), read_only=True)
+            con = readonly.connect(path)
         except duckdb.Error:
             return False
         try:
@@ -510,12 +525,12 @@ def refresh(
     replaced: Mapping[str, set[str]] | None,
     timezone: str | None = None,
 ) -> None:
-    """Bring `warehouse.duckdb` to the current Parquet version and swap it in atomically.
+    """Bring `warehouse.duckdb` to the current Parquet version, atomically: a new file swapped in, or one transaction.
 
     With `replaced` (the sessions the run replaced) and a warehouse built from `previous_version`, the change is
-    applied to a copy; otherwise (first run, a killed run left it behind, a schema change, a file this DuckDB
-    cannot open, e.g. one written by DuckDB 2.0) it is rebuilt. Per-day views use `timezone` (default: the
-    machine's zone). Raises views.ZoneError for an unknown zone.
+    applied to a copy, or in place (`_open_to_change`); otherwise (first run, a killed run left it behind, a schema
+    change, a file this DuckDB cannot open, e.g. one written by DuckDB 2.0) it is rebuilt. Per-day views use
+    `timezone` (default: the machine's zone). Raises views.ZoneError for an unknown zone.
     """
     zone = views.resolve_zone(timezone)
     version = store.current()
@@ -526,21 +541,12 @@ def refresh(
     tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
-    incremental = False
+    incremental = in_place = False
     flushing: threading.Thread | None = None
+    con: duckdb.DuckDBPyConnection | None = None
     if replaced is not None and target.exists():
-        how = clone_or_copy(target, tmp)
-        if how != "clone":
-            # The copy's pages are written back while the change is applied, instead of all at once when the
-            # CHECKPOINT below syncs the file (on ext4, ~1 ms per MB of warehouse).
-            flushing = threading.Thread(target=_flush, args=(tmp,), name="warehouse-flush", daemon=True)
-            flushing.start()
-        try:
-            con = _connect(tmp, data_dir)
-        except duckdb.Error as exc:
-            # The warehouse is derived data: one this DuckDB cannot open is rebuilt from Parquet, not repaired.
-            log.warning("event=warehouse_rebuild reason=%r", str(open_error(exc, target)))
-        else:
+        con, in_place, flushing = _open_to_change(target, tmp, data_dir)
+        if con is not None:
             meta = _meta(con)
             incremental = meta.get("schema_version") == SCHEMA_VERSION and meta.get("parquet_version") == str(
                 previous_version
@@ -548,24 +554,68 @@ def refresh(
             if not incremental:
                 con.close()
         if not incremental:
+            in_place = False
             if flushing is not None:
                 flushing.join()
                 flushing = None
             for stale in (tmp, Path(f"{tmp}.wal")):
                 stale.unlink(missing_ok=True)
-    if incremental:
-        meta = _apply(con, store, version, number, replaced or {}, zone)
+    if incremental and con is not None:
+        try:
+            # In place, the failpoint's moment (the change made, not yet seen) is before the COMMIT.
+            before_commit = functools.partial(failpoints.reach, "warehouse") if in_place else None
+            meta = _apply(con, store, version, number, replaced or {}, zone, before_commit=before_commit)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()  # a change that failed is rolled back: in place, the file is as the last run left it
+        if in_place:
+            _remember(target, meta)
+            return
     else:
         con = _connect(tmp, data_dir)
         meta = _build(con, store, version, number, zone)
-    con.execute("CHECKPOINT")
-    con.close()
+        con.execute("CHECKPOINT")
+        con.close()
     if flushing is not None:
         flushing.join()
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
     replace_releasing(tmp, target)
     _remember(target, meta)
+
+
+def _open_to_change(
+    target: Path, tmp: Path, data_dir: Path
+) -> tuple[duckdb.DuckDBPyConnection | None, bool, threading.Thread | None]:
+    """A connection to apply a run's change through, whether it is the warehouse itself, and the thread flushing a
+    copy; no connection when the file cannot be opened (it is then rebuilt from Parquet, not repaired).
+
+    A clone where the filesystem makes one (free, whatever the size). Else a warehouse of `IN_PLACE_BYTES` or more is
+    changed in place when no other process has it open: DuckDB's lock then keeps everyone out while the change is
+    applied, and its transaction and WAL make the change whole or absent, as the swap does. A reader holding it
+    (DuckDB's lock refuses the writer) gets a copy, as a small warehouse does (its copy costs less than a reader's
+    wait).
+    """
+    flushing: threading.Thread | None = None
+    try:
+        if clone(target, tmp):
+            return _connect(tmp, data_dir), False, None
+        if target.stat().st_size >= IN_PLACE_BYTES:
+            try:
+                return _connect(target, data_dir), True, None
+            except duckdb.IOException as exc:
+                if not readonly.is_lock_conflict(exc):
+                    raise
+                log.info("event=warehouse_copy reason=%r", "held open by another process")
+        copy(target, tmp)
+        # The copy's pages are written back while the change is applied, instead of all at once when the
+        # CHECKPOINT syncs the file (on ext4, ~1 ms per MB of warehouse).
+        flushing = threading.Thread(target=_flush, args=(tmp,), name="warehouse-flush", daemon=True)
+        flushing.start()
+        return _connect(tmp, data_dir), False, flushing
+    except duckdb.Error as exc:
+        log.warning("event=warehouse_rebuild reason=%r", str(open_error(exc, target)))
+        return None, False, flushing
 
 
 def _flush(path: Path) -> None:

@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from sinks import warehouse
 from sinks.failpoints import POINTS
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.test_pipeline import run, settings_for, snapshot
@@ -21,15 +23,19 @@ from pathlib import Path
 from flows.etl import run_etl
 from flows.settings import load_settings
 home, data, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+if len(sys.argv) > 4:  # the size from which the warehouse is changed in place
+    import sinks.warehouse
+    sinks.warehouse.IN_PLACE_BYTES = int(sys.argv[4])
 settings = load_settings(home=home, data_dir=data, sources=["claude"], env={"HOME": str(home)})
 run_etl(dataclasses.replace(settings, workers=workers, batch_files=1), as_tasks=False)
 """
 
 
-def killed_run(home: Path, data: Path, point: str, workers: int = 1) -> None:
+def killed_run(home: Path, data: Path, point: str, workers: int = 1, in_place_bytes: int | None = None) -> None:
     env = {**os.environ, "TRANSCRIPTS_FAILPOINT": point}
+    extra = [] if in_place_bytes is None else [str(in_place_bytes)]
     proc = subprocess.run(
-        [sys.executable, "-c", KILLED_RUN, str(home), str(data), str(workers)],
+        [sys.executable, "-c", KILLED_RUN, str(home), str(data), str(workers), *extra],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -69,6 +75,34 @@ def test_killed_incremental_run_then_normal_run_equals_a_clean_run(tmp_path: Pat
     if point != "warehouse":  # until the swap, the corpus is the previous one, untouched
         assert snapshot(data) == before
     run(settings_for(home, data))
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+    assert leftovers(data) == []
+
+
+def test_a_run_killed_while_it_changes_the_warehouse_in_place_leaves_it_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In place (a big warehouse no one has open), the kill comes after every change and before the COMMIT: DuckDB's
+    recovery must give the previous warehouse whole, and the next run the result of a clean one."""
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    before = snapshot(data)
+    inode = (data / "warehouse.duckdb").stat().st_ino
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    killed_run(home, data, "warehouse", in_place_bytes=0)
+    assert (data / "warehouse.duckdb").stat().st_ino == inode, "changed in place, not swapped"
+    assert not list(data.glob("warehouse.duckdb.tmp-*")), "no copy was made"
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", 0)
+    # The Parquet version was published before the kill: the warehouse must still be the previous one, whole.
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    try:
+        assert sorted(con.execute("SELECT * FROM turns").fetchall(), key=repr) == before["turns"]
+    finally:
+        con.close()
+    run(settings_for(home, data))  # the Parquet version is ahead of the warehouse: it is rebuilt from it
     clean = tmp_path / "clean"
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)

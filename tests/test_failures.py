@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flows.settings import load_settings
+from sinks import warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.lock_support import HANG, runs_only_after_the_lock_is_free
 from tests.test_crash import leftovers
@@ -33,11 +34,17 @@ print(f"still {again} {sessions}", flush=True)
 """
 
 
-def test_a_reader_holding_the_warehouse_open_neither_fails_the_run_nor_sees_half_of_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_place_bytes", [None, 0], ids=["small", "big enough to change in place"])
+def test_a_reader_holding_the_warehouse_open_neither_fails_the_run_nor_sees_half_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int | None
+) -> None:
+    if in_place_bytes is not None:
+        monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     run(settings_for(home, data))
     before = len(table_rows(data, "turns"))
+    inode = (data / "warehouse.duckdb").stat().st_ino
     reader = subprocess.Popen(
         [sys.executable, "-c", HOLD_WAREHOUSE, str(data / "warehouse.duckdb")],
         stdin=subprocess.PIPE,
@@ -58,6 +65,7 @@ def test_a_reader_holding_the_warehouse_open_neither_fails_the_run_nor_sees_half
         reader.kill()
         reader.wait()
     assert len(table_rows(data, "turns")) == before + 4, "a new connection sees the new run"
+    assert (data / "warehouse.duckdb").stat().st_ino != inode, "held open: a copy was changed and swapped in"
 
 
 READ_PARQUET_LOOP = """

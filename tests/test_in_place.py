@@ -1,0 +1,158 @@
+"""A big warehouse no one has open is changed in place (no copy of it every night); readers wait for that change.
+
+`sinks.warehouse.IN_PLACE_BYTES` is set to 0 here, so that the small test warehouses take the path a big one takes.
+A reader holding the file makes the run copy it instead (tests/test_failures.py); a kill before the COMMIT leaves
+the previous warehouse whole (tests/test_crash.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from sinks import readonly, warehouse
+from tests.corpus import S1, claude_exchange, small_home, write_session
+from tests.test_crash import leftovers
+from tests.test_pipeline import run, settings_for, snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A process holding the warehouse open read-write: with the data directory's writer lock, as a run changing it in
+# place does; without it, as a DuckDB shell opened on it does. It releases the file when told.
+HOLDER = """
+import sys, time, contextlib, duckdb
+from pathlib import Path
+from sinks.lock import writer_lock
+data, as_run = Path(sys.argv[1]), sys.argv[2] == "run"
+with writer_lock(data, 5) if as_run else contextlib.nullcontext():
+    con = duckdb.connect(str(data / "warehouse.duckdb"))
+    print("held", flush=True)
+    sys.stdin.readline()
+    time.sleep(0.3)  # the reader is already asking
+    con.close()
+    print("closed", flush=True)
+"""
+
+
+@pytest.fixture
+def in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", 0)
+
+
+def holder(data: Path, kind: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(data), kind],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_big_warehouse_no_one_holds_is_changed_in_place_into_what_a_clean_run_gives(
+    tmp_path: Path, in_place: None
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    path = data / "warehouse.duckdb"
+    inode = path.stat().st_ino
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    report = run(settings_for(home, data))
+    assert report.committed.sessions_loaded == 1
+    assert path.stat().st_ino == inode, "changed in place: no copy swapped in"
+    assert not Path(f"{path}.wal").exists(), "checkpointed: the file alone holds the change"
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+    assert leftovers(data) == []
+    # The memo left for the next run describes the file as it is now: a no-op run believes it.
+    version = int(warehouse._recalled(path, path.stat())["parquet_version"])  # type: ignore[index]
+    assert warehouse.is_current(data, version, None)
+
+
+def test_a_big_warehouse_this_duckdb_cannot_open_is_rebuilt(tmp_path: Path, in_place: None) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    path = data / "warehouse.duckdb"
+    path.write_bytes(b"not a database" * 1000)  # damaged: opened in place, refused, rebuilt from Parquet
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    run(settings_for(home, data))
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+
+
+def test_a_reader_waits_while_a_run_holds_the_warehouse_then_opens_it(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    path = data / "warehouse.duckdb"
+    proc = holder(data, "run")
+    try:
+        with pytest.raises(duckdb.IOException, match=readonly.LOCK_ERROR):
+            duckdb.connect(str(path), read_only=True)  # DuckDB alone refuses at once
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        con = readonly.connect(path)
+        try:
+            assert con.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
+        finally:
+            con.close()
+        assert proc.stdout.readline().strip() == "closed", "it opened only once the run let go of the file"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_file_held_by_something_else_than_a_run_is_refused_at_once_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    pauses: list[float] = []
+    monkeypatch.setattr(readonly.time, "sleep", pauses.append)
+    proc = holder(data, "shell")
+    try:
+        with pytest.raises(duckdb.IOException, match=readonly.LOCK_ERROR):
+            readonly.connect(data / "warehouse.duckdb")
+        assert pauses == [], "no run holds the data directory: nothing to wait for"
+        result = CliRunner().invoke(app, ["sql", "SELECT 1", "--data-dir", str(data)], catch_exceptions=False)
+        assert result.exit_code == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is open for writing in another process" in lines[0], lines
+        assert "duckdb -readonly" in lines[0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_run_holding_the_lock_in_this_process_does_not_wait_for_itself(tmp_path: Path) -> None:
+    from sinks.lock import held_by_another, writer_lock
+
+    data = tmp_path / "data"
+    data.mkdir()
+    assert not held_by_another(data), "no lock file yet"
+    with writer_lock(data, 1):
+        assert not held_by_another(data)
+    proc = holder(data, "run")
+    try:
+        assert held_by_another(data)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not held_by_another(data), "a killed run's lock dies with it"
+    assert os.path.exists(data / ".lock")
