@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from sinks import readonly, warehouse
+from sinks import readonly, search, warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.test_crash import leftovers
 from tests.test_pipeline import run, settings_for, snapshot
@@ -79,6 +79,35 @@ def test_a_big_warehouse_no_one_holds_is_changed_in_place_into_what_a_clean_run_
     # The memo left for the next run describes the file as it is now: a no-op run believes it.
     version = int(warehouse._recalled(path, path.stat())["parquet_version"])  # type: ignore[index]
     assert warehouse.is_current(data, version, None)
+
+
+def test_a_failure_while_changing_in_place_rolls_the_warehouse_back_and_the_next_run_repairs_it(
+    tmp_path: Path, in_place: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    before = snapshot(data)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+
+    def full(*_args: object, **_kwargs: object) -> None:  # after the sessions' rows were deleted and inserted
+        raise duckdb.IOException("IO Error: Could not write file: No space left on device")
+
+    monkeypatch.setattr(search, "update_index", full)
+    with pytest.raises(duckdb.IOException, match="No space left"):
+        run(settings_for(home, data))
+    monkeypatch.undo()
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)  # the lock was let go: it opens
+    try:
+        for table in ("sessions", "turns", "tool_calls"):
+            assert sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr) == before[table], table
+    finally:
+        con.close()
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", 0)
+    run(settings_for(home, data))
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
 
 
 def test_a_big_warehouse_this_duckdb_cannot_open_is_rebuilt(tmp_path: Path, in_place: None) -> None:
