@@ -174,6 +174,8 @@ def _remember(warehouse: Path, meta: dict[str, str]) -> None:
 
 def _recalled(warehouse: Path, st: os.stat_result) -> dict[str, str] | None:
     """The meta table of `warehouse` as the run that wrote it left it, when the file is still that one."""
+    if os.path.exists(f"{warehouse}.wal"):
+        return None  # a change committed to the log after the memo was written (a run killed before its checkpoint)
     known = _written.get(str(warehouse))
     if known is not None:
         return known[1] if known[0] == _identity(st) else None

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import stat
+import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -458,6 +459,15 @@ def test_the_index_drops_the_documents_of_deleted_turns_it_was_told_of(tmp_path:
     assert ours == _index_contents(_rebuilt(rows))
 
 
+COMMITTED_NOT_CHECKPOINTED = """
+import os, signal, sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("SET checkpoint_threshold = '1GB'")
+con.execute("UPDATE transcripts_meta SET value = 'other' WHERE key = 'timezone'")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 def test_a_later_run_with_nothing_to_do_knows_the_warehouse_and_its_figures_without_opening_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -497,7 +507,27 @@ def test_a_later_run_with_nothing_to_do_knows_the_warehouse_and_its_figures_with
         assert warehouse.is_current(settings.data_dir, version, settings.timezone)
         assert warehouse.stored_figures(path) == expected
         assert str(path) in opened, hostile
+    # A change committed to the log and not yet checkpointed into the file (a run killed between the two) leaves
+    # the file as the memo knew it: the log beside it is what says the memo is stale.
     memo.write_text(json.dumps(good), encoding="utf-8")
+    before = path.stat()
+    killed = subprocess.run([sys.executable, "-c", COMMITTED_NOT_CHECKPOINTED, str(path)], check=False)
+    assert killed.returncode == -9 and Path(f"{path}.wal").exists()
+    assert warehouse._identity(path.stat()) == warehouse._identity(before), "only the log was written"
+    warehouse._written.clear()
+    opened.clear()
+    assert not warehouse.is_current(settings.data_dir, version, settings.timezone)
+    assert str(path) in opened
+    con = real_connect(str(path))  # the log goes into the file; the timezone is set back
+    try:
+        con.execute("UPDATE transcripts_meta SET value = ? WHERE key = 'timezone'", [good["meta"]["timezone"]])
+    finally:
+        con.close()
+    assert not Path(f"{path}.wal").exists()
+    warehouse._remember(path, good["meta"])
+    warehouse._written.clear()
+    assert warehouse.is_current(settings.data_dir, version, settings.timezone)
+
     con = real_connect(str(path))  # written in place: a new mtime, so the memo no longer applies
     try:
         con.execute("UPDATE transcripts_meta SET value = 'other' WHERE key = 'timezone'")
