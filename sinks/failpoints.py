@@ -3,7 +3,8 @@
 Points: `batch` (inside the process reading a batch: a worker process or a Dask worker), `extract` (a batch
 staged), `parquet` (new version half written), `publish` (version folder in place, not yet swapped in), `warehouse`
 (new warehouse built, not yet swapped in; or changed in place, not yet committed). Unset, `reach()` is one dict
-lookup.
+lookup. `warehouse_log` is reached only by a run changing the warehouse in place: committed to DuckDB's log, not yet
+checkpointed into the file (not in POINTS: a first run never gets there).
 """
 
 from __future__ import annotations

@@ -95,8 +95,9 @@ def read_records(data_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def lock_held(data_dir: Path) -> bool:
-    """Whether some process holds the writer lock on `data_dir/.lock` right now (sinks.lock)."""
+def lock_held(data_dir: Path, *, by_another: bool = False) -> bool:
+    """Whether some process holds the writer lock on `data_dir/.lock` right now (sinks.lock); with `by_another`,
+    a process other than this one (the holder writes `pid N` into the file once it has the lock)."""
     try:
         fd = os.open(data_dir / ".lock", os.O_RDONLY)
     except OSError:
@@ -104,7 +105,7 @@ def lock_held(data_dir: Path) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
+        return not by_another or os.pread(fd, 200, 0).decode("utf-8", "replace").strip() != f"pid {os.getpid()}"
     except OSError:
         return False
     finally:

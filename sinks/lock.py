@@ -46,19 +46,3 @@ def writer_lock(data_dir: Path, wait_seconds: float) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the flock
-
-
-def held_by_another(data_dir: Path) -> bool:
-    """True while another process's run holds `data_dir`'s writer lock (asked without taking it for longer than the
-    question; this process's own run does not count)."""
-    try:
-        fd = os.open(data_dir / LOCK_FILE, os.O_RDONLY)
-    except OSError:
-        return False  # no lock file: no run has ever written here
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() != f"pid {os.getpid()}"
-    finally:
-        os.close(fd)  # releases the shared lock, if it was taken
-    return False

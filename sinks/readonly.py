@@ -43,6 +43,6 @@ def connect(path: Path, *, wait: float = WAIT_SECONDS) -> duckdb.DuckDBPyConnect
 
 
 def _run_holds(data_dir: Path) -> bool:
-    from sinks.lock import held_by_another
+    from sinks.ledger import lock_held
 
-    return held_by_another(data_dir)
+    return lock_held(data_dir, by_another=True)

@@ -543,6 +543,7 @@ def refresh(
     tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
+    _fold_log(target, data_dir)
     incremental = in_place = False
     flushing: threading.Thread | None = None
     con: duckdb.DuckDBPyConnection | None = None
@@ -567,6 +568,8 @@ def refresh(
             # In place, the failpoint's moment (the change made, not yet seen) is before the COMMIT.
             before_commit = functools.partial(failpoints.reach, "warehouse") if in_place else None
             meta = _apply(con, store, version, number, replaced or {}, zone, before_commit=before_commit)
+            if in_place:
+                failpoints.reach("warehouse_log")  # committed: the change is in the log, not yet in the file
             con.execute("CHECKPOINT")
         finally:
             con.close()  # a change that failed is rolled back: in place, the file is as the last run left it
@@ -582,8 +585,29 @@ def refresh(
         flushing.join()
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
+    # A log beside the old file is the old file's (a change committed in place, not yet checkpointed, that
+    # `_fold_log` could not fold while a reader held the file): DuckDB would replay it onto the new file. Removed
+    # first, so that a reader opening in between sees the old file as of its last checkpoint, never a mix.
+    Path(f"{target}.wal").unlink(missing_ok=True)
     replace_releasing(tmp, target)
     _remember(target, meta)
+
+
+def _fold_log(target: Path, data_dir: Path) -> None:
+    """Checkpoint a log DuckDB left beside the warehouse into it (a run killed after the COMMIT of an in-place change
+    and before its checkpoint), so that a copy of the file holds what readers see. Left as it is when the file is
+    held or cannot be opened: the run then rebuilds or copies, and the swap removes the log."""
+    if not os.path.exists(f"{target}.wal") or not target.exists():
+        return
+    try:
+        con = _connect(target, data_dir)
+    except duckdb.Error as exc:
+        log.info("event=warehouse_log_left reason=%r", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return
+    try:
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
 
 
 def _open_to_change(

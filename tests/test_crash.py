@@ -107,3 +107,75 @@ def test_a_run_killed_while_it_changes_the_warehouse_in_place_leaves_it_as_befor
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
     assert leftovers(data) == []
+
+
+def test_a_run_killed_after_committing_in_place_and_before_the_checkpoint_then_rerun_equals_a_clean_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The change is in DuckDB's log beside the file: readers see it, and the next run takes it as current."""
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    killed_run(home, data, "warehouse_log", in_place_bytes=0)
+    assert (data / "warehouse.duckdb.wal").exists(), "killed between the COMMIT and the checkpoint"
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean), "a reader sees the committed change"
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", 0)
+    run(settings_for(home, data))
+    assert snapshot(data) == snapshot(clean)
+    assert leftovers(data) == []
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["folded first", "held by a reader"])
+def test_a_log_left_beside_the_warehouse_never_reaches_the_file_swapped_in_after_it(
+    tmp_path: Path, held: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a kill between an in-place COMMIT and its checkpoint, the next run (here a small warehouse: a copy
+    swapped in) folds the log into the file first; when a reader holds the file it cannot, and the log, which DuckDB
+    would replay onto whatever file has that name, must be gone before the new file takes the name."""
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    killed_run(home, data, "warehouse_log", in_place_bytes=0)
+    log = data / "warehouse.duckdb.wal"
+    assert log.exists()
+    write_session(home, S1, claude_exchange(S1, 3, start_minute=60), append=True)
+    reader = None
+    if held:
+        reader = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(data / "warehouse.duckdb")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "held"
+    else:  # folded, the copy holds the logged change: the run applies its own to it, with no rebuild
+
+        def no_rebuild(*_args: object, **_kwargs: object) -> None:
+            raise AssertionError("rebuilt: the log was not folded into the file before it was copied")
+
+        monkeypatch.setattr(warehouse, "_build", no_rebuild)
+    try:
+        run(settings_for(home, data))
+    finally:
+        monkeypatch.undo()
+        if reader is not None:
+            reader.kill()
+            reader.wait()
+    assert not log.exists()
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+    assert leftovers(data) == []
+
+
+HOLD = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+print("held", flush=True)
+sys.stdin.readline()
+"""

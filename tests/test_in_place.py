@@ -170,18 +170,19 @@ def test_a_file_held_by_something_else_than_a_run_is_refused_at_once_in_one_line
 
 
 def test_a_run_holding_the_lock_in_this_process_does_not_wait_for_itself(tmp_path: Path) -> None:
-    from sinks.lock import held_by_another, writer_lock
+    from sinks.ledger import lock_held
+    from sinks.lock import writer_lock
 
     data = tmp_path / "data"
     data.mkdir()
-    assert not held_by_another(data), "no lock file yet"
+    assert not lock_held(data, by_another=True), "no lock file yet"
     with writer_lock(data, 1):
-        assert not held_by_another(data)
+        assert lock_held(data) and not lock_held(data, by_another=True)
     proc = holder(data, "run")
     try:
-        assert held_by_another(data)
+        assert lock_held(data, by_another=True)
     finally:
         proc.kill()
         proc.wait()
-    assert not held_by_another(data), "a killed run's lock dies with it"
+    assert not lock_held(data, by_another=True), "a killed run's lock dies with it"
     assert os.path.exists(data / ".lock")
