@@ -11,8 +11,6 @@ from pathlib import Path
 
 from sinks.files import FILE_MODE
 
-LOCK_FILE = ".lock"
-
 
 class LockBusy(RuntimeError):
     """Another run holds the data directory."""
@@ -25,7 +23,7 @@ def writer_lock(data_dir: Path, wait_seconds: float) -> Iterator[None]:
     A run killed with SIGKILL leaves the file but not the lock (flock dies with the process), so a stale lock is
     recovered without guessing from pids or timestamps.
     """
-    path = data_dir / LOCK_FILE
+    path = data_dir / ".lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         deadline = time.monotonic() + wait_seconds

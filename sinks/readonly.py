@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
 
-WAIT_SECONDS = 60.0  # longer than a run holds the file (a 5 GB corpus's append: ~2 s)
+WAIT_SECONDS = 60.0  # far longer than a run holds the file (the change of a 5 GB corpus's append: ~1 s)
 LOCK_ERROR = "Could not set lock on file"
 
 

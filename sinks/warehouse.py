@@ -53,7 +53,8 @@ class WarehouseUnreadable(RuntimeError):
 
 
 def open_error(exc: duckdb.Error, path: Path) -> WarehouseUnreadable:
-    """Say why `path` cannot be opened, in one line, and that the next run rebuilds it from Parquet."""
+    """Say why `path` cannot be opened, in one line: that another process holds it open for writing, and what to do;
+    else that the next run rebuilds it from Parquet."""
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if readonly.is_lock_conflict(exc):
         return WarehouseUnreadable(
@@ -618,9 +619,9 @@ def _open_to_change(
 
     A clone where the filesystem makes one (free, whatever the size). Else a warehouse of `IN_PLACE_BYTES` or more is
     changed in place when no other process has it open: DuckDB's lock then keeps everyone out while the change is
-    applied, and its transaction and WAL make the change whole or absent, as the swap does. A reader holding it
-    (DuckDB's lock refuses the writer) gets a copy, as a small warehouse does (its copy costs less than a reader's
-    wait).
+    applied, and its transaction and log make the change whole or absent, as the swap does. A warehouse some process
+    holds (DuckDB's lock refuses the writer), or one that cannot be opened for writing, is copied, as a small one
+    is: for a small one the copy costs less than keeping readers out.
     """
     flushing: threading.Thread | None = None
     try:
@@ -629,10 +630,8 @@ def _open_to_change(
         if target.stat().st_size >= IN_PLACE_BYTES:
             try:
                 return _connect(target, data_dir), True, None
-            except duckdb.IOException as exc:
-                if not readonly.is_lock_conflict(exc):
-                    raise
-                log.info("event=warehouse_copy reason=%r", "held open by another process")
+            except duckdb.Error as exc:  # held open (the lock), or not writable: a copy; damaged: the copy says so
+                log.info("event=warehouse_copy reason=%r", str(exc).splitlines()[0] if str(exc) else "")
         copy(target, tmp)
         # The copy's pages are written back while the change is applied, instead of all at once when the
         # CHECKPOINT syncs the file (on ext4, ~1 ms per MB of warehouse).
