@@ -127,6 +127,14 @@ def _clonefile(src: Path, dst: Path) -> bool:
     return bool(clonefile(os.fsencode(src), os.fsencode(dst), 0) == 0)
 
 
+def read_parquet(path: Path | str, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file, whole or some of its columns, as `pq.read_table` gives it, without the dataset layer that
+    goes through: in a fresh process its import and discovery cost ~0.13 s, a third of a nightly run with nothing to
+    do at 1 GB (it reads the manifest), against ~0.01 s here."""
+    with pq.ParquetFile(path) as file:
+        return file.read(columns=columns)
+
+
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Write one Parquet file (zstd, deterministic for the same rows), private and fsynced."""
     private_dir(path.parent)

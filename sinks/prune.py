@@ -24,9 +24,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from sinks.commit import append_run
+from sinks.files import read_parquet
 from sinks.store import FileKey, NextVersion, Store
 from transforms import ids
 from transforms.schema import REJECTS, SESSION_LINKS, SESSION_TABLES, SESSIONS, SOURCES, Table
@@ -112,7 +112,7 @@ class Corpus:
 def _read(store: Store, table: Table, version: Path, columns: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for path in store.files(table.name, version):
-        rows.extend(pq.read_table(path, columns=columns).to_pylist())
+        rows.extend(read_parquet(path, columns=columns).to_pylist())
     return rows
 
 

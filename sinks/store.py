@@ -24,7 +24,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sinks import failpoints
-from sinks.files import fsync_path, private_dir, remove_tree, replace_atomic, write_parquet, write_parquet_parts
+from sinks.files import (
+    fsync_path,
+    private_dir,
+    read_parquet,
+    remove_tree,
+    replace_atomic,
+    write_parquet,
+    write_parquet_parts,
+)
 from transforms.ids import bucket_of
 from transforms.schema import BY_NAME, SCHEMA_VERSION, Table
 
@@ -171,10 +179,10 @@ class Store:
             return None
         table = BY_NAME[key.table]
         if columns is None:
-            return conform(table, pq.read_table(path), path)
+            return conform(table, read_parquet(path), path)
         schema = pq.read_schema(path)
         conform(table, schema.empty_table(), path)  # the checks of a whole read, on the footer alone
-        data = pq.read_table(path, columns=[c for c in columns if c in schema.names])
+        data = read_parquet(path, columns=[c for c in columns if c in schema.names])
         for name in columns:
             if name not in data.column_names:  # a column added since the file was written
                 data = data.append_column(name, pa.nulls(data.num_rows, type=table.arrow_schema.field(name).type))
@@ -204,7 +212,7 @@ class Store:
 
     def read_table(self, table: Table, version: Path | None = None) -> pa.Table:
         """All rows of a table in a version (small tables: sources, rejects, runs)."""
-        parts = [conform(table, pq.read_table(p), p) for p in self.files(table.name, version)]
+        parts = [conform(table, read_parquet(p), p) for p in self.files(table.name, version)]
         return pa.concat_tables(parts) if parts else table.arrow_schema.empty_table()
 
     def cleanup(self) -> None:
@@ -254,7 +262,7 @@ class NextVersion:
             if pq.read_schema(path).equals(table.arrow_schema, check_metadata=False):
                 continue
             self.written.add(rel)
-            write_parquet(conform(table, pq.read_table(path), path), self.tmp / rel)
+            write_parquet(conform(table, read_parquet(path), path), self.tmp / rel)
             rewritten += 1
         self.schema_version = SCHEMA_VERSION
         return rewritten
@@ -264,7 +272,7 @@ class NextVersion:
         rel = key.relpath()
         if rel in self.written:
             path = self.tmp / rel
-            return conform(BY_NAME[key.table], pq.read_table(path), path) if path.exists() else None
+            return conform(BY_NAME[key.table], read_parquet(path), path) if path.exists() else None
         return self.store.read(key, self.base)
 
     def kept_rows(self, key: FileKey, session_ids: Iterable[str]) -> KeptRows | None:

@@ -248,3 +248,18 @@ def test_ok_a_no_op_command_does_not_skip_the_flow_on_a_corpus_of_an_older_schem
             record["corpus"]["schema"] = "2"
     (data / ledger.LEDGER).write_text("".join(json.dumps(r) + "\n" for r in older), encoding="utf-8")
     assert not _may_skip_flow(data), "a corpus of schema 2 goes through the flow"
+
+
+def test_ok_a_file_is_read_as_pyarrows_reader_reads_it_whole_or_by_column(tmp_path: Path) -> None:
+    from sinks.files import read_parquet, write_parquet
+
+    table = pa.table(
+        {"a": pa.array([1, None, 3], pa.int64()), "b": pa.array([["x"], [], None], pa.list_(pa.string()))},
+        metadata={b"transcripts.schema_version": b"9"},
+    )
+    path = tmp_path / "sources" / "agent=claude" / "part-000.parquet"  # a hive-style folder adds no column
+    write_parquet(table, path)
+    whole = read_parquet(path)
+    assert whole.equals(pq.read_table(path)) and whole.schema.equals(pq.read_table(path).schema, check_metadata=True)
+    assert whole.column_names == ["a", "b"]
+    assert read_parquet(path, columns=["b"]).equals(pq.read_table(path, columns=["b"]))
