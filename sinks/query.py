@@ -25,6 +25,7 @@ from uuid import UUID
 import duckdb
 
 from sinks import readonly, search, views, warehouse
+from sinks.readonly import first_line
 
 FETCH_ROWS = 1000
 
@@ -35,11 +36,6 @@ class NoWarehouse(RuntimeError):
 
 class QueryError(RuntimeError):
     """DuckDB refused the SQL; the message is DuckDB's first line."""
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _literal(value: str) -> str:

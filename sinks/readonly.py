@@ -20,6 +20,12 @@ WAIT_SECONDS = 60.0  # far longer than a run holds the file (the change of a 5 G
 LOCK_ERROR = "Could not set lock on file"
 
 
+def first_line(exc: BaseException) -> str:
+    """An error's first line (DuckDB's messages go on with hints and links), or its type when it has no text."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def is_lock_conflict(exc: BaseException) -> bool:
     """True for DuckDB's refusal because another process holds the file (not for a damaged or foreign file)."""
     return LOCK_ERROR in str(exc)

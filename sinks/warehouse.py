@@ -55,7 +55,7 @@ class WarehouseUnreadable(RuntimeError):
 def open_error(exc: duckdb.Error, path: Path) -> WarehouseUnreadable:
     """Say why `path` cannot be opened, in one line: that another process holds it open for writing, and what to do;
     else that the next run rebuilds it from Parquet."""
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    first = readonly.first_line(exc)
     if readonly.is_lock_conflict(exc):
         return WarehouseUnreadable(
             f"{path} is open for writing in another process ({first.removeprefix('IO Error: ')}): close it there, "
@@ -603,7 +603,7 @@ def _fold_log(target: Path, data_dir: Path) -> None:
     try:
         con = _connect(target, data_dir)
     except duckdb.Error as exc:
-        log.info("event=warehouse_log_left reason=%r", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        log.info("event=warehouse_log_left reason=%r", readonly.first_line(exc))
         return
     try:
         con.execute("CHECKPOINT")
@@ -631,7 +631,7 @@ def _open_to_change(
             try:
                 return _connect(target, data_dir), True, None
             except duckdb.Error as exc:  # held open (the lock), or not writable: a copy; damaged: the copy says so
-                log.info("event=warehouse_copy reason=%r", str(exc).splitlines()[0] if str(exc) else "")
+                log.info("event=warehouse_copy reason=%r", readonly.first_line(exc))
         copy(target, tmp)
         # The copy's pages are written back while the change is applied, instead of all at once when the
         # CHECKPOINT syncs the file (on ext4, ~1 ms per MB of warehouse).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -86,3 +88,38 @@ def runs_only_after_the_lock_is_free(data: Path, step: Callable[[], T], monkeypa
         raise failure[0]
     assert waited_unchanged, "the step wrote under the data directory while it waited"
     return result[0]
+
+
+# A process holding the warehouse open, released when told: read-write with the data directory's writer lock ("run",
+# as a run changing it in place does), read-write without it ("shell", a DuckDB shell opened on it), or read-only
+# ("reader", a notebook).
+HOLDER = """
+import sys, time, contextlib, duckdb
+from pathlib import Path
+from sinks.lock import writer_lock
+data, kind = Path(sys.argv[1]), sys.argv[2]
+with writer_lock(data, 5) if kind == "run" else contextlib.nullcontext():
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=kind == "reader")
+    print("held", flush=True)
+    sys.stdin.readline()
+    time.sleep(0.3)  # whoever waits for the file is already asking
+    con.close()
+    print("closed", flush=True)
+"""
+
+
+def holder(data: Path, kind: str) -> subprocess.Popen[str]:
+    """A process holding `data`'s warehouse (see HOLDER), once it holds it; the caller kills it, whatever happens."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(data), kind],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "held":
+        proc.kill()
+        proc.wait()
+        raise AssertionError("the holder could not open the warehouse")
+    return proc

@@ -12,6 +12,7 @@ import pytest
 from sinks import warehouse
 from sinks.failpoints import POINTS
 from tests.corpus import S1, claude_exchange, small_home, write_session
+from tests.lock_support import holder
 from tests.test_pipeline import run, settings_for, snapshot, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,14 +136,7 @@ def test_a_log_left_beside_the_warehouse_never_reaches_the_file_swapped_in_after
     write_session(home, S1, claude_exchange(S1, 3, start_minute=60), append=True)
     reader = None
     if held:
-        reader = subprocess.Popen(
-            [sys.executable, "-c", HOLD, str(data / "warehouse.duckdb")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        assert reader.stdout is not None and reader.stdout.readline().strip() == "held"
+        reader = holder(data, "reader")
     else:  # folded, the copy holds the logged change: the run applies its own to it, with no rebuild
 
         def no_rebuild(*_args: object, **_kwargs: object) -> None:
@@ -161,11 +155,3 @@ def test_a_log_left_beside_the_warehouse_never_reaches_the_file_swapped_in_after
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
     assert leftovers(data) == []
-
-
-HOLD = """
-import sys, duckdb
-con = duckdb.connect(sys.argv[1], read_only=True)
-print("held", flush=True)
-sys.stdin.readline()
-"""

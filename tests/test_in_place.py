@@ -8,8 +8,6 @@ the previous warehouse whole (tests/test_crash.py).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -19,44 +17,14 @@ from typer.testing import CliRunner
 from flows.cli import app
 from sinks import readonly, search, warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
+from tests.lock_support import holder
 from tests.test_crash import leftovers
 from tests.test_pipeline import run, settings_for, snapshot
-
-ROOT = Path(__file__).resolve().parent.parent
-
-# A process holding the warehouse open read-write: with the data directory's writer lock, as a run changing it in
-# place does; without it, as a DuckDB shell opened on it does. It releases the file when told.
-HOLDER = """
-import sys, time, contextlib, duckdb
-from pathlib import Path
-from sinks.lock import writer_lock
-data, as_run = Path(sys.argv[1]), sys.argv[2] == "run"
-with writer_lock(data, 5) if as_run else contextlib.nullcontext():
-    con = duckdb.connect(str(data / "warehouse.duckdb"))
-    print("held", flush=True)
-    sys.stdin.readline()
-    time.sleep(0.3)  # the reader is already asking
-    con.close()
-    print("closed", flush=True)
-"""
 
 
 @pytest.fixture
 def in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", 0)
-
-
-def holder(data: Path, kind: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(data), kind],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "held"
-    return proc
 
 
 def test_a_big_warehouse_no_one_holds_is_changed_in_place_into_what_a_clean_run_gives(
