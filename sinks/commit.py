@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks.files import read_scratch
+from sinks.files import ScratchFile
 from sinks.manifest import Plan, S, source_row, source_table
 from sinks.results import BatchResult, SourceResult, Staged, agent_of
 from sinks.staging import SOURCE_COLUMN
@@ -82,24 +82,29 @@ MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 # Every staged file holds rows of every bucket. Opening one costs ~0.4 ms; opened once per bucket, that is batches
 # x buckets x tables opens, which grows with the square of the corpus (1 GB: 30 x 128 x 5 = 19k opens, 15 s of a
-# 95 s load; 5 GB: ~750k). They are opened once per group of this many consecutive buckets instead, and let go
-# after the group, so what stays mapped is about the group's rows (16 buckets: ~128 MB of sources).
+# 95 s load; 5 GB: ~750k). They are opened once per group of this many consecutive buckets instead, and closed
+# after the group. A bucket's rows are read alone (its record batch), so memory holds the buckets being merged.
 GROUP_BUCKETS = 16
 
 
 class _Opened:
-    """The staged files of one group of buckets, each memory-mapped once (shared by the merge threads)."""
+    """The staged files of one group of buckets, each opened once (shared by the merge threads)."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, pa.Table] = {}
+        self.files: dict[str, ScratchFile] = {}
         self.lock = threading.Lock()
 
-    def slice(self, piece: Staged) -> pa.Table:
-        with self.lock:
-            table = self.tables.get(piece.path)
-            if table is None:
-                table = self.tables[piece.path] = read_scratch(piece.path)
-        return table.slice(piece.offset, piece.length)
+    def rows(self, piece: Staged) -> pa.Table:
+        with self.lock:  # one reader per file, for both threads
+            opened = self.files.get(piece.path)
+            if opened is None:
+                opened = self.files[piece.path] = ScratchFile(piece.path)
+            return opened.batch(piece.batch)
+
+    def close(self) -> None:
+        for opened in self.files.values():
+            opened.close()
+        self.files.clear()
 
 
 def _merge_bucket(
@@ -115,7 +120,10 @@ def _merge_bucket(
     old = _Old(table, version.kept_rows(key, sids))
     # One staged piece per batch: joined first (no copy) and filtered once, as per-piece Python work grew with
     # batches x buckets, the square of the corpus (5 GB: ~750k pieces, ~100 s of the commit).
-    pieces = [opened.slice(piece) for piece in deltas]
+    if sum(piece.nbytes for piece in deltas) > BIG_BUCKET_BYTES:
+        pieces = [_read_piece(piece, mapped=True) for piece in deltas]  # read as far as they are used
+    else:
+        pieces = [opened.rows(piece) for piece in deltas]
     delta: pa.Table | None = None
     mask: pa.ChunkedArray | None = None
     size = old.bytes
@@ -186,7 +194,7 @@ def _merge_big(
 ) -> None:
     """`_merge_bucket` for a bucket too big to hold whole: sort the kept rows' keys only, then write the rows in
     slices of that order, each gathered from the old rows (read again a row group at a time when there are many)
-    and from staged files read again for it (not mapped: the pages of a slice go with it). In the case it is for,
+    and from the staged pieces read again for it (each alone: its memory goes with the slice). In the case it is for,
     one huge session, the order follows the staged files, so a slice reads one or two of them."""
     owners: list[pa.Table] = []  # per source of rows: sort keys, which source, which row, bytes
     sources: list[Staged | None] = []
@@ -213,7 +221,7 @@ def _merge_big(
     del ordered, keys, owners
 
     def slices() -> Iterator[pa.Table]:
-        cache: tuple[str, pa.Table] | None = None  # the staged file read last: consecutive slices share it
+        cache: tuple[Staged, pa.Table] | None = None  # the staged rows read last: consecutive slices share them
         begin = 0
         for end in ends:
             owners_here, rows_here = owner.slice(begin, end - begin), row.slice(begin, end - begin)
@@ -225,10 +233,10 @@ def _merge_big(
                 if piece is None:
                     gathered.append(old.take(pc.take(rows_here, at)).cast(table.arrow_schema))
                 else:
-                    if cache is None or cache[0] != piece.path:
+                    if cache is None or cache[0] != piece:
                         cache = None  # let the last one go before the next is read
-                        cache = (piece.path, read_scratch(piece.path, mapped=False))
-                    rows = cache[1].slice(piece.offset, piece.length).drop_columns([SOURCE_COLUMN])
+                        cache = (piece, _read_piece(piece))
+                    rows = cache[1].drop_columns([SOURCE_COLUMN])
                     gathered.append(rows.take(pc.take(rows_here, at)).cast(table.arrow_schema))
                 places.append(at)
             together = pa.concat_tables(gathered)
@@ -237,6 +245,15 @@ def _merge_big(
             begin = end
 
     version.put_parts(key, slices(), table.arrow_schema)
+
+
+def _read_piece(piece: Staged, *, mapped: bool = False) -> pa.Table:
+    """One staged piece's rows, the file opened for them alone (a big bucket's pieces and slices)."""
+    opened = ScratchFile(piece.path, mapped=mapped)
+    try:
+        return opened.batch(piece.batch)
+    finally:
+        opened.close()  # a mapping stays while the rows' buffers do
 
 
 def _every(data: pa.Table) -> pa.Array:
@@ -348,8 +365,10 @@ def _merge_session_tables(
                 table, key, sids = job
                 _merge_bucket(version, table, key, sids, staged.get(key, []), winners, opened)
 
-            list(pool.map(merge, jobs[start : start + GROUP_BUCKETS]))  # re-raises the first error
-            del opened  # unmapped once the group's merged files are written
+            try:
+                list(pool.map(merge, jobs[start : start + GROUP_BUCKETS]))  # re-raises the first error
+            finally:
+                opened.close()
     pa.default_memory_pool().release_unused()
     return dict(replaced)
 

@@ -50,11 +50,13 @@ class Previous:
 
 @dataclass(frozen=True, slots=True)
 class Staged:
-    """A run of rows of one (table, agent, bucket) inside a scratch file."""
+    """The rows of one (table, agent, bucket) in a scratch file: its record batch number `batch`, of `length` rows
+    and `nbytes` bytes in memory."""
 
     path: str
-    offset: int
+    batch: int
     length: int
+    nbytes: int
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """Staging: the rows of a run's sessions, written as uncompressed Arrow IPC scratch files until the commit.
 
-One scratch file per table and flush under `data/staging/<run id>/`, its rows grouped by (agent, bucket), so that the
-commit reads each bucket's rows back as memory-mapped slices. Nothing here knows a format or a reader: it receives
+One scratch file per table and flush under `data/staging/<run id>/`, its rows grouped by (agent, bucket), one record
+batch each, so that the commit reads back each bucket's rows alone. Nothing here knows a format or a reader: it receives
 Arrow tables (with the staging-only `_source` column naming the source each row came from) and writes them.
 """
 
@@ -52,12 +52,21 @@ def stage_tables(
         table = table.sort_by([("agent", "ascending"), (_BUCKET, "ascending")])
         path = base / f"{name}-{batch_no:06d}-{flush_no:06d}.arrow"
         agents, groups = table.column("agent").to_pylist(), table.column(_BUCKET).to_pylist()
-        write_scratch(table.drop_columns([_BUCKET]), path)
+        table = table.drop_columns([_BUCKET])
+        runs: list[tuple[FileKey, int, int]] = []  # (key, first row, rows): one record batch each
         start = 0
         for i in range(1, len(groups) + 1):
             if i == len(groups) or (agents[i], groups[i]) != (agents[start], groups[start]):
-                staged.setdefault(FileKey(name, agents[start], groups[start]), []).append(
-                    Staged(str(path), start, i - start)
-                )
+                runs.append((FileKey(name, agents[start], groups[start]), start, i - start))
                 start = i
+        batches = [_one_batch(table.slice(at, rows)) for _, at, rows in runs]
+        write_scratch(batches, table.schema, path)
+        for number, ((key, _, rows), batch) in enumerate(zip(runs, batches, strict=True)):
+            staged.setdefault(key, []).append(Staged(str(path), number, rows, batch.nbytes))
     return staged
+
+
+def _one_batch(rows: pa.Table) -> pa.RecordBatch:
+    """`rows` as one record batch (no copy unless they span several chunks of the sorted table)."""
+    batches = rows.to_batches()
+    return batches[0] if len(batches) == 1 else rows.combine_chunks().to_batches()[0]

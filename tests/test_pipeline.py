@@ -326,13 +326,13 @@ def test_each_staged_file_is_opened_once_per_group_of_buckets_and_the_corpus_is_
         sid = f"eeeeeeee-0000-4000-8000-0000000000{n:02d}"
         write_session(home, sid, claude_exchange(sid, 3, text=f"bucketed {n}"))
     opens: list[str] = []
-    real = commit.read_scratch
+    real = commit.ScratchFile
 
-    def counted(path: Any) -> Any:
+    def counted(path: Any, **options: Any) -> Any:
         opens.append(str(path))
-        return real(path)
+        return real(path, **options)
 
-    monkeypatch.setattr(commit, "read_scratch", counted)
+    monkeypatch.setattr(commit, "ScratchFile", counted)
     config = tmp_path / "small-batches.toml"
     config.write_text("[run]\nbatch_files = 4\nworkers = 1\n", encoding="utf-8")
     grouped = tmp_path / "grouped"
@@ -346,6 +346,48 @@ def test_each_staged_file_is_opened_once_per_group_of_buckets_and_the_corpus_is_
     one_by_one = tmp_path / "one_by_one"
     run(settings_for(home, one_by_one, config=config))
     assert snapshot(grouped) == snapshot(one_by_one)
+
+
+def test_the_commit_reads_each_buckets_staged_rows_alone_and_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A staged file holds every bucket's rows, one record batch per bucket: the commit reads each bucket's batch
+    alone, never a file's other buckets with it (a mapped file kept 2-3 times what a bucket used in RSS)."""
+    from sinks import commit
+    from sinks.files import ScratchFile
+    from sinks.store import Store
+    from transforms import ids
+
+    monkeypatch.setattr("sinks.store.BUCKET_BYTES", 500)  # dozens of buckets from a small corpus
+    home = small_home(tmp_path / "home")
+    for n in range(24):
+        sid = f"eeeeeeee-0000-4000-8000-0000000000{n:02d}"
+        write_session(home, sid, claude_exchange(sid, 3, text=f"bucketed {n}"))
+    reads: list[tuple[str, int, set[str]]] = []
+    real_batch = ScratchFile.batch
+
+    def batch(self: ScratchFile, number: int) -> Any:
+        rows = real_batch(self, number)
+        reads.append((self.path, number, set(rows.column("session_id").to_pylist())))
+        return rows
+
+    monkeypatch.setattr(ScratchFile, "batch", batch)
+    mapped: list[bool] = []
+    real_piece = commit._read_piece
+    monkeypatch.setattr(commit, "_read_piece", lambda piece, **o: mapped.append(True) or real_piece(piece, **o))
+    config = tmp_path / "small-batches.toml"
+    config.write_text("[run]\nbatch_files = 4\nworkers = 1\n", encoding="utf-8")
+    data = tmp_path / "data"
+    run(settings_for(home, data, config=config))
+    buckets = Store(data).layout()["claude"]
+    assert buckets >= 16 and not mapped, buckets  # small buckets: every piece read by pread, none mapped
+    files = {f for f, _, _ in reads}
+    assert len(files) >= 6 and len(reads) > 2 * len(files), (len(files), len(reads))  # several buckets a file
+    for _, _, sids in reads:
+        assert len({ids.bucket_of(s, buckets) for s in sids}) == 1, sids  # one bucket's rows, no other's
+    assert len({(f, n) for f, n, _ in reads}) == len(reads), "each read once"
+    loaded = {f"claude-eeeeeeee-0000-4000-8000-0000000000{n:02d}" for n in range(24)}
+    assert loaded <= {s for _, _, sids in reads for s in sids}, "every session's rows read back"
 
 
 def _tool_session(home: Path, sid: str, exchanges: int, *, start: int = 0) -> None:
@@ -399,14 +441,14 @@ def test_a_bucket_too_big_to_hold_is_written_in_slices_with_the_same_rows(
         encoding="utf-8",
     )
     unmapped: list[str] = []
-    real = commit.read_scratch
+    real = commit._read_piece
 
-    def counted(path: Any, *, mapped: bool = True) -> Any:
+    def counted(piece: Any, *, mapped: bool = False) -> Any:
         if not mapped:
-            unmapped.append(str(path))
-        return real(path, mapped=mapped)
+            unmapped.append(piece.path)
+        return real(piece, mapped=mapped)
 
-    monkeypatch.setattr(commit, "read_scratch", counted)
+    monkeypatch.setattr(commit, "_read_piece", counted)
     whole, sliced, again = tmp_path / "whole", tmp_path / "sliced", tmp_path / "again"
     run(settings_for(home, whole, config=config))
     assert not unmapped, "under the threshold: the whole-bucket merge"
@@ -542,8 +584,8 @@ def test_a_big_bucket_merged_in_slices_keeps_the_sorted_order_of_rows_drawn_from
         ]
     ):
         path = tmp_path / f"turns-{n}.arrow"
-        write_scratch(piece, path)
-        staged.append(Staged(str(path), 0, piece.num_rows))
+        write_scratch(piece.to_batches(), piece.schema, path)
+        staged.append(Staged(str(path), 0, piece.num_rows, piece.nbytes))
     key = FileKey("turns", "claude", 0)
     results = {}
     for threshold in (10**9, 0):
