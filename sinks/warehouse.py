@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sinks import failpoints, prices, readonly, search, views
-from sinks.files import FILE_MODE, clone, copy, fsync_path, replace_releasing, write_private_atomic
+from sinks.files import FILE_MODE, clone, copy, fsync_path, private_dir, replace_releasing, write_private_atomic
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
@@ -342,6 +342,9 @@ def _connect(path: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
     con.execute("SET preserve_insertion_order = false")
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     spill = data_dir / "staging" / "duckdb-spill"
+    # DuckDB makes this folder when it first spills, but not its parent: staging is there only while a run has
+    # staged something, so a change with nothing staged (a source deleted) failed as soon as DuckDB spilled.
+    private_dir(spill.parent)
     con.execute("SET temp_directory = ?", [str(spill)])
     return con
 
