@@ -518,6 +518,10 @@ def commit_run(
     except BaseException:
         version.abandon()
         raise
+    finally:
+        # What the Arrow allocator keeps of the commit's buffers goes back to the system before the warehouse
+        # (the sources and rejects merges: ~27 MB at 1 GB, held through the whole build otherwise).
+        pa.default_memory_pool().release_unused()
     summary.version_number = version.number
     summary.replaced = replaced
     return summary
