@@ -38,13 +38,9 @@ class QueryError(RuntimeError):
     """DuckDB refused the SQL; the message is DuckDB's first line."""
 
 
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def session_sql(zone: str) -> str:
     """Statements that put a session in `zone`: displayed times and the per-day views."""
-    return f"SET TimeZone = {_literal(zone)}; SET VARIABLE {views.ZONE_VARIABLE} = {_literal(zone)};"
+    return f"SET TimeZone = {search.sql_string(zone)}; SET VARIABLE {views.ZONE_VARIABLE} = {search.sql_string(zone)};"
 
 
 def connect(data_dir: Path, zone: str) -> duckdb.DuckDBPyConnection:
@@ -210,7 +206,7 @@ def cli_command(exe: str, data_dir: Path, zone: str) -> list[str]:
         version = ""
     if version.startswith(f"v{duckdb.__version__} "):
         with contextlib.suppress(search.SearchUnavailable):
-            init += f" LOAD {_literal(str(search.extension_path()))};"
+            init += f" LOAD {search.sql_string(str(search.extension_path()))};"
     return [exe, "-readonly", "-cmd", init, str(warehouse.warehouse_path(data_dir))]
 
 

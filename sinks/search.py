@@ -171,7 +171,7 @@ def build_index(
         return  # no turns: the scaffold `create_index` made is the index
     load_extension(con)
     for group in _file_groups(turn_files, chunk_bytes):
-        files = "read_parquet([" + ", ".join(_sql_string(f) for f in group) + "], union_by_name = true)"
+        files = "read_parquet([" + ", ".join(sql_string(f) for f in group) + "], union_by_name = true)"
         _add_to_index(con, f"SELECT DISTINCT session_id FROM {files}", files)
     _finish(con)
 
@@ -196,7 +196,8 @@ def _file_groups(files: Sequence[str], chunk_bytes: int) -> list[list[str]]:
     return groups
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """`text` as a SQL string literal (for what DuckDB takes no parameter for: file lists, ATTACH, SET)."""
     return "'" + text.replace("'", "''") + "'"
 
 
