@@ -337,22 +337,24 @@ def warehouse_path(data_dir: Path) -> Path:
 MEMORY_LIMIT = "160MB"
 
 
-# Rows per row group of a warehouse built whole; DuckDB's default is 122,880. DuckDB holds a row group's rows
-# while it fills it, and 122,880 tool calls are ~120 MB of text on a 1 GB corpus: with MEMORY_LIMIT that made the
+# Rows per row group of the warehouse; DuckDB's default is 122,880. DuckDB holds a row group's rows while it
+# fills it, and 122,880 tool calls are ~120 MB of text on a 1 GB corpus: with MEMORY_LIMIT that made a build's
 # insert thrash (the build's inserts took 6.4-7.8 s; 4.0 s with this and one thread, at 302-310 MiB instead of
-# 312-394). DuckDB 1.5 files whatever the size (the same storage version); a later change adds row groups of the
-# default size, which DuckDB reads alike.
-BUILD_ROW_GROUP_ROWS = 16384
+# 312-394). Every connection that writes gives it: DuckDB's checkpoint merges row groups up to the size of the
+# connection, so a change opened with the default rewrote every table the first time (3.8 s at 1 GB). The file
+# is a DuckDB 1.5 file whatever the size (the same storage version).
+ROW_GROUP_ROWS = 16384
 
 
-def _connect(path: Path, data_dir: Path, *, fresh: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection to change the warehouse at `path`; `fresh`: to build a new file there (smaller row groups)."""
-    if fresh:
-        con = duckdb.connect()
-        con.execute(f"ATTACH {search.sql_string(str(path))} AS warehouse (ROW_GROUP_SIZE {BUILD_ROW_GROUP_ROWS})")
-        con.execute("USE warehouse")
-    else:
-        con = duckdb.connect(str(path))
+def _connect(path: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
+    """A connection that builds or changes the warehouse at `path`."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH {search.sql_string(str(path))} AS warehouse (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+    except BaseException:
+        con.close()
+        raise
+    con.execute("USE warehouse")
     con.execute("SET preserve_insertion_order = false")
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     spill = data_dir / "staging" / "duckdb-spill"
@@ -605,7 +607,7 @@ def refresh(
             _remember(target, meta)
             return
     else:
-        con = _connect(tmp, data_dir, fresh=True)
+        con = _connect(tmp, data_dir)
         meta = _build(con, store, version, number, zone)
         con.execute("CHECKPOINT")
         con.close()
