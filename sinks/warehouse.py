@@ -351,17 +351,17 @@ def _connect(path: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     try:
         con.execute(f"ATTACH {search.sql_string(str(path))} AS warehouse (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+        con.execute("USE warehouse")
+        con.execute("SET preserve_insertion_order = false")
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        spill = data_dir / "staging" / "duckdb-spill"
+        # DuckDB makes this folder when it first spills, but not its parent: staging is there only while a run has
+        # staged something, so a change with nothing staged (a source deleted) failed as soon as DuckDB spilled.
+        private_dir(spill.parent)
+        con.execute("SET temp_directory = ?", [str(spill)])
     except BaseException:
         con.close()
         raise
-    con.execute("USE warehouse")
-    con.execute("SET preserve_insertion_order = false")
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    spill = data_dir / "staging" / "duckdb-spill"
-    # DuckDB makes this folder when it first spills, but not its parent: staging is there only while a run has
-    # staged something, so a change with nothing staged (a source deleted) failed as soon as DuckDB spilled.
-    private_dir(spill.parent)
-    con.execute("SET temp_directory = ?", [str(spill)])
     return con
 
 
@@ -412,7 +412,7 @@ def _build(
     for table in TABLES:
         con.execute(duckdb_ddl(table))
     search.create_index(con)  # on the empty table: the scaffold, filled below much faster than the extension does
-    # One thread: two fill a row group each, which took more time and memory and left the file a third larger.
+    # One thread: two fill a row group each (at 30,720 rows, 1 GB: 5.3 s and a 602 MB file, against 3.9-4.5 s, 432 MB).
     con.execute("SET threads = 1")
     for table in TABLES:
         _insert_all(con, store, table, version)
@@ -608,9 +608,11 @@ def refresh(
             return
     else:
         con = _connect(tmp, data_dir)
-        meta = _build(con, store, version, number, zone)
-        con.execute("CHECKPOINT")
-        con.close()
+        try:
+            meta = _build(con, store, version, number, zone)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()  # a build that failed leaves a stray file, which `cleanup` removes
     if flushing is not None:
         flushing.join()
     os.chmod(tmp, FILE_MODE)
