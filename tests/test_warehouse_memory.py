@@ -1,4 +1,5 @@
-"""The warehouse's DuckDB connection is capped (`sinks.warehouse.MEMORY_LIMIT`) and spills beyond the cap."""
+"""The warehouse's DuckDB connections: memory capped (`sinks.warehouse.MEMORY_LIMIT`) and spilled beyond the cap, and
+the row group size every writing connection gives (`ROW_GROUP_ROWS`)."""
 
 from __future__ import annotations
 
