@@ -313,12 +313,16 @@ def test_a_growing_partition_splits_its_buckets_and_keeps_every_row(
     }
 
 
-def test_each_staged_file_is_opened_once_per_group_of_buckets_and_the_corpus_is_the_same(
+def test_each_staged_file_is_opened_once_per_group_of_buckets_each_bucket_read_alone_and_the_corpus_is_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Opened once per bucket, the staged files cost batches x buckets opens: the square of the corpus."""
+    """Opened once per bucket, the staged files cost batches x buckets opens: the square of the corpus. A staged file
+    holds every bucket's rows, one record batch per bucket, and the commit reads each bucket's batch alone and once,
+    never a file's other buckets with it (a mapped file kept 2-3 times what a bucket used in RSS)."""
     from sinks import commit
+    from sinks.files import ScratchFile
     from sinks.store import Store
+    from transforms import ids
 
     monkeypatch.setattr("sinks.store.BUCKET_BYTES", 500)  # dozens of buckets from a small corpus
     home = small_home(tmp_path / "home")
@@ -333,36 +337,6 @@ def test_each_staged_file_is_opened_once_per_group_of_buckets_and_the_corpus_is_
         return real(path, **options)
 
     monkeypatch.setattr(commit, "ScratchFile", counted)
-    config = tmp_path / "small-batches.toml"
-    config.write_text("[run]\nbatch_files = 4\nworkers = 1\n", encoding="utf-8")
-    grouped = tmp_path / "grouped"
-    run(settings_for(home, grouped, config=config))
-    files = len(set(opens))
-    buckets = Store(grouped).layout()["claude"]
-    assert files >= 6 and buckets >= 16, (files, buckets)  # several batches' files, many buckets
-    groups = -(-buckets * 5 // commit.GROUP_BUCKETS)  # five session tables
-    assert len(opens) <= files * groups < files * buckets, (len(opens), files, groups)
-    monkeypatch.setattr(commit, "GROUP_BUCKETS", 1)  # each bucket on its own: what it was
-    one_by_one = tmp_path / "one_by_one"
-    run(settings_for(home, one_by_one, config=config))
-    assert snapshot(grouped) == snapshot(one_by_one)
-
-
-def test_the_commit_reads_each_buckets_staged_rows_alone_and_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A staged file holds every bucket's rows, one record batch per bucket: the commit reads each bucket's batch
-    alone, never a file's other buckets with it (a mapped file kept 2-3 times what a bucket used in RSS)."""
-    from sinks import commit
-    from sinks.files import ScratchFile
-    from sinks.store import Store
-    from transforms import ids
-
-    monkeypatch.setattr("sinks.store.BUCKET_BYTES", 500)  # dozens of buckets from a small corpus
-    home = small_home(tmp_path / "home")
-    for n in range(24):
-        sid = f"eeeeeeee-0000-4000-8000-0000000000{n:02d}"
-        write_session(home, sid, claude_exchange(sid, 3, text=f"bucketed {n}"))
     reads: list[tuple[str, int, set[str]]] = []
     real_batch = ScratchFile.batch
 
@@ -372,22 +346,25 @@ def test_the_commit_reads_each_buckets_staged_rows_alone_and_once(
         return rows
 
     monkeypatch.setattr(ScratchFile, "batch", batch)
-    mapped: list[bool] = []
-    real_piece = commit._read_piece
-    monkeypatch.setattr(commit, "_read_piece", lambda piece, **o: mapped.append(True) or real_piece(piece, **o))
     config = tmp_path / "small-batches.toml"
     config.write_text("[run]\nbatch_files = 4\nworkers = 1\n", encoding="utf-8")
-    data = tmp_path / "data"
-    run(settings_for(home, data, config=config))
-    buckets = Store(data).layout()["claude"]
-    assert buckets >= 16 and not mapped, buckets  # small buckets: every piece read by pread, none mapped
-    files = {f for f, _, _ in reads}
-    assert len(files) >= 6 and len(reads) > 2 * len(files), (len(files), len(reads))  # several buckets a file
+    grouped = tmp_path / "grouped"
+    run(settings_for(home, grouped, config=config))
+    files = len(set(opens))
+    buckets = Store(grouped).layout()["claude"]
+    assert files >= 6 and buckets >= 16, (files, buckets)  # several batches' files, many buckets
+    groups = -(-buckets * 5 // commit.GROUP_BUCKETS)  # five session tables
+    assert len(opens) <= files * groups < files * buckets, (len(opens), files, groups)
+    assert len(reads) > 2 * files, (files, len(reads))  # several buckets read from each file
     for _, _, sids in reads:
         assert len({ids.bucket_of(s, buckets) for s in sids}) == 1, sids  # one bucket's rows, no other's
     assert len({(f, n) for f, n, _ in reads}) == len(reads), "each read once"
     loaded = {f"claude-eeeeeeee-0000-4000-8000-0000000000{n:02d}" for n in range(24)}
     assert loaded <= {s for _, _, sids in reads for s in sids}, "every session's rows read back"
+    monkeypatch.setattr(commit, "GROUP_BUCKETS", 1)  # each bucket on its own: what it was
+    one_by_one = tmp_path / "one_by_one"
+    run(settings_for(home, one_by_one, config=config))
+    assert snapshot(grouped) == snapshot(one_by_one)
 
 
 def _tool_session(home: Path, sid: str, exchanges: int, *, start: int = 0) -> None:
@@ -441,22 +418,23 @@ def test_a_bucket_too_big_to_hold_is_written_in_slices_with_the_same_rows(
         encoding="utf-8",
     )
     unmapped: list[str] = []
+    mapped_reads: list[str] = []
     real = commit._read_piece
 
     def counted(piece: Any, *, mapped: bool = False) -> Any:
-        if not mapped:
-            unmapped.append(piece.path)
+        (mapped_reads if mapped else unmapped).append(piece.path)
         return real(piece, mapped=mapped)
 
     monkeypatch.setattr(commit, "_read_piece", counted)
     whole, sliced, again = tmp_path / "whole", tmp_path / "sliced", tmp_path / "again"
     run(settings_for(home, whole, config=config))
-    assert not unmapped, "under the threshold: the whole-bucket merge"
+    assert not unmapped and not mapped_reads, "under the threshold: the whole-bucket merge, every piece read whole"
     with monkeypatch.context() as small:
         small.setattr(commit, "BIG_BUCKET_BYTES", 2000)
         small.setattr(commit, "SLICE_BYTES", 500)
         run(settings_for(home, sliced, config=config))
         assert len(set(unmapped)) >= 4, "slices gathered from the staged pieces of the big session"
+        assert len(set(mapped_reads)) >= 4, "its pieces mapped to find their keys, never read whole"
         run(settings_for(home, again, config=config))
     assert snapshot(sliced) == snapshot(whole)
     assert _file_rows(sliced) == _file_rows(whole), "each file: the same rows in the same order"
