@@ -113,6 +113,7 @@ def update_index(
     *,
     chunk_bytes: int = CHUNK_TEXT_BYTES,
     removed: str | None = None,
+    tokenizer: str | None = None,
 ) -> None:
     """Re-index the turns of the sessions `sessions` (SQL yielding session_id) after their rows in `turns` changed.
 
@@ -124,8 +125,10 @@ def update_index(
     The sessions are indexed in chunks of about `chunk_bytes` of text, so memory stays bounded whatever their size.
     `removed` (SQL yielding turn_id): every turn deleted from `turns` since the index was last updated, when the
     caller knows them; without it they are found by comparing every document with `turns` (two whole scans).
+    `tokenizer`: the index's `tokenize` macro as `tokenizer_of` gives it, when the caller kept it; else looked up.
     """
     load_extension(con)
+    tokenizer = tokenizer_of(con) if tokenizer is None else tokenizer
     x = INDEX_SCHEMA
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE fts_sessions AS
@@ -151,14 +154,18 @@ def update_index(
     ).fetchone()
     chunks = max(1, -(-int(row[0] if row else 0) // max(1, chunk_bytes)))
     for chunk in range(chunks):
-        _add_to_index(con, f"SELECT session_id FROM fts_sessions WHERE h % {chunks} = {chunk}", texts)
+        _add_to_index(con, f"SELECT session_id FROM fts_sessions WHERE h % {chunks} = {chunk}", texts, tokenizer)
     _finish(con)
     for temp in ("fts_sessions", "fts_changed", "fts_gone"):
         con.execute(f"DROP TABLE {temp}")
 
 
 def build_index(
-    con: duckdb.DuckDBPyConnection, turn_files: Sequence[str], *, chunk_bytes: int = CHUNK_TEXT_BYTES
+    con: duckdb.DuckDBPyConnection,
+    turn_files: Sequence[str],
+    *,
+    chunk_bytes: int = CHUNK_TEXT_BYTES,
+    tokenizer: str | None = None,
 ) -> None:
     """Index every turn of a fresh build (an empty index, from `create_index`) from the Parquet files of `turns`.
 
@@ -166,13 +173,15 @@ def build_index(
     read once. (Chunks of sessions drawn from every file, as `update_index` makes them, had each chunk scan every
     file: the build grew with chunks x text, 19 of 27 s at 1 GB.) A group holds about `chunk_bytes` of text, from
     the files' metadata, so memory stays bounded as in `update_index`; DuckDB tokenizes a group on every core.
+    `tokenizer` as in `update_index`.
     """
     if not turn_files:
         return  # no turns: the scaffold `create_index` made is the index
     load_extension(con)
+    tokenizer = tokenizer_of(con) if tokenizer is None else tokenizer
     for group in _file_groups(turn_files, chunk_bytes):
         files = "read_parquet([" + ", ".join(sql_string(f) for f in group) + "], union_by_name = true)"
-        _add_to_index(con, f"SELECT DISTINCT session_id FROM {files}", files)
+        _add_to_index(con, f"SELECT DISTINCT session_id FROM {files}", files, tokenizer)
     _finish(con)
 
 
@@ -218,7 +227,17 @@ _MACRO = re.compile(
 )
 
 
-def _tokens(con: duckdb.DuckDBPyConnection, text: str) -> str:
+def tokenizer_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The definition of the index's `tokenize` macro ("" without an index). It reads the catalog of every function
+    (15-50 ms), so a warehouse keeps it in its meta table: the macro changes only when `create_index` makes it."""
+    row = con.execute(
+        "SELECT macro_definition FROM duckdb_functions() WHERE schema_name = ? AND function_name = 'tokenize'",
+        [INDEX_SCHEMA],
+    ).fetchone()
+    return str(row[0]).strip() if row else ""
+
+
+def _tokens(tokenizer: str, text: str) -> str:
     """SQL for the words the extension's `tokenize` macro gives for `text`, at about half its cost.
 
     The macro is `string_split_regex(regexp_replace(lower(strip_accents(s)), IGNORE, ' ', 'g'), '\\s+')`: the words
@@ -228,14 +247,10 @@ def _tokens(con: duckdb.DuckDBPyConnection, text: str) -> str:
     `lower(strip_accents(w))`, split again (a stripped character can become a separator: `≠` is `=` plus a mark).
     The words are the same: every separator is ASCII, which neither function changes, and neither joins characters
     across one (marks are stripped before anything is composed, and `lower` maps one character at a time);
-    `tests/test_search.py` compares the two on hostile text. An extension whose macro reads otherwise gets its
-    macro.
+    `tests/test_search.py` compares the two on hostile text. An extension whose macro reads otherwise (`tokenizer`,
+    its definition from `tokenizer_of`) gets its macro.
     """
-    row = con.execute(
-        "SELECT macro_definition FROM duckdb_functions() WHERE schema_name = ? AND function_name = 'tokenize'",
-        [INDEX_SCHEMA],
-    ).fetchone()
-    found = _MACRO.fullmatch(str(row[0]).strip()) if row else None
+    found = _MACRO.fullmatch(tokenizer)
     if found is None:
         return f"{INDEX_SCHEMA}.tokenize({text})"
     ignore = found["ignore"]
@@ -246,7 +261,7 @@ def _tokens(con: duckdb.DuckDBPyConnection, text: str) -> str:
     )
 
 
-def _add_to_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str) -> None:
+def _add_to_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str, tokenizer: str) -> None:
     """Add the turns of `sessions` (none of them indexed now) to the index, as the extension's build would."""
     x = INDEX_SCHEMA
     changed = f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({sessions})"
@@ -259,7 +274,7 @@ def _add_to_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str) -> 
         # is stemmed once (stemming every occurrence is most of the extension's build time).
         f"""CREATE OR REPLACE TEMP TABLE fts_words AS
             SELECT docid, w FROM (
-                SELECT d.docid, unnest({_tokens(con, "c.text")}) AS w
+                SELECT d.docid, unnest({_tokens(tokenizer, "c.text")}) AS w
                 FROM ({changed}) c JOIN fts_new_docs d ON d.name = c.turn_id)
             WHERE w IS NOT NULL AND len(w) > 0 AND w NOT IN (SELECT sw FROM {x}.stopwords)""",
         f"""CREATE OR REPLACE TEMP TABLE fts_stems AS

@@ -156,30 +156,39 @@ VIEWS: dict[str, str] = {
 }
 
 
+def statements(zone: str) -> list[str]:
+    """The DDL of the zone macro and every view."""
+    return [zone_macro(zone), *(f"CREATE OR REPLACE VIEW {name} AS {sql}" for name, sql in VIEWS.items())]
+
+
 def create_views(con: duckdb.DuckDBPyConnection, zone: str) -> None:
     """(Re)create the zone macro and every view on `con` (inside the caller's transaction)."""
-    con.execute(zone_macro(zone))
-    for name, sql in VIEWS.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+    for sql in statements(zone):
+        con.execute(sql)
 
 
 class ZoneError(ValueError):
     """A time zone DuckDB does not know; the message names close ones."""
 
 
-def machine_zone() -> str:
-    """The machine's time zone as DuckDB resolves it (TZ, else /etc/localtime)."""
-    con = duckdb.connect()
+def machine_zone(con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """The machine's time zone as DuckDB resolves it (TZ, else /etc/localtime), asked of `con` when given (one that
+    has not set TimeZone), else of a connection of its own (~10 ms to open)."""
+    own = con is None
+    con = duckdb.connect() if con is None else con
     try:
         row = con.execute("SELECT current_setting('TimeZone')").fetchone()
     finally:
-        con.close()
+        if own:
+            con.close()
     return str(row[0]) if row else "UTC"
 
 
-def check_zone(zone: str) -> str:
-    """Return `zone` when DuckDB knows it (IANA names such as Europe/Berlin, or UTC); raise ZoneError otherwise."""
-    con = duckdb.connect()
+def check_zone(zone: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """Return `zone` when DuckDB knows it (IANA names such as Europe/Berlin, or UTC); raise ZoneError otherwise.
+    Asked of `con` when given, else of a connection of its own."""
+    own = con is None
+    con = duckdb.connect() if con is None else con
     try:
         if con.execute("SELECT 1 FROM pg_timezone_names() WHERE name = ?", [zone]).fetchone():
             return zone
@@ -192,10 +201,11 @@ def check_zone(zone: str) -> str:
             ).fetchall()
         ]
     finally:
-        con.close()
+        if own:
+            con.close()
     raise ZoneError(f"unknown time zone {zone!r}; did you mean {', '.join(close)}?")
 
 
-def resolve_zone(zone: str | None) -> str:
-    """The zone to use: `zone` when given (checked), else the machine's."""
-    return check_zone(zone) if zone else machine_zone()
+def resolve_zone(zone: str | None, con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """The zone to use: `zone` when given (checked), else the machine's (asked of `con` when given)."""
+    return check_zone(zone, con) if zone else machine_zone(con)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -38,6 +39,8 @@ WAREHOUSE = "warehouse.duckdb"
 PRICE_CACHE = "cache"  # derived files kept between runs (the price table per genai-prices version)
 META = "transcripts_meta"
 FIGURES = "corpus_figures"  # meta key: the corpus figures of this file's content, as JSON (see `figures`)
+TOKENIZER = "fts_tokenizer"  # meta key: the search index's tokenize macro (`search.tokenizer_of`)
+DDL = "ddl_digest"  # meta key: a digest of the views' and macros' DDL (`_ddl_digest`)
 VERSION_ERROR = "Trying to read a database file with version number"
 # A warehouse this big is changed in place, when the filesystem cannot clone it and no one has it open: its copy
 # would cost its size again on disk every night, and time: it reads the whole file, which a night's page cache
@@ -385,8 +388,19 @@ def _meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(k): str(v) for k, v in rows}
 
 
+def _ddl_digest(zone: str) -> str:
+    """A digest of the DDL of every view and macro in `zone`: a change that finds it in the meta table leaves them."""
+    text = "\n".join([*views.statements(zone), *prices.statements()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _set_meta(
-    con: duckdb.DuckDBPyConnection, version_number: int, zone: str, prices_from: str, figures_json: str
+    con: duckdb.DuckDBPyConnection,
+    version_number: int,
+    zone: str,
+    prices_from: str,
+    figures_json: str,
+    tokenizer: str,
 ) -> dict[str, str]:
     """Write the file's meta table; returns what it holds."""
     meta = {
@@ -395,9 +409,11 @@ def _set_meta(
         "timezone": zone,
         "prices": prices_from,
         FIGURES: figures_json,
+        TOKENIZER: tokenizer,
+        DDL: _ddl_digest(zone),
     }
     con.execute(f"DELETE FROM {META}")
-    con.executemany(f"INSERT INTO {META} VALUES (?, ?)", [[key, value] for key, value in meta.items()])
+    con.execute(f"INSERT INTO {META} SELECT unnest(?), unnest(?)", [list(meta), list(meta.values())])  # one commit
     return meta
 
 
@@ -414,16 +430,23 @@ def _build(
     for table in TABLES:
         con.execute(duckdb_ddl(table))
     search.create_index(con)  # on the empty table: the scaffold, filled below much faster than the extension does
+    tokenizer = search.tokenizer_of(con)
     # One thread: two fill a row group each (at 30,720 rows, 1 GB: 5.3 s and a 602 MB file, against 3.9-4.5 s, 432 MB).
     con.execute("SET threads = 1")
     for table in TABLES:
         _insert_all(con, store, table, version)
     con.execute("RESET threads")
-    search.build_index(con, _files(store, TURNS, version))  # from the Parquet files just loaded, on every core
+    # From the Parquet files just loaded, on every core.
+    search.build_index(con, _files(store, TURNS, version), tokenizer=tokenizer)
+    # The small statements that follow in one transaction: each would otherwise be a commit of its own, with its
+    # log write (~40 of them: views, macros, price tables, meta).
+    con.execute("BEGIN")
     con.execute(f"CREATE TABLE {META} (key VARCHAR, value VARCHAR)")
     views.create_views(con, zone)
     prices_from = prices.install(con, cache=store.data_dir / PRICE_CACHE)
-    return _set_meta(con, version_number, zone, prices_from, json.dumps(figures(con)))
+    meta = _set_meta(con, version_number, zone, prices_from, json.dumps(figures(con)), tokenizer)
+    con.execute("COMMIT")
+    return meta
 
 
 def _apply(
@@ -460,20 +483,28 @@ def _apply(
             if table not in SESSION_TABLES:
                 con.execute(f"DELETE FROM {table.name}")
                 _insert_all(con, store, table, version)
+        tokenizer = meta.get(TOKENIZER) or ""  # kept by the run that made the index (a lookup is 15-50 ms)
         if not indexed:
             search.create_index(con)  # a warehouse from before search: built once, whole
+            tokenizer = search.tokenizer_of(con)
         elif loading is not None:
             loading.wait()
+            tokenizer = tokenizer or search.tokenizer_of(con)  # a warehouse from before it was kept
             con.register("removed_turns", gone.removed_turns())  # known: no document is compared with `turns`
-            search.update_index(con, REPLACED, removed="SELECT turn_id FROM removed_turns")
+            search.update_index(con, REPLACED, removed="SELECT turn_id FROM removed_turns", tokenizer=tokenizer)
             con.unregister("removed_turns")
-        views.create_views(con, zone)  # every load: new views reach old warehouses, a changed zone is applied
-        prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE)
+        else:
+            tokenizer = tokenizer or search.tokenizer_of(con)
+        # New views reach old warehouses, a changed zone is applied; the same DDL as the file's is not run again.
+        same_ddl = meta.get(DDL) == _ddl_digest(zone)
+        if not same_ddl:
+            views.create_views(con, zone)
+        prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl)
         if keep_figures and old is not None:
             figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
         else:
             figures_json = json.dumps(figures(con))
-        written = _set_meta(con, version_number, zone, prices_from, figures_json)
+        written = _set_meta(con, version_number, zone, prices_from, figures_json, tokenizer)
         if before_commit is not None:
             before_commit()
         con.execute("COMMIT")
@@ -566,7 +597,7 @@ def refresh(
     change, a file this DuckDB cannot open, e.g. one written by DuckDB 2.0) it is rebuilt. Per-day views use
     `timezone` (default: the machine's zone). Raises views.ZoneError for an unknown zone.
     """
-    zone = views.resolve_zone(timezone)
+    given = views.check_zone(timezone) if timezone else None  # an unknown zone fails before anything is touched
     version = store.current()
     if version is None:
         return
@@ -599,6 +630,7 @@ def refresh(
         try:
             # In place, the failpoint's moment (the change made, not yet seen) is before the COMMIT.
             before_commit = functools.partial(failpoints.reach, "warehouse") if in_place else None
+            zone = given or views.machine_zone(con)  # asked of this connection: a connection of its own is ~10 ms
             meta = _apply(con, store, version, number, replaced or {}, zone, before_commit=before_commit)
             if in_place:
                 failpoints.reach("warehouse_log")  # committed: the change is in the log, not yet in the file
@@ -611,7 +643,7 @@ def refresh(
     else:
         con = _connect(tmp, data_dir)
         try:
-            meta = _build(con, store, version, number, zone)
+            meta = _build(con, store, version, number, given or views.machine_zone(con))
             con.execute("CHECKPOINT")
         finally:
             con.close()  # a build that failed leaves a stray file, which `cleanup` removes

@@ -537,3 +537,101 @@ def test_a_later_run_with_nothing_to_do_knows_the_warehouse_and_its_figures_with
     opened.clear()
     assert not warehouse.is_current(settings.data_dir, version, settings.timezone)
     assert str(path) in opened
+
+
+def _meta_of(path: Path) -> dict[str, str]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {str(k): str(v) for k, v in con.execute("SELECT key, value FROM transcripts_meta").fetchall()}
+    finally:
+        con.close()
+
+
+def _index_is_the_rebuilt_one(path: Path) -> None:
+    from tests.test_search import _index_contents, _rebuilt
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        search.load_extension(con)
+        ours = _index_contents(con)
+        rows = con.execute("SELECT turn_id, session_id, text FROM turns").fetchall()
+    finally:
+        con.close()
+    assert ours == _index_contents(_rebuilt(rows))
+
+
+def test_an_append_takes_the_tokenizer_and_the_views_as_the_meta_table_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index's tokenize macro (a catalog lookup: 15-50 ms) and the DDL of the views are kept in the meta table;
+    # a change reads them there, and its index is still the one the extension builds from the rows.
+    home = home_with_everything(tmp_path / "home")
+    settings = settings_for(home, tmp_path / "data")
+    path = settings.data_dir / "warehouse.duckdb"
+    run(settings)
+    meta = _meta_of(path)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert meta[warehouse.TOKENIZER] == search.tokenizer_of(con) != ""
+    finally:
+        con.close()
+
+    def looked_up(con: Any) -> str:
+        raise AssertionError("the tokenizer was looked up in the catalog")
+
+    def recreated(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the views were created again")
+
+    installs: list[object] = []
+    real_install = prices.install
+
+    def install(*args: Any, **kwargs: Any) -> str:
+        installs.append(kwargs.get("views"))
+        return real_install(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(search, "tokenizer_of", looked_up)
+        patched.setattr(warehouse.views, "create_views", recreated)
+        patched.setattr(warehouse.prices, "install", install)
+        write_session(home, S1, exchanges(S1, 2, start=3, text="refactor the router"), append=True)
+        assert run(settings).committed.sessions_loaded == 1
+    assert installs == [False], "the cost views were left as they were"
+    assert _meta_of(path) | {warehouse.FIGURES: "", "parquet_version": ""} == meta | {
+        warehouse.FIGURES: "",
+        "parquet_version": "",
+    }
+    _index_is_the_rebuilt_one(path)
+
+    # A warehouse from before they were kept: the next change looks them up, makes the views, and keeps both.
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("DELETE FROM transcripts_meta WHERE key IN (?, ?)", [warehouse.TOKENIZER, warehouse.DDL])
+        con.execute("DROP VIEW daily_activity")
+    finally:
+        con.close()
+    write_session(home, S1, exchanges(S1, 1, start=9, text="rename the module"), append=True)
+    run(settings)
+    after = _meta_of(path)
+    assert after[warehouse.TOKENIZER] == meta[warehouse.TOKENIZER] and after[warehouse.DDL] == meta[warehouse.DDL]
+    _index_is_the_rebuilt_one(path)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM daily_activity").fetchone() is not None
+    finally:
+        con.close()
+
+
+def test_a_view_whose_sql_changed_reaches_the_warehouse_with_the_next_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = home_with_everything(tmp_path / "home")
+    settings = settings_for(home, tmp_path / "data")
+    run(settings)
+    monkeypatch.setitem(warehouse.views.VIEWS, "answer_view", "SELECT 42 AS answer")
+    write_session(home, S1, exchanges(S1, 1, start=3), append=True)
+    assert run(settings).committed.sessions_loaded == 1
+    con = duckdb.connect(str(settings.data_dir / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT answer FROM answer_view").fetchall() == [(42,)]
+    finally:
+        con.close()

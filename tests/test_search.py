@@ -234,7 +234,7 @@ def tokenizing() -> duckdb.DuckDBPyConnection:
 def _same_words(con: duckdb.DuckDBPyConnection, texts: list[str | None]) -> None:
     con.execute("DELETE FROM tokenized")
     con.executemany("INSERT INTO tokenized VALUES (?, ?)", list(enumerate(texts)))
-    ours = search._tokens(con, "text")
+    ours = search._tokens(search.tokenizer_of(con), "text")
     assert "tokenize" not in ours  # the fast form, not the macro it stands for
     assert _words(con, ours) == _words(con, f"{search.INDEX_SCHEMA}.tokenize(text)")
 
@@ -245,7 +245,7 @@ def test_the_index_splits_hostile_text_into_the_words_of_the_extensions_tokenize
     _same_words(tokenizing, [*HOSTILE, None])
     tokenizing.execute("DELETE FROM tokenized")
     tokenizing.execute("INSERT INTO tokenized VALUES (0, 'a≠b Café')")
-    assert _words(tokenizing, search._tokens(tokenizing, "text")) == [["a", "b", "cafe"]]
+    assert _words(tokenizing, search._tokens(search.tokenizer_of(tokenizing), "text")) == [["a", "b", "cafe"]]
 
 
 @given(st.lists(_TEXTS, min_size=1, max_size=8))
