@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import resource
 import sys
 import threading
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-redact", action="store_true", help="store text raw (run --no-redact)")
     parser.add_argument("--texts", type=Path, help="write every text given to the redactor to this file (pickle)")
     args = parser.parse_args(argv)
+    if args.stages:  # the timers live in this process: a worker process would neither run nor pickle them
+        os.environ["TRANSCRIPTS_WORKERS"] = "1"
     sources = [s for s in args.sources.split(",") if s]
     stages = time_stages() if args.stages else None
     texts = record_texts() if args.texts else None
