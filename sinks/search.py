@@ -7,11 +7,12 @@ whole; a load re-indexes just the sessions it replaced (`update_index`), in the 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -51,29 +52,31 @@ def load_extension(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"LOAD '{extension_path()}'")
 
 
-class Preload:
-    """LOAD fts on a cursor of `con` in a thread, while the caller goes on with other statements.
+class OnCursor:
+    """`work(cursor)` on a cursor of `con` in a thread, while the caller goes on with other statements on `con`.
 
-    DuckDB verifies the extension's signature when it loads it (a hash of its ~12 MB: 40-70 ms, most of what loading
-    costs); a load that re-indexes a few sessions overlaps that with its deletes and inserts. An extension is loaded
-    for the whole database, so `con` has it after `wait()` (and a second LOAD of it is instant).
+    A cursor is a connection of its own to the same database, with temporary tables of its own, and it starts in the
+    default catalog (`work` says `USE` to work in an attached one). DuckDB runs each connection's statement on its
+    calling thread, so a statement here and one of the caller's take a core each.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, work: Callable[[duckdb.DuckDBPyConnection], None], *, name: str
+    ) -> None:
         self._cursor = con.cursor()
         self._error: BaseException | None = None
         self._done = False
-        self._thread = threading.Thread(target=self._load, name="fts-load", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
         self._thread.start()
 
-    def _load(self) -> None:
+    def _run(self, work: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
         try:
-            load_extension(self._cursor)
+            work(self._cursor)
         except BaseException as exc:  # raised again in the caller's thread, by wait()
             self._error = exc
 
     def wait(self) -> None:
-        """Wait for the load; raise what it raised (SearchUnavailable when the extension is missing), once."""
+        """Wait for the work; raise what it raised, once."""
         if not self._done:
             self._thread.join()
             self._cursor.close()
@@ -81,6 +84,26 @@ class Preload:
         error, self._error = self._error, None
         if error is not None:
             raise error
+
+    def cancel(self) -> None:
+        """Interrupt the work and wait for it, raising nothing (the caller has an error of its own to raise)."""
+        if not self._done:
+            self._cursor.interrupt()
+        with contextlib.suppress(Exception):
+            self.wait()
+
+
+class Preload(OnCursor):
+    """LOAD fts on a cursor of `con` in a thread, while the caller goes on with other statements.
+
+    DuckDB verifies the extension's signature when it loads it (a hash of its ~12 MB: 40-70 ms, most of what loading
+    costs); a load that re-indexes a few sessions overlaps that with its deletes and inserts. An extension is loaded
+    for the whole database, so `con` has it after `wait()` (and a second LOAD of it is instant); `wait()` raises
+    SearchUnavailable when the extension is missing.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(con, load_extension, name="fts-load")
 
 
 def has_index(con: duckdb.DuckDBPyConnection) -> bool:

@@ -569,6 +569,7 @@ def test_an_append_takes_the_tokenizer_and_the_views_as_the_meta_table_keeps_the
     settings = settings_for(home, tmp_path / "data")
     path = settings.data_dir / "warehouse.duckdb"
     run(settings)
+    _index_is_the_rebuilt_one(path)  # the build's own index (made on a cursor beside the inserts)
     meta = _meta_of(path)
     con = duckdb.connect(str(path), read_only=True)
     try:

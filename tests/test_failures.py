@@ -259,3 +259,47 @@ def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> N
         server.stop(folder)
     report = run(settings_for(home, data))  # and a later run starts cleanly
     assert report.committed.sessions_loaded + report.plan_counts["claude"]["unchanged"] >= 2
+
+
+@pytest.mark.parametrize("where", ["index", "tables"])
+def test_a_build_that_fails_in_its_index_or_its_tables_fails_the_run_and_the_next_run_builds_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # A build makes the search index on a cursor in a thread while its main connection inserts the other tables:
+    # a failure on either side is the run's error (the other side stopped and waited for), never a hang or a
+    # half-built warehouse taken for whole.
+    from sinks import search
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    real_build_index = search.build_index
+    real_insert_all = warehouse._insert_all
+
+    def slow_index(con: object, *args: object, **kwargs: object) -> None:
+        time.sleep(0.2)  # still indexing when the tables fail: the failure must stop and wait for it
+        real_build_index(con, *args, **kwargs)  # type: ignore[arg-type]
+
+    def failing_index(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("the index broke")
+
+    def failing_insert(con: object, store: object, table: object, version: object) -> None:
+        if getattr(table, "name", "") == "tool_calls":
+            raise RuntimeError("the tables broke")
+        real_insert_all(con, store, table, version)  # type: ignore[arg-type]
+
+    if where == "index":
+        monkeypatch.setattr(search, "build_index", failing_index)
+    else:
+        monkeypatch.setattr(search, "build_index", slow_index)
+        monkeypatch.setattr(warehouse, "_insert_all", failing_insert)
+    with pytest.raises(RuntimeError, match=f"the {where} broke"):
+        run(settings)
+    assert not (data / "warehouse.duckdb").exists()
+    monkeypatch.undo()
+    run(settings)
+    assert leftovers(data) == []
+    snapshot(data)  # the warehouse holds exactly what the Parquet dataset holds
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
