@@ -439,8 +439,6 @@ def test_the_replaced_file_is_freed_after_the_swap_and_readers_keep_theirs(tmp_p
 def test_the_index_drops_the_documents_of_deleted_turns_it_was_told_of(tmp_path: Path) -> None:
     # The deleted turns come from the DELETE itself (no comparison of every document with `turns`): after a
     # session shrinks and another is pruned, the index is the one the extension builds from what is left.
-    from tests.test_search import _index_contents, _rebuilt
-
     home = home_with_everything(tmp_path / "home")
     settings = settings_for(home, tmp_path / "data")
     run(settings)
@@ -448,15 +446,8 @@ def test_the_index_drops_the_documents_of_deleted_turns_it_was_told_of(tmp_path:
     (home / ".claude" / "projects" / "-home-u-proj" / f"{S2}.jsonl").unlink()
     run(settings)
     run_prune(settings, older_than=timedelta(days=30), now=datetime(2026, 6, 1, tzinfo=UTC))
-    con = duckdb.connect(str(settings.data_dir / "warehouse.duckdb"), read_only=True)
-    try:
-        search.load_extension(con)
-        ours = _index_contents(con)
-        rows = con.execute("SELECT turn_id, session_id, text FROM turns").fetchall()
-    finally:
-        con.close()
+    rows = _index_is_the_rebuilt_one(settings.data_dir / "warehouse.duckdb")
     assert {r[1] for r in rows} == {f"claude-{S1}", f"codex-{T1}"}
-    assert ours == _index_contents(_rebuilt(rows))
 
 
 COMMITTED_NOT_CHECKPOINTED = """
@@ -547,7 +538,8 @@ def _meta_of(path: Path) -> dict[str, str]:
         con.close()
 
 
-def _index_is_the_rebuilt_one(path: Path) -> None:
+def _index_is_the_rebuilt_one(path: Path) -> list[tuple[Any, ...]]:
+    """Assert that the warehouse's index is the one the extension builds from its turns; returns the turns."""
     from tests.test_search import _index_contents, _rebuilt
 
     con = duckdb.connect(str(path), read_only=True)
@@ -558,6 +550,7 @@ def _index_is_the_rebuilt_one(path: Path) -> None:
     finally:
         con.close()
     assert ours == _index_contents(_rebuilt(rows))
+    return rows
 
 
 def test_an_append_takes_the_tokenizer_and_the_views_as_the_meta_table_keeps_them(
