@@ -184,11 +184,9 @@ def machine_zone(con: duckdb.DuckDBPyConnection | None = None) -> str:
     return str(row[0]) if row else "UTC"
 
 
-def check_zone(zone: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
-    """Return `zone` when DuckDB knows it (IANA names such as Europe/Berlin, or UTC); raise ZoneError otherwise.
-    Asked of `con` when given, else of a connection of its own."""
-    own = con is None
-    con = duckdb.connect() if con is None else con
+def check_zone(zone: str) -> str:
+    """Return `zone` when DuckDB knows it (IANA names such as Europe/Berlin, or UTC); raise ZoneError otherwise."""
+    con = duckdb.connect()
     try:
         if con.execute("SELECT 1 FROM pg_timezone_names() WHERE name = ?", [zone]).fetchone():
             return zone
@@ -201,11 +199,10 @@ def check_zone(zone: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
             ).fetchall()
         ]
     finally:
-        if own:
-            con.close()
+        con.close()
     raise ZoneError(f"unknown time zone {zone!r}; did you mean {', '.join(close)}?")
 
 
-def resolve_zone(zone: str | None, con: duckdb.DuckDBPyConnection | None = None) -> str:
-    """The zone to use: `zone` when given (checked), else the machine's (asked of `con` when given)."""
-    return check_zone(zone, con) if zone else machine_zone(con)
+def resolve_zone(zone: str | None) -> str:
+    """The zone to use: `zone` when given (checked), else the machine's."""
+    return check_zone(zone) if zone else machine_zone()

@@ -413,7 +413,7 @@ def _set_meta(
         DDL: _ddl_digest(zone),
     }
     con.execute(f"DELETE FROM {META}")
-    con.execute(f"INSERT INTO {META} SELECT unnest(?), unnest(?)", [list(meta), list(meta.values())])  # one commit
+    con.execute(f"INSERT INTO {META} SELECT unnest(?), unnest(?)", [list(meta), list(meta.values())])  # one statement
     return meta
 
 
