@@ -498,18 +498,15 @@ def _apply(
             if table not in SESSION_TABLES:
                 con.execute(f"DELETE FROM {table.name}")
                 _insert_all(con, store, table, version)
-        tokenizer = meta.get(TOKENIZER) or ""  # kept by the run that made the index (a lookup is 15-50 ms)
         if not indexed:
             search.create_index(con)  # a warehouse from before search: built once, whole
-            tokenizer = search.tokenizer_of(con)
-        elif loading is not None:
+        # Kept by the run that made the index (a lookup is 15-50 ms); looked up for a warehouse from before it was.
+        tokenizer = (indexed and meta.get(TOKENIZER)) or search.tokenizer_of(con)
+        if indexed and loading is not None:
             loading.wait()
-            tokenizer = tokenizer or search.tokenizer_of(con)  # a warehouse from before it was kept
             con.register("removed_turns", gone.removed_turns())  # known: no document is compared with `turns`
             search.update_index(con, REPLACED, removed="SELECT turn_id FROM removed_turns", tokenizer=tokenizer)
             con.unregister("removed_turns")
-        else:
-            tokenizer = tokenizer or search.tokenizer_of(con)
         # New views reach old warehouses, a changed zone is applied; the same DDL as the file's is not run again.
         same_ddl = meta.get(DDL) == _ddl_digest(zone)
         if not same_ddl:

@@ -275,10 +275,14 @@ def test_a_build_that_fails_in_its_index_or_its_tables_fails_the_run_and_the_nex
     settings = settings_for(home, data)
     real_build_index = search.build_index
     real_insert_all = warehouse._insert_all
+    ended: list[bool] = []
 
     def slow_index(con: object, *args: object, **kwargs: object) -> None:
-        time.sleep(0.2)  # still indexing when the tables fail: the failure must stop and wait for it
-        real_build_index(con, *args, **kwargs)  # type: ignore[arg-type]
+        try:
+            time.sleep(0.2)  # still indexing when the tables fail: the failure must stop and wait for it
+            real_build_index(con, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            ended.append(True)
 
     def failing_index(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("the index broke")
@@ -295,6 +299,7 @@ def test_a_build_that_fails_in_its_index_or_its_tables_fails_the_run_and_the_nex
         monkeypatch.setattr(warehouse, "_insert_all", failing_insert)
     with pytest.raises(RuntimeError, match=f"the {where} broke"):
         run(settings)
+    assert ended == ([] if where == "index" else [True]), "the index's thread had ended before the run failed"
     assert not (data / "warehouse.duckdb").exists()
     monkeypatch.undo()
     run(settings)
