@@ -12,6 +12,7 @@ import pytest
 from extractors.bounded import (
     GLUED_INDEX_BASE,
     GLUED_MAX_VALUES,
+    READ_BUFFER_BYTES,
     Limits,
     clip,
     glued_index,
@@ -33,6 +34,21 @@ def test_ok_reads_every_record_with_index_and_offset(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', "", '{"b":2}'])
     lines = list(iter_jsonl(path, Limits()))
     assert [(x.index, x.offset, x.record) for x in lines] == [(0, 0, {"a": 1}), (2, 9, {"b": 2})]
+
+
+def test_ok_whitespace_only_lines_are_blank_and_keep_their_index(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"a":1}\n \t\r\n\x0b\x0c\n{"b":2}\n  {"c":3}  \r\n')
+    lines = list(iter_jsonl(path, Limits()))
+    assert [(x.index, x.record) for x in lines] == [(0, {"a": 1}), (3, {"b": 2}), (4, {"c": 3})]
+
+
+def test_ok_lines_longer_than_the_read_buffer_are_read_whole(tmp_path: Path) -> None:
+    big = "x" * (3 * READ_BUFFER_BYTES)
+    path = write_jsonl(tmp_path / "s.jsonl", ['{"a":1}', '{"big":"' + big + '"}', '{"b":2}'])
+    lines = list(iter_jsonl(path, Limits()))
+    assert [x.record for x in lines] == [{"a": 1}, {"big": big}, {"b": 2}]
+    assert lines[2].offset == path.stat().st_size - len('{"b":2}\n')
 
 
 def test_reject_invalid_json_before_last_line(tmp_path: Path) -> None:
