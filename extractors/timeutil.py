@@ -26,31 +26,35 @@ def parse_iso(value: Any) -> datetime | None:
         # Most times arrive as `datetime.fromisoformat` reads them whole (`...Z` included, since 3.11): 1.0 us
         # instead of 2.5 for the careful reading below, once per record. Where it reads a string, it reads it as
         # that reading would (tests/test_timeutil.py); what it refuses goes on to it.
-        parsed = datetime.fromisoformat(value)
+        return _utc(datetime.fromisoformat(value))
     except ValueError:
         return _parse_iso_carefully(value)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return _in_range(parsed.astimezone(UTC))
 
 
 def _parse_iso_carefully(value: str) -> datetime | None:
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
-    # Python < 3.12 accepts at most 6 fractional digits: cut nanoseconds.
+    # Cut nanoseconds: the 3.11.7-3.13 seen here truncate them themselves, but not every Python does.
     if "." in text:
         head, _, tail = text.partition(".")
         digits = len(tail) - len(tail.lstrip("0123456789"))
         if digits > 6:
             text = f"{head}.{tail[:6]}{tail[digits:]}"
     try:
-        parsed = datetime.fromisoformat(text)
+        return _utc(datetime.fromisoformat(text))
     except ValueError:
         return None
+
+
+def _utc(parsed: datetime) -> datetime | None:
+    """A parsed time in UTC (one without a zone is UTC), or None outside the usable years."""
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return _in_range(parsed.astimezone(UTC))
+    try:
+        return _in_range(parsed.astimezone(UTC))
+    except OverflowError:  # year 1 east of UTC, or 9999 west of it: no UTC time to give (and unusable anyway)
+        return None
 
 
 def _finite(value: Any) -> float | None:

@@ -105,6 +105,14 @@ def test_absurd_times_are_none_not_a_crash(value: Any) -> None:
     assert parse_any(value) is None
 
 
+@pytest.mark.parametrize(
+    "value", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00.5+00:01"]
+)
+def test_iso_times_with_no_utc_time_are_none_not_a_crash(value: str) -> None:
+    # Valid ISO, but the zone moves them past datetime's years 1-9999: `astimezone(UTC)` raised OverflowError.
+    assert parse_any(value) is None
+
+
 # --- every reader --------------------------------------------------------------------------------------------------
 
 
@@ -121,6 +129,18 @@ def test_claude_token_counts_past_int64_are_null_and_counted(tmp_path: Path) -> 
     assert out_of_range(built) == 2
     assert record_count(built) == len(lines)  # fields are not records
     assert built["turns"].num_rows == 4
+
+
+def test_claude_session_with_a_time_past_utc_loads_with_that_time_unknown(tmp_path: Path) -> None:
+    lines = claude_exchange(S1, 2)
+    record = json.loads(lines[2])
+    record["timestamp"] = "0001-01-01T00:00:00+05:00"  # the second prompt's
+    lines[2] = json.dumps(record)
+    outcomes = read_one(Agent.CLAUDE, write_session(tmp_path, S1, lines))
+    assert not [o for o in outcomes if isinstance(o, Rejected)], outcomes  # was: unexpected OverflowError
+    built = tables(outcomes)
+    assert built["turns"].num_rows == 4
+    assert "question 1" in built["turns"].column("text").to_pylist()
 
 
 def test_codex_totals_past_int64_are_null_and_counted(tmp_path: Path) -> None:
