@@ -56,7 +56,10 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.fullmatch(text.strip())
     if match is None:
         raise DurationError(f"cannot read duration {text!r}: expected {accepted}")
-    number, unit = int(match.group(1)), match.group(2)
+    digits, unit = match.groups()
+    if len(digits) > 30:  # no duration of 31 digits fits; int() refuses 4,301 digits and more with its own words
+        raise DurationError(f"duration '{text.strip()[:39]}...' is too large")
+    number = int(digits)
     if unit == "m":
         raise DurationError(f"'m' in {text!r} is ambiguous (minutes or months?): for months write {number}mo")
     if unit not in UNITS:

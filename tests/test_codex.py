@@ -538,6 +538,29 @@ def call(kind: str, call_id: str | None, **fields: Any) -> dict[str, Any]:
     return env("response_item", payload)
 
 
+@pytest.mark.parametrize(
+    ("header", "error"),
+    [
+        ("Exit code: -0", False),
+        ("Exit code: 000", False),
+        ("Exit code: -1", True),
+        ("Exit code: 100", True),
+        ("Process exited with code " + "9" * 5000, True),
+        ("Exit code: " + "0" * 5000, False),
+    ],
+    ids=["minus-zero", "zeros", "minus-one", "hundred", "5000-digits", "5000-zeros"],
+)
+def test_ok_an_exit_code_header_of_any_length_gives_the_error_flag(tmp_path: Path, header: str, error: bool) -> None:
+    # int() refuses more than 4,300 digits: a long code in an output's header cost the whole session as a reader bug.
+    records = [
+        meta(),
+        call("function_call", "c1", name="exec_command", arguments='{"cmd":"x"}'),
+        call("function_call_output", "c1", output=f"{header}\nWall time: 1s\nOutput:\na"),
+    ]
+    [tool] = load(rollout(tmp_path, records)).tool_calls
+    assert tool.is_error is error
+
+
 def test_ok_tool_calls_are_joined_to_outputs_with_error_flags(tmp_path: Path) -> None:
     unified_fail = (
         "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 2\nOriginal token count: 3\nOutput:\nboom"

@@ -106,11 +106,18 @@ def test_durations_are_read(text: str, expected: timedelta) -> None:
         ("30D", "unknown unit 'D'"),
         ("0d", "at least 1"),
         ("9" * 30 + "y", "too large"),
+        ("9" * 31 + "h", "too large"),
     ],
 )
 def test_bad_durations_are_refused_clearly(text: str, message: str) -> None:
     with pytest.raises(DurationError, match=message):
         parse_duration(text)
+
+
+def test_a_duration_of_thousands_of_digits_is_too_large_in_its_own_words() -> None:
+    # int() refuses past 4,300 digits with a message about sys.set_int_max_str_digits: not one for a person.
+    with pytest.raises(DurationError, match=r"^duration '9{39}\.\.\.' is too large$"):
+        parse_duration("9" * 5000 + "d")
 
 
 # --- a Claude Code home with parents and subagents -----------------------------------------------------------------

@@ -219,7 +219,7 @@ def _error_from_text(text: str) -> bool | None:
             break
         match = _EXIT_HEADER.match(line.strip())
         if match:
-            return int(match.group(1)) != 0
+            return match.group(1).strip("-0") != ""  # a digit other than 0; int() refuses 4,301 digits and more
     return None
 
 
