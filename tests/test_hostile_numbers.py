@@ -131,7 +131,7 @@ def test_claude_token_counts_past_int64_are_null_and_counted(tmp_path: Path) -> 
     assert built["turns"].num_rows == 4
 
 
-def test_claude_session_with_a_time_past_utc_loads_with_that_time_unknown(tmp_path: Path) -> None:
+def test_claude_session_with_a_time_past_utc_loads_whole(tmp_path: Path) -> None:
     lines = claude_exchange(S1, 2)
     record = json.loads(lines[2])
     record["timestamp"] = "0001-01-01T00:00:00+05:00"  # the second prompt's
