@@ -8,6 +8,7 @@ whole; a load re-indexes just the sessions it replaced (`update_index`), in the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import re
 import threading
@@ -143,8 +144,7 @@ def update_index(
     The extension can only rebuild the whole index; this applies the same tokenizer, stop words and stemmer to
     just these turns and keeps document frequencies and statistics as a rebuild would have them, so an
     append-one-session run stays cheap. Documents of turns no longer in `turns` go too. `texts` is a relation with
-    the turns' `session_id`, `turn_id` and `text` (default the table; a full build passes the Parquet files it was
-    loaded from, which DuckDB tokenizes on every core: a table this small is one row group, scanned by one thread).
+    the turns' `session_id`, `turn_id` and `text` (default the table).
     The sessions are indexed in chunks of about `chunk_bytes` of text, so memory stays bounded whatever their size.
     `removed` (SQL yielding turn_id): every turn deleted from `turns` since the index was last updated, when the
     caller knows them; without it they are found by comparing every document with `turns` (two whole scans).
@@ -177,17 +177,29 @@ def update_index(
     ).fetchone()
     chunks = max(1, -(-int(row[0] if row else 0) // max(1, chunk_bytes)))
     for chunk in range(chunks):
-        _add_to_index(con, f"SELECT session_id FROM fts_sessions WHERE h % {chunks} = {chunk}", texts, tokenizer)
+        part = f"SELECT session_id FROM fts_sessions WHERE h % {chunks} = {chunk}"
+        _tokenize(con, f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({part})", _TEMP, tokenizer)
+        _add_words(con, _TEMP)
     _finish(con)
     for temp in ("fts_sessions", "fts_changed", "fts_gone"):
         con.execute(f"DROP TABLE {temp}")
+
+
+# A fresh build tokenizes its turns a group of files at a time, one group ahead of the statements that add them
+# to the index. Tokenizing is most of an index's cost (~1 s of CPU per 18 MB of text) and a group's statements
+# read the dictionary the group before them wrote, so the two go on two cursors, in two threads, while the build's
+# own connection inserts the other tables: ~8 MB of text a group keeps the first and last steps, which have nothing
+# beside them, short.
+BUILD_GROUP_BYTES = 8 * 1024 * 1024
+SCRATCH = "fts_scratch"  # an in-memory database the cursors share (a TEMP table is its connection's own)
+TOKENIZERS = 2  # cursors that tokenize: once the tables are in, two keep both cores busy beside the one adding
 
 
 def build_index(
     con: duckdb.DuckDBPyConnection,
     turn_files: Sequence[str],
     *,
-    chunk_bytes: int = CHUNK_TEXT_BYTES,
+    chunk_bytes: int = BUILD_GROUP_BYTES,
     tokenizer: str | None = None,
 ) -> None:
     """Index every turn of a fresh build (an empty index, from `create_index`) from the Parquet files of `turns`.
@@ -195,17 +207,120 @@ def build_index(
     A turns file holds whole sessions (one bucket), so a group of files is a group of sessions and each file is
     read once. (Chunks of sessions drawn from every file, as `update_index` makes them, had each chunk scan every
     file: the build grew with chunks x text, 19 of 27 s at 1 GB.) A group holds about `chunk_bytes` of text, from
-    the files' metadata, so memory stays bounded as in `update_index`; DuckDB tokenizes a group on every core.
-    `tokenizer` as in `update_index`.
+    the files' metadata, so memory stays bounded as in `update_index`: a group is tokenized on a cursor of `con`
+    in a thread (`_Ahead`) while `con` adds the group before it. `tokenizer` as in `update_index`.
     """
     if not turn_files:
         return  # no turns: the scaffold `create_index` made is the index
     load_extension(con)
     tokenizer = tokenizer_of(con) if tokenizer is None else tokenizer
-    for group in _file_groups(turn_files, chunk_bytes):
-        files = "read_parquet([" + ", ".join(sql_string(f) for f in group) + "], union_by_name = true)"
-        _add_to_index(con, f"SELECT DISTINCT session_id FROM {files}", files, tokenizer)
+    groups = [
+        "SELECT turn_id, text FROM read_parquet(["
+        + ", ".join(sql_string(f) for f in group)
+        + "], union_by_name = true)"
+        for group in _file_groups(turn_files, chunk_bytes)
+    ]
+    con.execute(f"ATTACH ':memory:' AS {SCRATCH}")
+    try:
+        ahead = _Ahead(con, groups, tokenizer)
+        try:
+            for number in range(len(groups)):
+                tables = ahead.ready(number)
+                _add_words(con, tables)
+                for table in tables:
+                    con.execute(f"DROP TABLE {table}")
+                ahead.done(number)
+        except BaseException:
+            ahead.cancel()
+            raise
+        ahead.wait()
+    finally:
+        con.execute(f"DETACH {SCRATCH}")
     _finish(con)
+
+
+class _Ahead:
+    """The tokenizing side of a fresh build: `TOKENIZERS` cursors, each in a thread, tokenize the groups in turn into
+    SCRATCH tables, at most TOKENIZERS groups ahead of the caller, which takes a group's tables with `ready(n)` and
+    says `done(n)` once it has added them. The first error of a tokenizing thread is raised to the caller."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, groups: Sequence[str], tokenizer: str) -> None:
+        row = con.execute("SELECT current_database()").fetchone()
+        self._catalog = str(row[0]) if row else "memory"
+        self._groups = groups
+        self._tokenizer = tokenizer
+        self._turn = threading.Condition()
+        self._made: set[int] = set()  # groups tokenized
+        self._added = 0  # groups the caller has added
+        self._error: BaseException | None = None  # the first error a tokenizing thread raised
+        self._stop = False
+        self._workers = [
+            OnCursor(con, functools.partial(self._run, first), name=f"fts-tokenize-{first}")
+            for first in range(min(TOKENIZERS, len(groups)))
+        ]
+
+    def _tables(self, number: int) -> tuple[str, str]:
+        return f"{SCRATCH}.docs_{number}", f"{SCRATCH}.words_{number}"
+
+    def _run(self, first: int, cursor: duckdb.DuckDBPyConnection) -> None:
+        try:
+            cursor.execute(f"USE {_identifier(self._catalog)}")  # a cursor starts in the default catalog
+            for number in range(first, len(self._groups), TOKENIZERS):
+                with self._turn:
+                    while not self._stop and number >= self._added + TOKENIZERS:
+                        self._turn.wait()
+                    if self._stop:
+                        return
+                _tokenize(cursor, self._groups[number], self._tables(number), self._tokenizer, stop=self._stopped)
+                with self._turn:
+                    self._made.add(number)
+                    self._turn.notify_all()
+        except BaseException as exc:
+            with self._turn:
+                if self._error is None and not self._stop:  # once stopped, what a thread raises is the interrupt
+                    self._error = exc
+                self._turn.notify_all()
+            raise
+
+    def _stopped(self) -> bool:
+        return self._stop
+
+    def ready(self, number: int) -> tuple[str, str]:
+        """The tables of group `number` once tokenized; raises what a tokenizing thread raised (the others stopped)."""
+        with self._turn:
+            while number not in self._made and self._error is None:
+                self._turn.wait()
+            if number in self._made:
+                return self._tables(number)
+            error = self._error
+        assert error is not None
+        self.cancel()
+        raise error
+
+    def done(self, number: int) -> None:
+        with self._turn:
+            self._added = number + 1
+            self._turn.notify_all()
+
+    def wait(self) -> None:
+        """Wait for every tokenizing thread; raise the first error one raised."""
+        for worker in self._workers:
+            with contextlib.suppress(BaseException):
+                worker.wait()
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """Stop tokenizing and wait for the threads, raising nothing (the caller has an error to raise)."""
+        with self._turn:
+            self._stop = True
+            self._turn.notify_all()
+        for worker in self._workers:
+            worker.cancel()
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _file_groups(files: Sequence[str], chunk_bytes: int) -> list[list[str]]:
@@ -284,53 +399,75 @@ def _tokens(tokenizer: str, text: str) -> str:
     )
 
 
-def _add_to_index(con: duckdb.DuckDBPyConnection, sessions: str, texts: str, tokenizer: str) -> None:
-    """Add the turns of `sessions` (none of them indexed now) to the index, as the extension's build would."""
-    x = INDEX_SCHEMA
-    changed = f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({sessions})"
-    statements = [
-        f"""CREATE OR REPLACE TEMP TABLE fts_new_docs AS
-            SELECT (SELECT coalesce(max(docid), -1) FROM {x}.docs) + row_number() OVER (ORDER BY turn_id) AS docid,
-                   turn_id AS name
-            FROM turns WHERE session_id IN ({sessions})""",
-        # As the extension's own build: tokenize, drop empty words and stop words, then stem; each distinct word
-        # is stemmed once (stemming every occurrence is most of the extension's build time).
-        f"""CREATE OR REPLACE TEMP TABLE fts_words AS
+_TEMP = ("fts_new_docs", "fts_words")  # `update_index`'s tables of a chunk: TEMP, on its one connection
+
+
+def _tokenize(
+    con: duckdb.DuckDBPyConnection,
+    rows: str,
+    tables: tuple[str, str],
+    tokenizer: str,
+    *,
+    stop: Callable[[], bool] = lambda: False,
+) -> None:
+    """The words of the turns `rows` (SQL yielding turn_id and text, none of them indexed now), as the extension's
+    build takes them (tokenized, empty words and stop words out), into `tables`: (documents: `docid` from 0 in
+    turn_id order, `name`; words: `docid`, `w`). TEMP tables when named as `_TEMP`, else tables of SCRATCH. `stop`
+    is asked between the two statements (a cancelled build)."""
+    docs, words = tables
+    create = "CREATE OR REPLACE TEMP TABLE" if tables == _TEMP else "CREATE TABLE"
+    con.execute(
+        f"{create} {docs} AS SELECT row_number() OVER (ORDER BY turn_id) - 1 AS docid, turn_id AS name FROM ({rows})"
+    )
+    if stop():
+        return
+    # As the extension's own build: tokenize, then drop empty words and stop words (stemmed later, once per word).
+    con.execute(
+        f"""{create} {words} AS
             SELECT docid, w FROM (
                 SELECT d.docid, unnest({_tokens(tokenizer, "c.text")}) AS w
-                FROM ({changed}) c JOIN fts_new_docs d ON d.name = c.turn_id)
-            WHERE w IS NOT NULL AND len(w) > 0 AND w NOT IN (SELECT sw FROM {x}.stopwords)""",
+                FROM ({rows}) c JOIN {docs} d ON d.name = c.turn_id)
+            WHERE w IS NOT NULL AND len(w) > 0 AND w NOT IN (SELECT sw FROM {INDEX_SCHEMA}.stopwords)"""
+    )
+
+
+def _add_words(con: duckdb.DuckDBPyConnection, tables: tuple[str, str]) -> None:
+    """Add the documents and words `_tokenize` made to the index, as the extension's build would: the documents'
+    ids follow every id indexed so far, each distinct word is stemmed once (stemming every occurrence is most of
+    the extension's build time), new terms join the dictionary and every term's document frequency grows."""
+    x = INDEX_SCHEMA
+    docs, words = tables
+    row = con.execute(f"SELECT coalesce(max(docid), -1) + 1, (SELECT count(*) FROM {docs}) FROM {x}.docs").fetchone()
+    base, count = (int(row[0]), int(row[1])) if row else (0, 0)
+    if not count:
+        return
+    statements = [
         f"""CREATE OR REPLACE TEMP TABLE fts_stems AS
-            SELECT w, stem(w, '{STEMMER}') AS term FROM (SELECT DISTINCT w FROM fts_words)""",
+            SELECT w, stem(w, '{STEMMER}') AS term FROM (SELECT DISTINCT w FROM {words})""",
         f"""INSERT INTO {x}.dict (termid, term, df)
             SELECT (SELECT coalesce(max(termid), -1) FROM {x}.dict) + row_number() OVER (ORDER BY term), term, 0
             FROM (SELECT DISTINCT term FROM fts_stems) n
             WHERE NOT EXISTS (SELECT 1 FROM {x}.dict d WHERE d.term = n.term)""",
         f"""INSERT INTO {x}.docs (docid, name, len)
-            SELECT d.docid, d.name, coalesce(c.n, 0)
-            FROM fts_new_docs d
-            LEFT JOIN (SELECT docid, count(*) AS n FROM fts_words GROUP BY docid) c USING (docid)""",
+            SELECT {base} + d.docid, d.name, coalesce(c.n, 0)
+            FROM {docs} d LEFT JOIN (SELECT docid, count(*) AS n FROM {words} GROUP BY docid) c USING (docid)""",
         # Each distinct word's term id, so that every word of the chunk is joined once, on a table of distinct words.
         f"""CREATE OR REPLACE TEMP TABLE fts_word_ids AS
             SELECT s.w, d.termid FROM fts_stems s JOIN {x}.dict d ON d.term = s.term""",
         f"""INSERT INTO {x}.terms (docid, fieldid, termid)
-            SELECT w.docid, (SELECT fieldid FROM {x}.fields WHERE field = 'text'), i.termid
-            FROM fts_words w JOIN fts_word_ids i USING (w)""",
+            SELECT {base} + w.docid, (SELECT fieldid FROM {x}.fields WHERE field = 'text'), i.termid
+            FROM {words} w JOIN fts_word_ids i USING (w)""",
+        # The new documents' ids follow every id indexed so far: their terms are read by a range of constants, which
+        # DuckDB's zone maps keep to the rows just added (`docid IN (new docs)` scanned every term indexed so far,
+        # so a build of many chunks grew with their square).
+        f"""UPDATE {x}.dict SET df = dict.df + n.n
+            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
+                  WHERE docid BETWEEN {base} AND {base + count - 1} GROUP BY termid) n
+            WHERE dict.termid = n.termid""",
     ]
     for sql in statements:
         con.execute(sql)
-    # The new documents' ids follow every id indexed so far: their terms are read by a range of constants, which
-    # DuckDB's zone maps keep to the rows just added (`docid IN (new docs)` scanned every term indexed so far, so a
-    # build of many chunks grew with their square).
-    row = con.execute("SELECT min(docid), max(docid) FROM fts_new_docs").fetchone()
-    if row is not None and row[0] is not None:
-        con.execute(
-            f"""UPDATE {x}.dict SET df = dict.df + n.n
-                FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
-                      WHERE docid BETWEEN {int(row[0])} AND {int(row[1])} GROUP BY termid) n
-                WHERE dict.termid = n.termid"""
-        )
-    for temp in ("fts_new_docs", "fts_words", "fts_stems", "fts_word_ids"):
+    for temp in ("fts_stems", "fts_word_ids"):
         con.execute(f"DROP TABLE {temp}")
 
 

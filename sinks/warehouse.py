@@ -433,10 +433,10 @@ def _build(
     tokenizer = search.tokenizer_of(con)
     # One thread: two fill a row group each (at 30,720 rows, 1 GB: 5.3 s and a 602 MB file, against 3.9-4.5 s, 432 MB).
     con.execute("SET threads = 1")
-    _insert_all(con, store, TURNS, version)
-    # The search index, from the turns just inserted and their Parquet files, is made on a cursor while the other
-    # tables are inserted: on one thread each, the two take both cores (200 MB: the build 2.3-2.7 s instead of
-    # 2.7-3.1; 1 GB: 9.3 s instead of 10.0; peaks +30-40 and +10 MiB).
+    # The search index is made from the turns' Parquet files while this connection inserts the tables: on cursors,
+    # one that adds groups of turns to it and two that tokenize the next groups (`search.build_index`), each on one
+    # thread, so that something keeps both cores busy to the end (the build at 200 MB: 1.7-1.8 s instead of
+    # 2.1-2.2 with one cursor for the whole index; at 1 GB: 6.8-7.1 s instead of 9.3-10.5).
     files = _files(store, TURNS, version)
 
     def index(cursor: duckdb.DuckDBPyConnection) -> None:
@@ -446,8 +446,7 @@ def _build(
     indexing = search.OnCursor(con, index, name="fts-build")
     try:
         for table in TABLES:
-            if table is not TURNS:
-                _insert_all(con, store, table, version)
+            _insert_all(con, store, table, version)
     except BaseException:
         indexing.cancel()
         raise

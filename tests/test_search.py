@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -307,8 +309,11 @@ def test_an_index_built_in_chunks_equals_the_extensions_full_build() -> None:
     assert _scores(ours, "login")
 
 
-def test_a_fresh_build_from_the_parquet_files_in_groups_equals_the_extensions_full_build(tmp_path: Path) -> None:
-    # A fresh warehouse indexes from the turns files, a group of files (whole sessions) at a time, each file read once.
+def _in_bucket_files(
+    tmp_path: Path, buckets: int
+) -> tuple[duckdb.DuckDBPyConnection, list[tuple[str, str, str]], list[str]]:
+    """A connection with turns and the index's empty scaffold, and the turns written to `buckets` Parquet files of
+    whole sessions, as buckets spread them."""
     rng = random.Random(13)
     rows = [(f"s{s}-{i}", f"s{s}", text) for s in range(12) for i, text in enumerate(_texts(rng, 6))]
     ours = duckdb.connect()
@@ -316,18 +321,55 @@ def test_a_fresh_build_from_the_parquet_files_in_groups_equals_the_extensions_fu
     search.create_index(ours)
     _turns(ours, rows)
     files = []
-    for bucket in range(4):  # sessions spread over files, as buckets spread them
+    for bucket in range(buckets):
         path = tmp_path / f"part-{bucket:03d}.parquet"
-        where = f"hash(session_id) % 4 = {bucket}"
+        where = f"CAST(substr(session_id, 2) AS INTEGER) % {buckets} = {bucket}"  # none empty
         ours.execute(f"COPY (SELECT * FROM turns WHERE {where} ORDER BY turn_id) TO '{path}' (FORMAT parquet)")
         files.append(str(path))
-    assert len(search._file_groups(files, 1)) == 4 and len(search._file_groups(files, 10**9)) == 1
-    search.build_index(ours, files, chunk_bytes=1)  # one file per group: four groups
+    return ours, rows, files
+
+
+def test_a_fresh_build_from_the_parquet_files_in_groups_equals_the_extensions_full_build(tmp_path: Path) -> None:
+    # A fresh warehouse indexes from the turns files, a group of files (whole sessions) at a time, each file read
+    # once; the groups are tokenized on other cursors, ahead of the one that adds them, more groups than cursors.
+    ours, rows, files = _in_bucket_files(tmp_path, 6)
+    assert len(search._file_groups(files, 1)) == 6 > 2 * search.TOKENIZERS
+    assert len(search._file_groups(files, 10**9)) == 1
+    search.build_index(ours, files, chunk_bytes=1)  # one file per group: six groups
     theirs = _rebuilt(rows)
     assert _index_contents(ours) == _index_contents(theirs)
     for q in ["login form", "tests", "cafe", "naive testing", "the"]:
         assert _scores(ours, q) == _scores(theirs, q), q
     assert _scores(ours, "login")
+
+
+@pytest.mark.parametrize("side", ["tokenizer", "index"])
+def test_a_fresh_build_that_fails_on_either_side_raises_that_error_and_leaves_no_thread_or_scratch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, side: str
+) -> None:
+    # While this cursor adds one group to the index, other cursors tokenize the next ones: a failure on either side
+    # is the build's error, with every tokenizing thread stopped and waited for, and the connection as it was.
+    ours, _, files = _in_bucket_files(tmp_path, 6)
+    real_tokenize, real_add = search._tokenize, search._add_words
+
+    def tokenize(con: duckdb.DuckDBPyConnection, rows: str, tables: tuple[str, str], *a: Any, **k: Any) -> None:
+        if side == "tokenizer" and tables[0].endswith("_3"):
+            raise RuntimeError("the tokenizer broke")
+        real_tokenize(con, rows, tables, *a, **k)
+
+    def add(con: duckdb.DuckDBPyConnection, tables: tuple[str, str]) -> None:
+        if side == "index" and tables[0].endswith("_1"):
+            raise RuntimeError("the index broke")
+        real_add(con, tables)
+
+    monkeypatch.setattr(search, "_tokenize", tokenize)
+    monkeypatch.setattr(search, "_add_words", add)
+    with pytest.raises(RuntimeError, match=f"the {side} broke"):
+        search.build_index(ours, files, chunk_bytes=1)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("fts-tokenize")]
+    attached = ours.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [search.SCRATCH])
+    assert attached.fetchone() == (0,)
+    assert ours.execute("SELECT count(*) FROM turns").fetchone() == (72,)
 
 
 def test_after_incremental_runs_the_warehouse_index_equals_a_rebuild(tmp_path: Path) -> None:
