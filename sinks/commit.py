@@ -43,8 +43,14 @@ class Committed:
     bytes_read: int = 0
 
 
-def _sorted(table: Table, data: pa.Table) -> pa.Table:
-    return data.sort_by([(name, "ascending") for name in table.sort_by]).combine_chunks()
+def _sorted(table: Table, data: pa.Table, keep: pa.ChunkedArray | None = None) -> pa.Table:
+    """`data` in the table's row order, only the rows `keep` marks when given, in one copy (the sort's `take`): a
+    filter first was a second copy of every row, ~0.5 s per 165 MB of rows. Arrow's sort is stable, so the rows
+    are those, and in the order, that sorting the kept rows alone gives."""
+    order = pc.sort_indices(data, sort_keys=[(name, "ascending") for name in table.sort_by])
+    if keep is not None:
+        order = pc.filter(order, pc.take(keep, order))
+    return data.take(order).combine_chunks()
 
 
 def _kept_mask(delta: pa.Table, winners: Mapping[str, str]) -> pa.ChunkedArray:
@@ -75,6 +81,15 @@ def _row_bytes(data: pa.Table) -> pa.Array:
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             total = pc.add(total, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
     return total.combine_chunks() if isinstance(total, pa.ChunkedArray) else total
+
+
+def _string_bytes(data: pa.Table) -> int:
+    """The bytes of all of `data`'s string columns, the source column left out (`_row_bytes`, summed)."""
+    total = 0
+    for name, column in zip(data.column_names, data.columns, strict=True):
+        if name != SOURCE_COLUMN and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            total += pc.sum(pc.binary_length(column)).as_py() or 0
+    return total
 
 
 MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
@@ -127,11 +142,13 @@ def _merge_bucket(
     delta: pa.Table | None = None
     mask: pa.ChunkedArray | None = None
     size = old.bytes
+    every = True  # every staged row is of its session's kept copy (the usual case: no copy lost to another)
     if pieces:
         schema = pieces[0].schema
         delta = pa.concat_tables([p if p.schema.equals(schema) else p.cast(schema) for p in pieces])
         mask = _kept_mask(delta, winners)
-        size += pc.sum(pc.if_else(mask, _row_bytes(delta), 0)).as_py() or 0
+        every = bool(pc.all(mask).as_py())
+        size += _string_bytes(delta) if every else pc.sum(pc.if_else(mask, _row_bytes(delta), 0)).as_py() or 0
     if size > BIG_BUCKET_BYTES:
         _merge_big(version, table, key, old, deltas, delta, mask)
         pa.default_memory_pool().release_unused()  # the slices' buffers, before the next bucket's
@@ -139,10 +156,14 @@ def _merge_bucket(
     if not old.found and delta is None:
         return  # no old file and nothing new for this table in this bucket
     parts = [*old.held, table.arrow_schema.empty_table()]
+    keep: pa.ChunkedArray | None = None
     if delta is not None and mask is not None:
-        parts.append(delta.filter(mask).drop_columns([SOURCE_COLUMN]))
+        parts.append(delta.drop_columns([SOURCE_COLUMN]))
+        if not every:
+            held = sum(p.num_rows for p in old.held)
+            keep = pa.chunked_array([pa.repeat(True, held), *mask.chunks], type=pa.bool_())
     merged = pa.concat_tables([p.cast(table.arrow_schema) for p in parts])
-    version.put(key, _sorted(table, merged))
+    version.put(key, _sorted(table, merged, keep))
 
 
 class _Old:
