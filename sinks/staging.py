@@ -49,7 +49,9 @@ def stage_tables(
         first = pc.take(table.column("agent"), pc.index_in(unique, value_set=session_ids))
         of_unique = [ids.bucket_of(s, buckets[a]) for s, a in zip(unique.to_pylist(), first.to_pylist(), strict=True)]
         table = table.append_column(_BUCKET, pc.take(pa.array(of_unique, type=pa.int32()), position))
-        table = table.sort_by([("agent", "ascending"), (_BUCKET, "ascending")])
+        if not _grouped(table.column("agent"), table.column(_BUCKET)):
+            # A copy of every row; none when they come grouped, as `flows.batch` hands them.
+            table = table.sort_by([("agent", "ascending"), (_BUCKET, "ascending")])
         path = base / f"{name}-{batch_no:06d}-{flush_no:06d}.arrow"
         agents, groups = table.column("agent").to_pylist(), table.column(_BUCKET).to_pylist()
         table = table.drop_columns([_BUCKET])
@@ -64,6 +66,16 @@ def stage_tables(
         for number, ((key, _, rows), batch) in enumerate(zip(runs, batches, strict=True)):
             staged.setdefault(key, []).append(Staged(str(path), number, rows, batch.nbytes))
     return staged
+
+
+def _grouped(agents: pa.ChunkedArray, buckets: pa.ChunkedArray) -> bool:
+    """Whether rows are in (agent, bucket) order already: then sorting them (stable) would leave them as they are."""
+    if len(agents) < 2:
+        return True
+    a, a_next = agents.slice(0, len(agents) - 1), agents.slice(1)
+    b, b_next = buckets.slice(0, len(buckets) - 1), buckets.slice(1)
+    in_order = pc.or_(pc.less(a, a_next), pc.and_(pc.equal(a, a_next), pc.less_equal(b, b_next)))
+    return bool(pc.all(in_order).as_py())
 
 
 def _one_batch(rows: pa.Table) -> pa.RecordBatch:
