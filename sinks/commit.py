@@ -10,7 +10,7 @@ import json
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,31 +95,70 @@ def _string_bytes(data: pa.Table) -> int:
 MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 
-# Every staged file holds rows of every bucket. Opening one costs ~0.4 ms; opened once per bucket, that is batches
-# x buckets x tables opens, which grows with the square of the corpus (1 GB: 30 x 128 x 5 = 19k opens, 15 s of a
-# 95 s load; 5 GB: ~750k). They are opened once per group of this many consecutive buckets instead, and closed
-# after the group. A bucket's rows are read alone (its record batch), so memory holds the buckets being merged.
-GROUP_BUCKETS = 16
+# Every staged file holds rows of every bucket. Opened once per bucket, that is batches x buckets x tables opens,
+# which grows with the square of the corpus (1 GB: 30 x 128 x 5 = 19k opens, 15 s of a 95 s load when an open read
+# an IPC file's footer, ~0.4 ms; 5 GB: ~750k). So buckets are merged in groups of consecutive ones, each staged file
+# opened once per group, and all of its batches for the group, which lie together (staging files a flush's rows by
+# bucket), read in one go. A group holds at most GROUP_BYTES of staged rows (they are read with it and held until it
+# is merged) and GROUP_BUCKETS buckets. At 5 GB (1,024 buckets), groups of 16 buckets, their batches read one by
+# one, opened files 54,000 times and read 240,000 small batches: a commit of 42-50 s, a third of it waiting for the
+# GIL between the many small calls; in groups by size, 34 s.
+GROUP_BUCKETS = 256
+GROUP_BYTES = 32 * 1024 * 1024
+
+
+def _read_mapped(pieces: Sequence[Staged]) -> bool:
+    """Whether a bucket's staged pieces are many enough to be read where they lie, from mapped files, as far as they
+    are used (`_merge_bucket`), rather than read whole with its group."""
+    return sum(piece.nbytes for piece in pieces) > BIG_BUCKET_BYTES
 
 
 class _Opened:
-    """The staged files of one group of buckets, each opened once (shared by the merge threads)."""
+    """The staged rows of one group of buckets (`pieces`, the big buckets' left out): each file opened once, all of
+    its pieces for the group read together the first time one is asked for, and each handed out once (shared by
+    the merge threads)."""
 
-    def __init__(self) -> None:
-        self.files: dict[str, ScratchFile] = {}
-        self.lock = threading.Lock()
+    def __init__(self, pieces: Iterable[Staged]) -> None:
+        self._wanted: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for piece in pieces:
+            self._wanted[piece.path].append((piece.offset, piece.size))
+        self._read: dict[str, dict[int, pa.Table]] = {}
+        self._locks = {path: threading.Lock() for path in self._wanted}
+        self._files: list[ScratchFile] = []
+        self._lock = threading.Lock()
 
     def rows(self, piece: Staged) -> pa.Table:
-        with self.lock:  # one reader per file, for both threads
-            opened = self.files.get(piece.path)
-            if opened is None:
-                opened = self.files[piece.path] = ScratchFile(piece.path)
-            return opened.batch(piece.batch)
+        with self._locks[piece.path]:  # one reader per file; the merge threads read different files at once
+            if piece.path not in self._read:
+                self._read[piece.path] = self._read_file(piece.path)
+            return self._read[piece.path].pop(piece.offset)
+
+    def _read_file(self, path: str) -> dict[int, pa.Table]:
+        opened = ScratchFile(path)
+        with self._lock:
+            self._files.append(opened)
+        found: dict[int, pa.Table] = {}
+        for run in _runs(sorted(set(self._wanted[path]))):
+            found.update(zip((offset for offset, _ in run), opened.read_run(run), strict=True))
+        return found
 
     def close(self) -> None:
-        for opened in self.files.values():
+        for opened in self._files:
             opened.close()
-        self.files.clear()
+        self._files.clear()
+        self._read.clear()
+
+
+def _runs(spans: list[tuple[int, int]]) -> Iterator[list[tuple[int, int]]]:
+    """`spans` (sorted) in runs of spans that lie end to end."""
+    run: list[tuple[int, int]] = []
+    for span in spans:
+        if run and run[-1][0] + run[-1][1] != span[0]:
+            yield run
+            run = []
+        run.append(span)
+    if run:
+        yield run
 
 
 def _merge_bucket(
@@ -135,7 +174,7 @@ def _merge_bucket(
     old = _Old(table, version.kept_rows(key, sids))
     # One staged piece per batch: joined first (no copy) and filtered once, as per-piece Python work grew with
     # batches x buckets, the square of the corpus (5 GB: ~750k pieces, ~100 s of the commit).
-    if sum(piece.nbytes for piece in deltas) > BIG_BUCKET_BYTES:
+    if _read_mapped(deltas):
         pieces = [_read_piece(piece, mapped=True) for piece in deltas]  # read as far as they are used
     else:
         pieces = [opened.rows(piece) for piece in deltas]
@@ -272,7 +311,7 @@ def _read_piece(piece: Staged, *, mapped: bool = False) -> pa.Table:
     """One staged piece's rows, the file opened for them alone (a big bucket's pieces and slices)."""
     opened = ScratchFile(piece.path, mapped=mapped)
     try:
-        return opened.batch(piece.batch)
+        return opened.read(piece.offset, piece.size)
     finally:
         opened.close()  # a mapping stays while the rows' buffers do
 
@@ -355,6 +394,9 @@ def resize_partitions(version: NextVersion, buckets: Mapping[str, int]) -> None:
         list(pool.map(lambda job: _split_bucket(version, *job), jobs))
 
 
+_Job = tuple[Table, FileKey, set[str]]  # a bucket file to merge: its table, its key, the sessions it replaces
+
+
 def _merge_session_tables(
     store: Store, version: NextVersion, batches: Sequence[BatchResult], winners: Mapping[str, str]
 ) -> dict[str, set[str]]:
@@ -377,21 +419,39 @@ def _merge_session_tables(
     ]
 
     # Parquet decoding, sorting and encoding release the GIL: a few buckets at a time use every core, and memory
-    # stays bounded by MERGE_WORKERS buckets.
+    # stays bounded by a group's staged rows and MERGE_WORKERS buckets.
     with ThreadPoolExecutor(max_workers=MERGE_WORKERS) as pool:
-        for start in range(0, len(jobs), GROUP_BUCKETS):
-            opened = _Opened()
+        for group in _groups(jobs, staged):
+            read = [staged.get(key, []) for _, key, _ in group]
+            opened = _Opened(piece for pieces in read if not _read_mapped(pieces) for piece in pieces)
 
             def merge(job: tuple[Table, FileKey, set[str]], opened: _Opened = opened) -> None:
                 table, key, sids = job
                 _merge_bucket(version, table, key, sids, staged.get(key, []), winners, opened)
 
             try:
-                list(pool.map(merge, jobs[start : start + GROUP_BUCKETS]))  # re-raises the first error
+                list(pool.map(merge, group))  # re-raises the first error
             finally:
                 opened.close()
     pa.default_memory_pool().release_unused()
     return dict(replaced)
+
+
+def _groups(jobs: Sequence[_Job], staged: Mapping[FileKey, Sequence[Staged]]) -> Iterator[list[_Job]]:
+    """`jobs` in order, in groups of at most GROUP_BUCKETS and about GROUP_BYTES of staged rows read with the group
+    (a big bucket's are read apart: `_read_mapped`)."""
+    group: list[_Job] = []
+    size = 0
+    for job in jobs:
+        pieces = staged.get(job[1], ())
+        held = 0 if _read_mapped(pieces) else sum(piece.nbytes for piece in pieces)
+        if group and (len(group) >= GROUP_BUCKETS or size + held > GROUP_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(job)
+        size += held
+    if group:
+        yield group
 
 
 def _merge_sources_and_rejects(

@@ -50,11 +50,12 @@ class Previous:
 
 @dataclass(frozen=True, slots=True)
 class Staged:
-    """The rows of one (table, agent, bucket) in a scratch file: its record batch number `batch`, of `length` rows
-    and `nbytes` bytes in memory."""
+    """The rows of one (table, agent, bucket) in a scratch file: the record batch at byte `offset`, `size` bytes long
+    in the file (`files.ScratchFile.read`), of `length` rows and `nbytes` bytes in memory."""
 
     path: str
-    batch: int
+    offset: int
+    size: int
     length: int
     nbytes: int
 

@@ -62,9 +62,9 @@ def stage_tables(
                 runs.append((FileKey(name, agents[start], groups[start]), start, i - start))
                 start = i
         batches = [_one_batch(table.slice(at, rows)) for _, at, rows in runs]
-        write_scratch(batches, table.schema, path)
-        for number, ((key, _, rows), batch) in enumerate(zip(runs, batches, strict=True)):
-            staged.setdefault(key, []).append(Staged(str(path), number, rows, batch.nbytes))
+        spans = write_scratch(batches, table.schema, path)
+        for (key, _, rows), batch, (offset, size) in zip(runs, batches, spans, strict=True):
+            staged.setdefault(key, []).append(Staged(str(path), offset, size, rows, batch.nbytes))
     return staged
 
 

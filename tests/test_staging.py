@@ -20,15 +20,17 @@ def _rows(order: list[tuple[str, str, int]]) -> pa.Table:
     return pa.table({"session_id": list(sessions), "agent": list(agents), "line": list(lines)})
 
 
-def _filed(tmp_path: Path, name: str, rows: pa.Table) -> dict[FileKey, list[tuple[str, str, int]]]:
+def _filed(
+    tmp_path: Path, name: str, rows: pa.Table, *, mapped: bool = False
+) -> dict[FileKey, list[tuple[str, str, int]]]:
     staged = stage_tables(Store(tmp_path / name), "run", 0, 1, {"turns": rows}, BUCKETS)
     filed: dict[FileKey, list[tuple[str, str, int]]] = {}
     assert all(len(pieces) == 1 for pieces in staged.values())  # one record batch per key: its rows together
     for key, pieces in staged.items():
         for piece in pieces:
-            opened = ScratchFile(piece.path)
+            opened = ScratchFile(piece.path, mapped=mapped)
             try:
-                batch = opened.batch(piece.batch)
+                batch = opened.read(piece.offset, piece.size)
             finally:
                 opened.close()
             assert batch.num_rows == piece.length
@@ -63,3 +65,4 @@ def test_rows_are_filed_by_agent_and_bucket_in_the_order_they_came_whether_they_
 
     assert _filed(tmp_path, "shuffled", _rows(came)) == expected
     assert _filed(tmp_path, "grouped", _rows(grouped)) == expected
+    assert _filed(tmp_path, "mapped", _rows(came), mapped=True) == expected  # read where the file is mapped
