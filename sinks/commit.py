@@ -101,8 +101,8 @@ MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
 # opened once per group, and all of its batches for the group, which lie together (staging files a flush's rows by
 # bucket), read in one go. A group holds at most GROUP_BYTES of staged rows (they are read with it and held until it
 # is merged) and GROUP_BUCKETS buckets. At 5 GB (1,024 buckets), groups of 16 buckets, their batches read one by
-# one, opened files 54,000 times and read 240,000 small batches: a commit of 42-50 s, a third of it waiting for the
-# GIL between the many small calls; in groups by size, 34 s.
+# one, opened files 54,000 times and read 240,000 small batches: a commit of 42-61 s, a third of it waiting for the
+# GIL between the many small calls; in groups by size, 34-39 s.
 GROUP_BUCKETS = 256
 GROUP_BYTES = 32 * 1024 * 1024
 
@@ -425,7 +425,7 @@ def _merge_session_tables(
             read = [staged.get(key, []) for _, key, _ in group]
             opened = _Opened(piece for pieces in read if not _read_mapped(pieces) for piece in pieces)
 
-            def merge(job: tuple[Table, FileKey, set[str]], opened: _Opened = opened) -> None:
+            def merge(job: _Job, opened: _Opened = opened) -> None:
                 table, key, sids = job
                 _merge_bucket(version, table, key, sids, staged.get(key, []), winners, opened)
 

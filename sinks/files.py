@@ -174,8 +174,8 @@ def write_scratch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, path: Pa
     size), for `ScratchFile.read` to read it alone.
 
     A stream, not the IPC file format: opening one of those reads its footer, the list of every batch in it, which a
-    commit did for each staged file and each group of buckets (5 GB: ~67,000 opens of files of ~1,000 batches each, a
-    fifth of the commit's time). A stream's reader needs only its schema, the first message."""
+    commit did for each staged file and each group of buckets (5 GB: 54,000 opens of files of hundreds of batches, a
+    tenth of the commit's thread time). A stream's reader needs only its schema, the first message."""
     private_dir(path.parent)
     spans: list[tuple[int, int]] = []
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
@@ -188,7 +188,7 @@ def write_scratch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, path: Pa
 
 
 class ScratchFile:
-    """A scratch file open for reading its record batches one at a time, from several threads at once.
+    """A scratch file open for reading its record batches, one read at a time (threads may share it).
 
     A batch is read with `pread` into memory of its own, which goes when the batch does. `mapped`: memory-mapped
     instead, for rows too many to read whole, of which only some columns are used: a batch costs nothing until its

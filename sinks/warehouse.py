@@ -436,7 +436,7 @@ def _build(
     # The search index is made from the turns' Parquet files while this connection inserts the tables: on cursors,
     # one that adds groups of turns to it and two that tokenize the next groups (`search.build_index`), each on one
     # thread, so that something keeps both cores busy to the end (the build at 200 MB: 1.7-1.8 s instead of
-    # 2.1-2.2 with one cursor for the whole index; at 1 GB: 6.8-7.1 s instead of 9.3-10.5).
+    # 2.1-2.2 with one cursor for the whole index; at 1 GB: 5.9-6.3 s instead of 8.4-9.1).
     files = _files(store, TURNS, version)
 
     def index(cursor: duckdb.DuckDBPyConnection) -> None:
