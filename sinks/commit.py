@@ -71,25 +71,25 @@ BIG_BUCKET_BYTES = 64 * 1024 * 1024
 SLICE_BYTES = 32 * 1024 * 1024  # string bytes of the rows in one slice (a row group or more) of such a file
 
 
-def _row_bytes(data: pa.Table) -> pa.Array:
-    """Bytes of each row's string columns, the staging-only source column left out (so that the figure is the
-    row's, wherever it comes from); reads the columns' offsets only, not the characters."""
-    total = pa.array([0] * data.num_rows, type=pa.int64())
+def _strings(data: pa.Table) -> Iterator[pa.ChunkedArray]:
+    """`data`'s string columns, the staging-only source column left out (so that a row's bytes are the row's,
+    wherever it comes from)."""
     for name, column in zip(data.column_names, data.columns, strict=True):
-        if name == SOURCE_COLUMN:
-            continue
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            total = pc.add(total, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
+        if name != SOURCE_COLUMN and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            yield column
+
+
+def _row_bytes(data: pa.Table) -> pa.Array:
+    """Bytes of each row's string columns; reads the columns' offsets only, not the characters."""
+    total = pa.array([0] * data.num_rows, type=pa.int64())
+    for column in _strings(data):
+        total = pc.add(total, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
     return total.combine_chunks() if isinstance(total, pa.ChunkedArray) else total
 
 
 def _string_bytes(data: pa.Table) -> int:
-    """The bytes of all of `data`'s string columns, the source column left out (`_row_bytes`, summed)."""
-    total = 0
-    for name, column in zip(data.column_names, data.columns, strict=True):
-        if name != SOURCE_COLUMN and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            total += pc.sum(pc.binary_length(column)).as_py() or 0
-    return total
+    """`_row_bytes` summed, without a figure per row."""
+    return sum(pc.sum(pc.binary_length(column)).as_py() or 0 for column in _strings(data))
 
 
 MERGE_WORKERS = max(2, min(4, os.cpu_count() or 2))
@@ -114,9 +114,9 @@ def _read_mapped(pieces: Sequence[Staged]) -> bool:
 
 
 class _Opened:
-    """The staged rows of one group of buckets (`pieces`, the big buckets' left out): each file opened once, all of
-    its pieces for the group read together the first time one is asked for, and each handed out once (shared by
-    the merge threads)."""
+    """The staged rows of one group of buckets (`pieces`, the big buckets' left out): all of a file's pieces for the
+    group read together, the file opened for that alone, the first time one is asked for; each handed out once
+    (shared by the merge threads)."""
 
     def __init__(self, pieces: Iterable[Staged]) -> None:
         self._wanted: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -124,29 +124,28 @@ class _Opened:
             self._wanted[piece.path].append((piece.offset, piece.size))
         self._read: dict[str, dict[int, pa.Table]] = {}
         self._locks = {path: threading.Lock() for path in self._wanted}
-        self._files: list[ScratchFile] = []
-        self._lock = threading.Lock()
 
     def rows(self, piece: Staged) -> pa.Table:
         with self._locks[piece.path]:  # one reader per file; the merge threads read different files at once
             if piece.path not in self._read:
-                self._read[piece.path] = self._read_file(piece.path)
+                self._read[piece.path] = _read_runs(piece.path, sorted(self._wanted[piece.path]))
             return self._read[piece.path].pop(piece.offset)
 
-    def _read_file(self, path: str) -> dict[int, pa.Table]:
-        opened = ScratchFile(path)
-        with self._lock:
-            self._files.append(opened)
+    def close(self) -> None:
+        self._read.clear()  # the pieces no bucket took (a merge that failed)
+
+
+def _read_runs(path: str, spans: list[tuple[int, int]]) -> dict[int, pa.Table]:
+    """The record batches at `spans` (sorted) of a staged file, by offset: a read for each run of them that lies end
+    to end; the file is closed before they are used (they are in memory of their own)."""
+    opened = ScratchFile(path)
+    try:
         found: dict[int, pa.Table] = {}
-        for run in _runs(sorted(set(self._wanted[path]))):
+        for run in _runs(spans):
             found.update(zip((offset for offset, _ in run), opened.read_run(run), strict=True))
         return found
-
-    def close(self) -> None:
-        for opened in self._files:
-            opened.close()
-        self._files.clear()
-        self._read.clear()
+    finally:
+        opened.close()
 
 
 def _runs(spans: list[tuple[int, int]]) -> Iterator[list[tuple[int, int]]]:

@@ -188,7 +188,7 @@ def write_scratch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, path: Pa
 
 
 class ScratchFile:
-    """A scratch file open for reading its record batches, one read at a time (threads may share it).
+    """A scratch file open for reading its record batches, by one thread at a time.
 
     A batch is read with `pread` into memory of its own, which goes when the batch does. `mapped`: memory-mapped
     instead, for rows too many to read whole, of which only some columns are used: a batch costs nothing until its
@@ -200,7 +200,6 @@ class ScratchFile:
     def __init__(self, path: Path | str, *, mapped: bool = False) -> None:
         self.path = str(path)
         self._file = pa.memory_map(str(path), "r") if mapped else pa.OSFile(str(path), "rb")
-        self._position = threading.Lock()  # a read is a seek, then a read from there
         try:
             self._schema = pa.ipc.open_stream(self._file).schema
         except BaseException:
@@ -219,9 +218,8 @@ class ScratchFile:
 
     def _bytes(self, offset: int, size: int) -> pa.Buffer:
         """`size` bytes at `offset`: read into memory of their own, or where they lie in a mapped file."""
-        with self._position:
-            self._file.seek(offset)
-            return self._file.read_buffer(size)
+        self._file.seek(offset)
+        return self._file.read_buffer(size)
 
     def _parse(self, data: pa.Buffer) -> pa.Table:
         messages = pa.ipc.MessageReader.open_stream(data)

@@ -374,6 +374,28 @@ def test_each_staged_file_is_opened_once_per_group_of_buckets_its_batches_for_th
     assert snapshot(grouped) == snapshot(one_by_one)
 
 
+def test_a_group_of_buckets_holds_at_most_group_bytes_of_staged_rows_a_big_buckets_not_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group's staged rows are read with it and held until it is merged: groups close at GROUP_BYTES (or
+    GROUP_BUCKETS), a bucket bigger alone is a group alone, and a big bucket's rows (read where they lie, apart)
+    count for nothing."""
+    from sinks import commit
+    from sinks.results import Staged
+    from sinks.store import FileKey
+    from transforms.schema import TURNS
+
+    monkeypatch.setattr(commit, "GROUP_BYTES", 100)
+    monkeypatch.setattr(commit, "GROUP_BUCKETS", 3)
+    monkeypatch.setattr(commit, "BIG_BUCKET_BYTES", 1000)
+    sizes = [40, 40, 40, 40, 150, 30, 5000, 30, 10, 10, 10]  # staged bytes per bucket; 5000 is a big bucket
+    jobs = [(TURNS, FileKey("turns", "claude", b), {f"s{b}"}) for b in range(len(sizes))]
+    staged = {FileKey("turns", "claude", b): [Staged(f"/s/{b}", 0, 1, 1, n)] for b, n in enumerate(sizes)}
+    groups = [[key.bucket for _, key, _ in group] for group in commit._groups(jobs, staged)]
+    assert groups == [[0, 1], [2, 3], [4], [5, 6, 7], [8, 9, 10]]
+    assert [b for group in groups for b in group] == list(range(len(sizes)))  # every bucket once, in order
+
+
 def _tool_session(home: Path, sid: str, exchanges: int, *, start: int = 0) -> None:
     """A Claude session of prompts, answers and tool calls with their results, appended to its file."""
     import json
