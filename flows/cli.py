@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from flows.console import OK, closed_pipe, err
+from flows.datahome import sample_source_dir
 
-SAMPLE_HOME = Path(__file__).resolve().parent.parent / "data" / "sample" / "home"  # what `run --sample` loads
+SAMPLE_HOME = sample_source_dir() / "home"  # what `run --sample` loads
 
 # One line per command module (kept a simple list so that adding one merges cleanly).
 COMMANDS = [
@@ -27,6 +27,7 @@ COMMANDS = [
     "flows.cmd_report",
     "flows.cmd_sql",
     "flows.cmd_search",
+    "flows.cmd_data",
 ]
 
 app = typer.Typer(

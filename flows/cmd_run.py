@@ -6,6 +6,7 @@ A run with nothing new, changed or deleted is recorded in the ledger and answere
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -82,10 +83,52 @@ def _structured_logs() -> None:
     ours.propagate = False
 
 
+def check_old_corpus(settings: Settings, *, refuse: bool) -> None:
+    from flows.cmd_data import check_old_corpus
+
+    check_old_corpus(settings, refuse=refuse)
+
+
 def sample_home() -> Path:
     from flows.cli import SAMPLE_HOME
 
     return SAMPLE_HOME
+
+
+def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
+    """The sample and a real corpus never share a data dir: a sample run refuses a data dir holding a corpus that is
+    not the sample, a real run one holding the sample; a sample run that writes marks its data dir as the sample's."""
+    from flows.datahome import SAMPLE_MARKER, holds_corpus, sample_data_dir
+    from flows.settings import SettingsError
+
+    data = settings.data_dir
+    marked = (data / SAMPLE_MARKER).exists()
+    where = settings.origins.get("data_dir", "default")
+    if sample and not marked and holds_corpus(data):
+        raise SettingsError(
+            f"data dir {data} ({where}) holds a corpus that is not the sample; the sample loads into a data dir of "
+            f"its own (by default {sample_data_dir(settings.env)}), so that none of it enters a real corpus"
+        )
+    if not sample and marked:
+        raise SettingsError(
+            f"data dir {data} ({where}) holds the sample corpus (loaded by `run --sample`); a real run needs a data "
+            f"dir of its own (leave out --data-dir for the default, {_default_dir(settings)})"
+        )
+    if sample and write and not marked:
+        import os
+
+        from flows.datahome import make_private_dir
+
+        make_private_dir(data)
+        fd = os.open(data / SAMPLE_MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as marker:
+            marker.write("This data dir holds the sample corpus (transcripts run --sample); no real run writes here.\n")
+
+
+def _default_dir(settings: Settings) -> Path:
+    from flows.datahome import default_data_dir
+
+    return default_data_dir(settings.env)
 
 
 def run(
@@ -95,7 +138,10 @@ def run(
     data_dir: DataDir = None,
     full: Annotated[bool, typer.Option("--full", help="Re-read every source, changed or not.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a run would do; write nothing.")] = False,
-    sample: Annotated[bool, typer.Option("--sample", help="Load the sample corpus shipped in data/sample.")] = False,
+    sample: Annotated[
+        bool,
+        typer.Option("--sample", help="Load the shipped sample corpus into a data dir of its own (see README)."),
+    ] = False,
     wait: Wait = None,
     as_json: Json = False,
     dask: Annotated[
@@ -125,12 +171,16 @@ def _run(
 ) -> None:
     from extractors.registry import extractor
     from flows import pipeline
+    from flows.datahome import is_sample, sample_data_dir
     from flows.settings import check_paths, load_settings
     from sinks import ledger
 
     start = time.monotonic()
     if sample:
         home = sample_home()
+    sample = sample or (home is not None and is_sample(home))  # `--home data/sample/home` is the sample too
+    if sample and data_dir is None:  # never the configured data dir: that is the real corpus
+        data_dir = sample_data_dir()
     options: dict[str, Any] = {
         "data_dir": data_dir,
         "home": home,
@@ -143,8 +193,12 @@ def _run(
     }
     settings = load_settings(**options)
     check_paths(settings)
+    keep_sample_apart(settings, sample, write=not dry_run)
+    if not sample:
+        check_old_corpus(settings, refuse=not dry_run)
     options["data_dir"] = settings.data_dir
     say = _Say(as_json)
+    say.sample = sample
     for agent in [a for a in settings.agents if not extractor(a).NIGHTLY and a not in settings.explicit_roots]:
         say.line(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
     if dry_run:
@@ -303,6 +357,7 @@ class _Say:
     def __init__(self, as_json: bool) -> None:
         self.as_json = as_json
         self.doc: dict[str, Any] = {}
+        self.sample = False  # the run loaded the sample: its summary says how to look at the sample's data dir
 
     def line(self, text: str) -> None:
         if not self.as_json:
@@ -350,9 +405,17 @@ def _dry_run(settings: Settings, found: Discovery, full: bool, say: _Say) -> Non
         )
 
 
-def _where(settings: Settings) -> str:
+def _where(settings: Settings, sample: bool = False) -> str:
     path = settings.data_dir / "warehouse.duckdb"
-    return f"Corpus: {path} (query it: duckdb -readonly {path}; `transcripts status` for a summary)"
+    if sample:
+        flag = f"--data-dir {shlex.quote(str(settings.data_dir))}"
+        return (
+            f"Sample corpus: {settings.data_dir} (apart from your own corpus). Look around with {flag}:\n"
+            f"  transcripts status {flag}\n"
+            f"  transcripts sql {flag}\n"
+            f"  transcripts search {flag} WORDS"
+        )
+    return f"Corpus: {path} (query it: duckdb -readonly {shlex.quote(str(path))}; `transcripts status` for a summary)"
 
 
 def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: str) -> None:
@@ -366,6 +429,7 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
                 "outcome": outcome,
                 "run_id": report.run_id,
                 "data_dir": str(settings.data_dir),
+                "sample": say.sample,
                 "warehouse": str(settings.data_dir / "warehouse.duckdb"),
                 "seconds": report.seconds,
                 "plan": rows,
@@ -393,10 +457,15 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
             parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
             say.line(f"  {agent}: {parts}")
         if c.new_rejections:
-            say.line(f"[yellow]{count(c.new_rejections, 'new rejection')}: see `transcripts status`[/yellow]")
+            status = (
+                f"transcripts status --data-dir {shlex.quote(str(settings.data_dir))}"
+                if say.sample
+                else "transcripts status"
+            )
+            say.line(f"[yellow]{count(c.new_rejections, 'new rejection')}: see `{status}`[/yellow]")
         if not report.redacted:
             say.line("[yellow]unredacted: this run stored text as it is (--no-redact); secrets were kept[/yellow]")
-    say.line(_where(settings))
+    say.line(_where(settings, say.sample))
 
 
 def backfill(
@@ -453,9 +522,17 @@ def _backfill(
     if len(agents) != 1:
         raise UsageError("these paths are of different formats; give one format at a time (--format).")
     agent = agents.pop()
+    from flows.datahome import is_sample, sample_data_dir
+
+    sample = all(is_sample(Path(p).expanduser()) for p in paths)  # the shipped ChatGPT export
+    if sample and data_dir is None:
+        data_dir = sample_data_dir()
     redact = False if no_redact else None
     settings = load_settings(data_dir=data_dir, config=config, lock_wait=wait, redact=redact)
     check_data_dir(settings)
+    keep_sample_apart(settings, sample, write=write)
+    if not sample:
+        check_old_corpus(settings, refuse=write)
     try:
         found = pipeline.explicit_sources(agent, [Path(p) for p in paths])
     except FileNotFoundError as exc:
@@ -463,6 +540,7 @@ def _backfill(
     if not found.sources:
         raise UsageError(f"nothing to load at {', '.join(paths)} (looked for {agent} sources).")
     say = _Say(as_json)
+    say.sample = sample
     if not write:
         pv = pipeline.preview(found, settings)
         _refuse_what_is_not_an_export(agent.value, pv, paths)

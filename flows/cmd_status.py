@@ -37,10 +37,12 @@ def status(
 def _status(
     data_dir: Path | None, as_json: bool, check: bool, rejections: bool, utc: bool, runs: int, config: Path | None
 ) -> None:
+    from flows.cmd_data import check_old_corpus
     from flows.settings import load_settings
     from flows.status import read_status
 
     settings = load_settings(data_dir=data_dir, config=config)
+    check_old_corpus(settings, refuse=False)  # a corpus left in a checkout: where it is, and the command moving it
     if settings.data_dir.exists() and not settings.data_dir.is_dir():
         raise UsageError(f"data dir {settings.data_dir} is a file, not a folder")
     st = read_status(settings.data_dir, last_runs=runs, details=rejections)

@@ -95,7 +95,8 @@ console = PlainConsole(stderr=False)
 err = PlainConsole(stderr=True)
 
 DataDir = Annotated[
-    Path | None, typer.Option("--data-dir", metavar="DIR", help="Where the corpus lives (default: data/).")
+    Path | None,
+    typer.Option("--data-dir", metavar="DIR", help="Where the corpus lives (default: see `transcripts data where`)."),
 ]
 Config = Annotated[Path | None, typer.Option("--config", metavar="FILE", help="TOML settings file.")]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (a stable shape, see README).")]

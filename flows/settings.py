@@ -5,6 +5,7 @@ Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma 
 TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
+The data dir defaults to the user's data home (flows.datahome), never the checkout.
 """
 
 from __future__ import annotations
@@ -21,21 +22,13 @@ from typing import Any
 from extractors.bounded import Limits
 from extractors.model import Agent
 from extractors.registry import Extractor, parse_agent, registered
+from flows.datahome import PROJECT_DIR as PROJECT_DIR  # re-exported: flows.docs finds the README by it
+from flows.datahome import default_data_dir as default_data_dir
 from flows.workers import default_workers
-
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
 class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message says which and why."""
-
-
-def default_data_dir(env: Mapping[str, str]) -> Path:
-    """The checkout's `data/` when run from a checkout, else `$XDG_DATA_HOME/transcripts`."""
-    if (PROJECT_DIR / "pyproject.toml").exists() and (PROJECT_DIR / "data").is_dir():
-        return PROJECT_DIR / "data"
-    base = Path(env.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "transcripts"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ Points: `batch` (inside the process reading a batch: a worker process or a Dask 
 staged), `parquet` (new version half written), `publish` (version folder in place, not yet swapped in), `warehouse`
 (new warehouse built, not yet swapped in; or changed in place, not yet committed). Unset, `reach()` is one dict
 lookup. `warehouse_log` is reached only by a run changing the warehouse in place: committed to DuckDB's log, not yet
-checkpointed into the file (not in POINTS: a first run never gets there).
+checkpointed into the file (not in POINTS: a first run never gets there). `transcripts data move` (sinks/move.py)
+has its own: `move_entry` (an entry moved into the staging folder), `move_copy` (a file copied across
+filesystems), `move_renamed` (the staging folder renamed to the target, the source not yet cleared).
 """
 
 from __future__ import annotations
