@@ -29,6 +29,8 @@ for key in (
 ):
     os.environ.pop(key, None)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="transcripts-xdg-")
+# The default data dir (and the sample's) is under the data home: a test that names none never writes the real one.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="transcripts-data-home-")
 # The managed Prefect server of a test lives here, never in the real ~/.local/state (stopped at the end).
 _STATE_DIR = tempfile.mkdtemp(prefix="transcripts-state-")
 os.environ["TRANSCRIPTS_STATE_DIR"] = _STATE_DIR
