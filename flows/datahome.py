@@ -44,11 +44,18 @@ def sample_data_dir(env: Mapping[str, str] | None = None, platform: str | None =
     return data_home(env, platform) / f"{NAME}-sample"
 
 
+def _shipped_sample() -> Path:
+    packaged = Path(str(resources.files("flows") / "sample"))
+    return packaged if packaged.is_dir() else PROJECT_DIR / "data" / "sample"
+
+
+SAMPLE_DIR = _shipped_sample()
+
+
 def sample_source_dir() -> Path:
     """The sample shipped with the tool: in the installed package (flows/sample, copied from data/sample when the
     wheel is built), else the checkout's data/sample (the single copy in the repository)."""
-    packaged = Path(str(resources.files("flows") / "sample"))
-    return packaged if packaged.is_dir() else PROJECT_DIR / "data" / "sample"
+    return SAMPLE_DIR
 
 
 def is_sample(path: Path) -> bool:
