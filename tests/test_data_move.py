@@ -278,21 +278,3 @@ def test_run_and_status_in_a_checkout_holding_an_old_corpus_name_the_move(tmp_pa
     assert "warning" not in status.stderr and str(new) in status.stdout, status.stderr
     explicit = _cli_in(place, "status", "--data-dir", str(tmp_path / "other"), env=env)
     assert "warning" not in explicit.stderr, "a data dir given explicitly is the person's choice"
-
-
-def test_the_default_data_dir_is_the_data_home_never_the_checkout(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    assert datahome.default_data_dir({"HOME": str(home)}, "linux") == home / ".local" / "share" / "transcripts"
-    assert datahome.default_data_dir({"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "x")}, "linux") == (
-        tmp_path / "x" / "transcripts"
-    )
-    assert datahome.default_data_dir({"HOME": str(home), "XDG_DATA_HOME": "relative"}, "linux") == (
-        home / ".local" / "share" / "transcripts"
-    ), "the XDG spec ignores a relative path"
-    assert datahome.default_data_dir({"HOME": str(home)}, "darwin") == (
-        home / "Library" / "Application Support" / "transcripts"
-    )
-    assert datahome.sample_data_dir({"HOME": str(home)}, "linux") == home / ".local" / "share" / "transcripts-sample"
-    settings = load_settings(env={"HOME": str(home)})
-    assert settings.data_dir == home / ".local" / "share" / "transcripts"
-    assert not settings.data_dir.is_relative_to(ROOT)

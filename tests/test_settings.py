@@ -8,6 +8,7 @@ import pytest
 
 from extractors.model import Agent
 from extractors.registry import extractor
+from flows import datahome
 from flows.settings import SettingsError, load_settings
 from tests.corpus import S1, claude_exchange
 from tests.test_pipeline import run, table_rows
@@ -79,3 +80,21 @@ def test_root_flag_points_one_agent_at_a_folder(tmp_path: Path) -> None:
     )
     run(settings)
     assert [r[0] for r in table_rows(data, "sessions")] == [f"claude-{S1}"]
+
+
+def test_the_default_data_dir_is_the_data_home_never_the_checkout(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert datahome.default_data_dir({"HOME": str(home)}, "linux") == home / ".local" / "share" / "transcripts"
+    assert datahome.default_data_dir({"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "x")}, "linux") == (
+        tmp_path / "x" / "transcripts"
+    )
+    assert datahome.default_data_dir({"HOME": str(home), "XDG_DATA_HOME": "relative"}, "linux") == (
+        home / ".local" / "share" / "transcripts"
+    ), "the XDG spec ignores a relative path"
+    assert datahome.default_data_dir({"HOME": str(home)}, "darwin") == (
+        home / "Library" / "Application Support" / "transcripts"
+    )
+    assert datahome.sample_data_dir({"HOME": str(home)}, "linux") == home / ".local" / "share" / "transcripts-sample"
+    settings = load_settings(env={"HOME": str(home)})
+    assert settings.data_dir == home / ".local" / "share" / "transcripts"
+    assert not settings.data_dir.is_relative_to(datahome.PROJECT_DIR)
