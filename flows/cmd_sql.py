@@ -24,7 +24,9 @@ files = lazy("sinks.files")
 if TYPE_CHECKING:
     import duckdb
 
-DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")]
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: see `transcripts data where`).")
+]
 Config = Annotated[Path | None, typer.Option("--config", help="TOML settings file.")]
 Zone = Annotated[
     str | None,
