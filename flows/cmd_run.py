@@ -83,12 +83,6 @@ def _structured_logs() -> None:
     ours.propagate = False
 
 
-def check_old_corpus(settings: Settings, *, refuse: bool) -> None:
-    from flows.cmd_data import check_old_corpus
-
-    check_old_corpus(settings, refuse=refuse)
-
-
 def sample_home() -> Path:
     from flows.cli import SAMPLE_HOME
 
@@ -171,6 +165,7 @@ def _run(
 ) -> None:
     from extractors.registry import extractor
     from flows import pipeline
+    from flows.cmd_data import check_old_corpus
     from flows.datahome import is_sample, sample_data_dir
     from flows.settings import check_paths, load_settings
     from sinks import ledger
@@ -522,6 +517,7 @@ def _backfill(
     if len(agents) != 1:
         raise UsageError("these paths are of different formats; give one format at a time (--format).")
     agent = agents.pop()
+    from flows.cmd_data import check_old_corpus
     from flows.datahome import is_sample, sample_data_dir
 
     sample = all(is_sample(Path(p).expanduser()) for p in paths)  # the shipped ChatGPT export

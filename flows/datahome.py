@@ -123,7 +123,8 @@ def old_corpus_message(data_dir: Path, origin: str) -> str | None:
 
 
 def make_private_dir(path: Path) -> None:
-    """Create `path` and its missing parents as 0700 (transcripts hold pasted keys and private code)."""
+    """Create `path` and its missing parents as 0700 (transcripts hold pasted keys and private code); like
+    sinks.files.private_dir, without importing pyarrow on a command's fast path."""
     missing = []
     probe = path
     while not probe.exists():
