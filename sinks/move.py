@@ -1,6 +1,7 @@
 """Move a corpus to another data dir, under its writer lock: by renames on one filesystem, else by a copy; resumable.
 
-The corpus's entries go into a staging folder beside the target (`.<target>.moving`, on the target's filesystem):
+A data dir of its own on the target's filesystem is renamed to the target in one step. Otherwise the corpus's
+entries go into a staging folder beside the target (`.<target>.moving`, on the target's filesystem):
 each is renamed there, or, across filesystems (EXDEV), copied file by file (a file is written under a temporary
 name, fsynced and renamed, so a file under its own name is whole; folders 0700, files 0600, symlinks as they are:
 `parquet -> versions/v000042` stays relative). The staging folder is then renamed to the target in one step, and
@@ -101,6 +102,8 @@ def move_corpus(source: Path, target: Path, wait_seconds: float) -> Moved:
             raise MoveError(f"no corpus in {source} (no warehouse.duckdb, versions/, parquet or ledger.jsonl)")
         if target.exists() and any(target.iterdir()):
             raise MoveError(f"{target} is not empty: the corpus is moved only into an empty or new folder")
+        if not resumed and under_way is None and _rename_whole(source, target):
+            return Moved(source, target, "renamed", tuple(_entries(target)))
         _write_mark(source / MOVING_TO, str(target))
         if not resumed:
             private_dir(staging)
@@ -136,6 +139,25 @@ def move_corpus(source: Path, target: Path, wait_seconds: float) -> Moved:
         reach("move_renamed")
         _clear_source(source, target)
     return Moved(source, target, "copied" if copied else "renamed", tuple(names))
+
+
+def _rename_whole(source: Path, target: Path) -> bool:
+    """A data dir of its own (nothing of a checkout in it) on the target's filesystem moves in one atomic rename;
+    False when it cannot (other files stay behind, or another filesystem): then entry by entry."""
+    if any(os.path.lexists(source / name) for name in REPOSITORY_NAMES):
+        return False
+    os.makedirs(target.parent, mode=DIR_MODE, exist_ok=True)
+    try:
+        _rename(source, target)  # an empty target folder is replaced
+    except OSError as exc:
+        if exc.errno in (errno.EXDEV, errno.ENOTEMPTY, errno.EEXIST):
+            return False
+        raise
+    fsync_path(target.parent)
+    fsync_path(source.parent)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(target / ".lock")  # held by an open descriptor until the move returns; the place's, not moved
+    return True
 
 
 def _check(source: Path, target: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -237,13 +238,17 @@ def test_a_move_waits_for_a_run_writing_the_corpus_then_is_busy(tmp_path: Path) 
     assert corpus_of(old) == before and not (tmp_path / "new").exists()
 
 
-def test_a_data_dir_of_its_own_is_moved_whole_and_removed(tmp_path: Path) -> None:
+def test_a_data_dir_of_its_own_is_moved_whole_in_one_rename(tmp_path: Path) -> None:
     old = fake_corpus(tmp_path / "data")
-    before = corpus_of(old)
-    code, out = invoke("data", "move", str(old), str(tmp_path / "new"), "--json")
+    before, inode = corpus_of(old), os.stat(old).st_ino
+    new = tmp_path / "a" / "new"
+    code, out = invoke("data", "move", str(old), str(new), "--json")
     assert code == 0, out
-    assert corpus_of(tmp_path / "new") == before
+    assert json.loads(out)["outcome"] == "renamed"
+    assert os.stat(new).st_ino == inode, "the folder itself was renamed: atomic"
+    assert corpus_of(new) == before and not (new / ".lock").exists()
     assert not old.exists()
+    assert_private(new)
 
 
 def _cli_in(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
