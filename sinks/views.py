@@ -129,7 +129,8 @@ VIEWS: dict[str, str] = {
                count(*) AS sessions, median(turn_count) AS median_turns, max(turn_count) AS max_turns,
                round(median(minutes), 1) AS median_minutes
         FROM b GROUP BY ALL""",
-    # Responses with visible text from turns; tokens from usage (one row per response, counted once).
+    # Responses with visible text from turns; tokens from usage (one row per response, counted once). Token sums are
+    # HUGEINT, as DuckDB's sum() of BIGINT is: a count may be any BIGINT, so their sum may not fit one (no CAST back).
     "model_usage": f"""
         WITH r AS (
             SELECT date_trunc('month', {_local("timestamp")})::DATE AS month, agent,
@@ -139,10 +140,9 @@ VIEWS: dict[str, str] = {
             FROM turns WHERE role = 'assistant' GROUP BY ALL
         ), u AS (
             SELECT date_trunc('month', {_local("timestamp")})::DATE AS month, agent,
-                   coalesce(model, '(unknown)') AS model, CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
-                   CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
-                   CAST(sum(cache_read_tokens) AS BIGINT) AS cache_read_tokens,
-                   CAST(sum(cache_write_tokens) AS BIGINT) AS cache_write_tokens
+                   coalesce(model, '(unknown)') AS model, sum(input_tokens) AS input_tokens,
+                   sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+                   sum(cache_write_tokens) AS cache_write_tokens
             FROM usage GROUP BY ALL
         )
         SELECT month, agent, model, coalesce(r.sessions, 0) AS sessions, coalesce(r.responses, 0) AS responses,

@@ -612,9 +612,28 @@ def refresh(
     version = store.current()
     if version is None:
         return
+    tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
+    try:
+        _refresh(data_dir, store, version, tmp, previous_version, replaced, given)
+    except BaseException:
+        # A build or change that failed (a full disk, a view's overflow) leaves nothing behind: the warehouse is as
+        # the last run left it, and the run's error (in the ledger and `status`) says why.
+        for stale in (tmp, Path(f"{tmp}.wal")):
+            stale.unlink(missing_ok=True)
+        raise
+
+
+def _refresh(
+    data_dir: Path,
+    store: Store,
+    version: Path,
+    tmp: Path,
+    previous_version: int,
+    replaced: Mapping[str, set[str]] | None,
+    given: str | None,
+) -> None:
     number = store.current_number()
     target = warehouse_path(data_dir)
-    tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
     _fold_log(target, data_dir)
@@ -657,7 +676,7 @@ def refresh(
             meta = _build(con, store, version, number, given or views.machine_zone(con))
             con.execute("CHECKPOINT")
         finally:
-            con.close()  # a build that failed leaves a stray file, which `cleanup` removes
+            con.close()  # a build that failed leaves a stray file, which `refresh` removes
     if flushing is not None:
         flushing.join()
     os.chmod(tmp, FILE_MODE)
