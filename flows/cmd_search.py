@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from extractors.model import Agent
 from flows.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
 from flows.lazy import lazy
 
@@ -79,8 +78,13 @@ def search(
     config: Config = None,
 ) -> None:
     """Full-text search of every turn (BM25), offline, from the index the load builds."""
-    if agent is not None and agent not in {a.value for a in Agent}:
-        raise fail(f"unknown agent {agent!r}; known: {', '.join(a.value for a in Agent)}", 2)
+    if agent is not None:
+        from extractors.registry import parse_agent
+
+        try:
+            agent = parse_agent(agent).value
+        except ValueError as exc:
+            raise fail(str(exc), 2) from None
     settings = settings_of(data_dir, config)
     zone, how = zone_of(timezone, settings)
     with opened(settings, zone) as con:
