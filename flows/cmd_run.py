@@ -358,6 +358,8 @@ def _where(settings: Settings) -> str:
 
 
 def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: str) -> None:
+    from flows.status import rejected_label
+
     c = report.committed
     rows = report.plan_counts
     found = sum(v["new"] + v["changed"] + v["unchanged"] for v in rows.values())
@@ -388,7 +390,8 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
     else:
         say.line(
             f"sources found {found} · loaded {c.sessions_loaded} sessions · unchanged {unchanged} · "
-            f"rejected {c.sessions_rejected} · deferred {c.sources_deferred} · turns {c.turns_loaded} · "
+            f"{rejected_label(c.sessions_rejected, c.new_rejections)} · deferred {c.sources_deferred} · "
+            f"turns {c.turns_loaded} · "
             f"{human_bytes(c.bytes_read)} read · {report.seconds:.1f}s"
         )
         for agent, counts in c.counts_by_agent.items():
