@@ -63,7 +63,7 @@ def _hit_text(rank: int, hit: Hit) -> Group:
 
 
 def search(
-    words: Annotated[str, typer.Argument(help="Words to look for (any of them; stemmed, English stop words ignored).")],
+    words: Annotated[str, typer.Argument(help="Words to look for (any of them; stemmed).")],
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's turns.")] = None,
     since: Annotated[
         datetime | None, typer.Option("--since", formats=["%Y-%m-%d"], help="Only turns from this day on (YYYY-MM-DD).")
@@ -97,6 +97,7 @@ def search(
                 since=since.date() if since else None,
                 limit=limit,
             )
+            ignored = [] if hits else search_index.ignored_words(con, words)
         except search_index.SearchUnavailable as exc:
             raise fail(str(exc), 2) from None
     if as_json:
@@ -105,6 +106,11 @@ def search(
         return
     if not hits:
         print(f"No turns match {words!r}.")
+        if ignored:  # an index made before every word was indexed: the next run rebuilds it
+            print(
+                f"Not searched: {', '.join(ignored)} (left out of this warehouse's index as stop words when it was "
+                "made; the next `transcripts run` rebuilds it with every word)."
+            )
         return
     from rich.console import Console  # the highlighted snippets are rich's drawing (imported only here)
     from rich.text import Text
