@@ -179,3 +179,23 @@ def test_a_build_that_fails_leaves_no_temporary_file_and_status_says_why(
     monkeypatch.undo()
     run(settings)
     assert leftovers(data) == [] and (data / "warehouse.duckdb").exists()
+
+
+def test_a_change_that_fails_on_a_copy_leaves_no_temporary_file_and_the_old_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    before = (data / "warehouse.duckdb").read_bytes()
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+
+    def overflow(*_args: object, **_kwargs: object) -> None:
+        raise duckdb.OutOfRangeException("Out of Range Error: Overflow in addition of INT64 (1 + 2)!")
+
+    monkeypatch.setattr(warehouse, "_apply", overflow)
+    with pytest.raises(duckdb.OutOfRangeException):
+        run(settings)
+    assert leftovers(data) == []
+    assert (data / "warehouse.duckdb").read_bytes() == before
