@@ -230,7 +230,10 @@ def _loads(text: str, line: int | None, offset: int | None) -> Any:
     try:
         return scrub_surrogates(json.loads(text))
     except json.JSONDecodeError as exc:
-        raise RejectError(RejectCode.INVALID_JSON, f"not JSON: {exc}", line=line, offset=offset) from exc
+        # A record of one line: json's "line 1 column 26" would read as the file's first line; its column is what
+        # places the fault within the record's line (`line` is the record's).
+        where = f"{exc.msg} at column {exc.colno}" if line is not None and exc.lineno == 1 else str(exc)
+        raise RejectError(RejectCode.INVALID_JSON, f"not JSON: {where}", line=line, offset=offset) from exc
     except (ValueError, RecursionError) as exc:
         raise _unreadable_number_or_depth(exc, line, offset) from exc
 

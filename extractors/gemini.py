@@ -51,7 +51,7 @@ from extractors.model import (
     Turn,
     Usage,
 )
-from extractors.numbers import OUT_OF_RANGE, whole_number
+from extractors.numbers import OUT_OF_RANGE, token_count
 from extractors.timeutil import parse_iso
 
 AGENT = Agent.GEMINI
@@ -459,16 +459,16 @@ def _usage(
     in real records), so input_tokens = input - cached + tool (the tool-use prompt is prompt-side too);
     cache_read = cached; reasoning = thoughts.
 
-    Numbers (`extractors.numbers`): a count that is not a number is null; NaN or an infinity (`1e400`) is null and
-    counted in the census as `usage/out_of_range`; a finite float is truncated; an integer too large for int64
-    (a 30-digit literal) is handed on and nulled and counted when the rows are built (`transforms.normalize`).
+    Numbers (`extractors.numbers.token_count`): a count that is not a number is null; NaN, an infinity (`1e400`)
+    or an integer past int64 (`2**63`, a 30-digit literal) is null and counted in the census as
+    `usage/out_of_range`, checked before input - cached is derived from it; a finite float is truncated.
     """
     tokens = message.get("tokens")
     if not isinstance(tokens, dict):
         return None
 
     def count(name: str) -> int | None:
-        value, out_of_range = whole_number(tokens.get(name))
+        value, out_of_range = token_count(tokens.get(name))
         if out_of_range:
             census[OUT_OF_RANGE] += 1
         return value

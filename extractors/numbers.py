@@ -6,6 +6,11 @@ Integer literals past 64 bits reach the readers as floats (the JSON fast path pa
 A value outside them (`2**63`, a 30-digit literal, `1e400`, `NaN`) is stored null, never a crash, and counted under
 `OUT_OF_RANGE` in the session's census (`record_kinds` kind `usage/out_of_range`, disposition `metadata`): its
 count is the number of fields nulled, not of records.
+
+A reader checks a count's range where it reads it (`token_count`), before deriving anything from it: Gemini's
+uncached prompt `2**63 - 11,502` fits int64 although `2**63` does not, and was stored, so that the warehouse's
+`input + cache_read` overflowed. What a reader derives from in-range counts (a difference, a sum of steps) can still
+leave int64: `transforms.normalize` checks every stored count again (`fit_int`).
 """
 
 from __future__ import annotations
@@ -64,3 +69,11 @@ def integral(value: Any) -> tuple[int | None, bool]:
     if not math.isfinite(value):
         return None, True
     return (int(value), False) if value.is_integer() else (None, False)
+
+
+def token_count(value: Any) -> tuple[int | None, bool]:
+    """A token count as a reader reads it: (int, False) for a number within int64 (a finite float truncated, as
+    `whole_number`), (None, False) for anything that is not a number, and (None, True) for NaN, an infinity or a
+    number past int64 (`2**63`, a 30-digit literal): out of range, to be counted in the census by the caller."""
+    number, out_of_range = whole_number(value)
+    return (None, True) if out_of_range else fit_int(number)

@@ -60,19 +60,37 @@ def registered() -> dict[Agent, Extractor]:
     return found
 
 
-def parse_agent(name: str) -> Agent:
-    """`Agent` for a user-given name; a ValueError that says "did you mean" for an unknown one."""
-    aliases = {"claude-code": Agent.CLAUDE, "claude_code": Agent.CLAUDE, "gemini-cli": Agent.GEMINI}
+ALIASES = {"claude-code": Agent.CLAUDE, "claude_code": Agent.CLAUDE, "gemini-cli": Agent.GEMINI}
+
+
+def suggestion(name: str) -> str | None:
+    """The agent a mistyped name most likely means (`claud`, `Codx`, `open`), or None."""
     key = name.strip().lower()
-    if key in aliases:
-        return aliases[key]
+    choices = [a.value for a in Agent]
+    close = difflib.get_close_matches(key, [*choices, *ALIASES], n=1, cutoff=0.6)
+    if close:
+        return ALIASES[close[0]].value if close[0] in ALIASES else close[0]
+    prefixed = [c for c in choices if key and c.startswith(key)]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def unknown_agent(name: str, what: str = "agent") -> str:
+    """The one-line message for a name that is no agent: "did you mean" first, then the known names."""
+    close = suggestion(name)
+    hint = f" Did you mean '{close}'?" if close else ""
+    return f"unknown {what} '{name}'.{hint} Known: {', '.join(a.value for a in Agent)}."
+
+
+def parse_agent(name: str, what: str = "agent") -> Agent:
+    """`Agent` for a user-given name (an agent for `--source`, `--root AGENT=`, `--agent`; a format for `--format`);
+    a ValueError that says "did you mean" for an unknown one."""
+    key = name.strip().lower()
+    if key in ALIASES:
+        return ALIASES[key]
     try:
         return Agent(key)
     except ValueError:
-        choices = [a.value for a in Agent]
-        close = difflib.get_close_matches(key, choices, n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
-        raise ValueError(f"unknown format '{name}'. Known: {', '.join(choices)}.{hint}") from None
+        raise ValueError(unknown_agent(name, what)) from None
 
 
 def detect_format(path: Path, explicit: str | None = None) -> Agent:
@@ -81,7 +99,7 @@ def detect_format(path: Path, explicit: str | None = None) -> Agent:
     An explicit format always wins; else the path speaks; an ambiguous path raises ValueError naming --format.
     """
     if explicit:
-        return parse_agent(explicit)
+        return parse_agent(explicit, "format")
     text = path.as_posix()
     name = path.name.lower()
     parts = set(path.parts)

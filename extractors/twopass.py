@@ -95,7 +95,8 @@ class Reread(Generic[E]):
         self.handle.seek(where.offset)
         raw = self.handle.read(where.size)
         if len(raw) != where.size or zlib.crc32(raw) != where.crc:
-            raise DeferError(DeferCode.CHANGED_DURING_READ, f"line {where.line} changed between the two passes")
+            # `line` is 0-based; a person reads the line an editor shows.
+            raise DeferError(DeferCode.CHANGED_DURING_READ, f"line {where.line + 1} changed between the two passes")
         values = parse_json_values(raw, line=where.line, offset=where.offset)
         record = values[where.part]
         line = Line(where.index, where.offset, record, where.line, where.part, where.parts, where.size, where.crc)

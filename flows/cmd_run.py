@@ -6,7 +6,9 @@ A run with nothing new, changed or deleted is recorded in the ledger and answere
 from __future__ import annotations
 
 import logging
+import os
 import shlex
+import stat
 import sys
 import time
 from pathlib import Path
@@ -414,6 +416,8 @@ def _where(settings: Settings, sample: bool = False) -> str:
 
 
 def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: str) -> None:
+    from flows.status import rejected_label
+
     c = report.committed
     rows = report.plan_counts
     found = sum(v["new"] + v["changed"] + v["unchanged"] for v in rows.values())
@@ -445,7 +449,8 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
     else:
         say.line(
             f"sources found {found} · loaded {c.sessions_loaded} sessions · unchanged {unchanged} · "
-            f"rejected {c.sessions_rejected} · deferred {c.sources_deferred} · turns {c.turns_loaded} · "
+            f"{rejected_label(c.sessions_rejected, c.new_rejections)} · deferred {c.sources_deferred} · "
+            f"turns {c.turns_loaded} · "
             f"{human_bytes(c.bytes_read)} read · {report.seconds:.1f}s"
         )
         for agent, counts in c.counts_by_agent.items():
@@ -461,6 +466,30 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
         if not report.redacted:
             say.line("[yellow]unredacted: this run stored text as it is (--no-redact); secrets were kept[/yellow]")
     say.line(_where(settings, say.sample))
+
+
+_NOT_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def _not_a_source(path: str) -> str | None:
+    """Why an explicitly named path cannot be read (None: a file or a folder). Only stat is asked, never open: an
+    open() of a named pipe waits for a writer, and `/dev/zero` never ends."""
+    try:
+        mode = os.stat(Path(path).expanduser()).st_mode  # follows a link: a link to /dev/zero is a device
+    except FileNotFoundError:
+        return f"no such file or folder: {path}"
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = next((name for test, name in _NOT_FILES if test(mode)), "not a regular file")
+    return f"{path} is {kind}, not a file or folder: backfill reads only those."
+
+
+def _within(source: str, named: str) -> bool:
+    """Whether `source` (an absolute path) is the named path or under it."""
+    root = str(Path(named).expanduser().absolute())
+    return source == root or source.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def backfill(
@@ -495,7 +524,7 @@ def _backfill(
     config: Path | None,
     no_redact: bool = False,
 ) -> None:
-    from extractors.registry import detect_format, parse_agent
+    from extractors.registry import detect_format, parse_agent, suggestion, unknown_agent
     from flows import pipeline
     from flows.settings import check_data_dir, load_settings
 
@@ -503,13 +532,16 @@ def _backfill(
     named = None
     if len(paths) > 1:
         try:
-            named = parse_agent(paths[0])
+            named = parse_agent(paths[0], "format")
             paths = paths[1:]
         except ValueError:
             named = None
+            if not Path(paths[0]).expanduser().exists() and suggestion(paths[0]):
+                raise UsageError(unknown_agent(paths[0], "format")) from None  # `backfill chatgtp export.zip`
     for p in paths:
-        if not Path(p).expanduser().exists():
-            raise UsageError(f"no such file or folder: {p}")
+        problem = _not_a_source(p)
+        if problem:
+            raise UsageError(problem)
     try:
         agents = {detect_format(Path(p), fmt or (named.value if named else None)) for p in paths}
     except ValueError as exc:
@@ -533,8 +565,9 @@ def _backfill(
         found = pipeline.explicit_sources(agent, [Path(p) for p in paths])
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    if not found.sources:
-        raise UsageError(f"nothing to load at {', '.join(paths)} (looked for {agent} sources).")
+    empty = [p for p in paths if not any(_within(source.path, p) for source in found.sources)]
+    if empty:  # each path named is loaded, or the command says which is not: nothing is skipped without a word
+        raise UsageError(f"nothing to load at {', '.join(empty)} (looked for {agent} sources).")
     say = _Say(as_json)
     say.sample = sample
     if not write:

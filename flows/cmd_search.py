@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from extractors.model import Agent
 from flows.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
 from flows.lazy import lazy
 
@@ -64,7 +63,7 @@ def _hit_text(rank: int, hit: Hit) -> Group:
 
 
 def search(
-    words: Annotated[str, typer.Argument(help="Words to look for (any of them; stemmed, English stop words ignored).")],
+    words: Annotated[str, typer.Argument(help="Words to look for (any of them; stemmed).")],
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's turns.")] = None,
     since: Annotated[
         datetime | None, typer.Option("--since", formats=["%Y-%m-%d"], help="Only turns from this day on (YYYY-MM-DD).")
@@ -79,8 +78,13 @@ def search(
     config: Config = None,
 ) -> None:
     """Full-text search of every turn (BM25), offline, from the index the load builds."""
-    if agent is not None and agent not in {a.value for a in Agent}:
-        raise fail(f"unknown agent {agent!r}; known: {', '.join(a.value for a in Agent)}", 2)
+    if agent is not None:
+        from extractors.registry import parse_agent
+
+        try:
+            agent = parse_agent(agent).value
+        except ValueError as exc:
+            raise fail(str(exc), 2) from None
     settings = settings_of(data_dir, config)
     zone, how = zone_of(timezone, settings)
     with opened(settings, zone) as con:
@@ -93,6 +97,7 @@ def search(
                 since=since.date() if since else None,
                 limit=limit,
             )
+            ignored = [] if hits else search_index.ignored_words(con, words)
         except search_index.SearchUnavailable as exc:
             raise fail(str(exc), 2) from None
     if as_json:
@@ -101,6 +106,11 @@ def search(
         return
     if not hits:
         print(f"No turns match {words!r}.")
+        if ignored:  # an index made before every word was indexed: the next run rebuilds it
+            print(
+                f"Not searched: {', '.join(ignored)} (left out of this warehouse's index as stop words when it was "
+                "made; the next `transcripts run` rebuilds it with every word)."
+            )
         return
     from rich.console import Console  # the highlighted snippets are rich's drawing (imported only here)
     from rich.text import Text

@@ -77,6 +77,8 @@ def _when(value: Any, utc: bool) -> str:
 
 
 def _what(r: dict[str, Any]) -> str:
+    from flows.status import rejected_label
+
     if r["outcome"] in ("failed", "interrupted", "busy"):
         return (r.get("error") or "")[:60]
     if r["outcome"] == "running":
@@ -85,7 +87,7 @@ def _what(r: dict[str, Any]) -> str:
         return f"{r['sources_seen']} seen, nothing new"
     bits = [f"{r['sessions_loaded']} loaded"]
     if r["sessions_rejected"]:
-        bits.append(f"{r['sessions_rejected']} rejected")
+        bits.append(rejected_label(r["sessions_rejected"], r.get("new_rejections", 0), "{} rejected"))
     if r["sources_deferred"]:
         bits.append(f"{r['sources_deferred']} deferred")
     bits.append(f"{r['turns_loaded']} turns")
@@ -110,11 +112,9 @@ def _print(st: Status, *, utc: bool, rejections: bool) -> None:
         say("", highlight=False)
         say(f"  {'agent':<10}{'sessions':>10}{'turns':>10}{'tool calls':>12}{'rejected':>10}{'deferred':>10}")
         for a in agents:
-            rej = sum(
-                r["count"]
-                for r in st.rejections
-                if r["agent"] == a and r["outcome"] == "rejected" and r["reason_code"] not in BENIGN
-            )
+            # Every rejection, benign ones too, as the run summary and `Last runs` count them; the lines below
+            # split them by reason, benign apart.
+            rej = sum(r["count"] for r in st.rejections if r["agent"] == a and r["outcome"] == "rejected")
             dfr = sum(r["count"] for r in st.rejections if r["agent"] == a and r["outcome"] == "deferred")
             c = {t: st.counts.get(t, {}).get(a, 0) for t in ("sessions", "turns", "tool_calls")}
             say(
@@ -173,7 +173,8 @@ def _print_rejects(st: Status) -> None:
     say = console.print
     say(f"Every rejection and deferral ({count(len(st.rejects or []), 'source')}):", highlight=False)
     for r in st.rejects or []:
-        where = "" if r["line"] is None else f" line {r['line']}"
+        # `rejects.line` is the 0-based record index ids are built on; a person reads lines as an editor counts them.
+        where = "" if r["line"] is None else f" line {r['line'] + 1}"
         gone = "" if r["source_present"] else " [source gone]"
         say(f"  {r['agent']} {r['outcome']} {r['reason_code']}: {r['source_path']}{where}{gone}", soft_wrap=True)
         if r["detail"]:

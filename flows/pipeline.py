@@ -399,7 +399,8 @@ def preview(found: Discovery, settings: Settings, *, examples: int = 10) -> Prev
                 out.rejected[outcome.code.value] = out.rejected.get(outcome.code.value, 0) + 1
                 if len(out.examples) < examples:
                     where = f" (session {outcome.session_hint})" if outcome.session_hint else ""
-                    out.examples.append(f"{outcome.code}: {outcome.detail}{where} — {source.path}")
+                    line = "" if outcome.line is None else f" line {outcome.line + 1}"  # as an editor counts
+                    out.examples.append(f"{outcome.code}: {outcome.detail}{where} — {source.path}{line}")
             else:
                 out.deferred += 1
     return out

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 WAREHOUSE = "warehouse.duckdb"  # as sinks.warehouse.warehouse_path (not imported: it loads DuckDB)
 
 
+def rejected_label(rejected: int, problems: int, template: str = "rejected {}") -> str:
+    """`rejected 26 (2 benign)`: every rejection, and how many of them are benign (`no_conversation`, `duplicate`:
+    not errors), the same words in the run summary, `Last runs` and the table of `status`."""
+    benign = max(int(rejected) - int(problems or 0), 0)
+    return template.format(rejected) + (f" ({benign} benign)" if benign else "")
+
+
 @dataclass(slots=True)
 class Status:
     data_dir: str

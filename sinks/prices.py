@@ -90,16 +90,24 @@ _REASONING_AGENTS = ", ".join(f"'{a}'" for a in REASONING_BILLED_SEPARATELY)
 
 def _cost(tokens: str, price: str) -> str:
     # Tokens of a kind that is not used cost nothing even when it has no price; used and unpriced is NULL.
-    return f"CASE WHEN coalesce({tokens}, 0) = 0 THEN 0 ELSE {tokens} * {price} * 0.000001 END"
+    # The price per token is DECIMAL(38, 12) (exact for prices per million given to 6 places): a count times the
+    # price per million (DECIMAL(38, 18)) times 0.000001 was DECIMAL(38, 24), which holds 14 digits before the point
+    # and overflowed for a count near 2**63 at $15 per million. With 12 places a cost holds 26 digits: the largest
+    # count at $1,000 per million is 9.2e15 dollars, and a sum of a billion of them fits.
+    return f"CASE WHEN coalesce({tokens}, 0) = 0 THEN 0 ELSE {tokens} * CAST({price} * 0.000001 AS DECIMAL(38, 12)) END"
 
 
+# A count is any BIGINT (`extractors.numbers`: up to 2**63 - 1), so the sum of two can leave BIGINT: the counts
+# added up per row are HUGEINT first (a 2**63 Gemini count's uncached input plus its cache read stopped every
+# warehouse build with "Overflow in addition of INT64"). HUGEINT, not DOUBLE: a count stays exact, and a sum of
+# HUGEINTs cannot overflow (2**127 would need 2**64 rows of the largest count). sum() of a BIGINT is HUGEINT in DuckDB.
 USAGE_COSTS = f"""
     WITH u AS (
         SELECT u.*, timezone('UTC', u.timestamp) AS at_utc,
-               coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0) + coalesce(u.cache_write_tokens, 0)
-                   AS prompt_tokens,
+               CAST(coalesce(u.input_tokens, 0) AS HUGEINT) + coalesce(u.cache_read_tokens, 0)
+                   + coalesce(u.cache_write_tokens, 0) AS prompt_tokens,
                CASE WHEN u.agent IN ({_REASONING_AGENTS})
-                    THEN coalesce(u.output_tokens, 0) + coalesce(u.reasoning_tokens, 0)
+                    THEN CAST(coalesce(u.output_tokens, 0) AS HUGEINT) + coalesce(u.reasoning_tokens, 0)
                     ELSE u.output_tokens END AS billed_output_tokens
         FROM usage u
     ), candidates AS (

@@ -129,25 +129,34 @@ VIEWS: dict[str, str] = {
                count(*) AS sessions, median(turn_count) AS median_turns, max(turn_count) AS max_turns,
                round(median(minutes), 1) AS median_minutes
         FROM b GROUP BY ALL""",
-    # Responses with visible text from turns; tokens from usage (one row per response, counted once).
+    # Responses with visible text from turns; tokens from usage (one row per response, counted once). A session
+    # counts for a model when it has a model turn or usage of that model in the month: a response with no text (a
+    # tool call alone) has usage and no turn, and its model's row said 0 sessions beside its tokens. Token sums are
+    # HUGEINT, as DuckDB's sum() of BIGINT is: a count may be any BIGINT, so their sum may not fit one (no CAST back).
     "model_usage": f"""
-        WITH r AS (
+        WITH seen AS (
             SELECT date_trunc('month', {_local("timestamp")})::DATE AS month, agent,
-                   coalesce(model, '(unknown)') AS model, count(*) AS responses,
-                   count(DISTINCT session_id) AS sessions, min({_day("timestamp")}) AS first_day,
+                   coalesce(model, '(unknown)') AS model, session_id, timestamp, 1 AS response
+            FROM turns WHERE role = 'assistant'
+            UNION ALL
+            SELECT date_trunc('month', {_local("timestamp")})::DATE, agent, coalesce(model, '(unknown)'), session_id,
+                   timestamp, 0
+            FROM usage
+        ), r AS (
+            SELECT month, agent, model, count(DISTINCT session_id) AS sessions,
+                   CAST(sum(response) AS BIGINT) AS responses, min({_day("timestamp")}) AS first_day,
                    max({_day("timestamp")}) AS last_day
-            FROM turns WHERE role = 'assistant' GROUP BY ALL
+            FROM seen GROUP BY ALL
         ), u AS (
             SELECT date_trunc('month', {_local("timestamp")})::DATE AS month, agent,
-                   coalesce(model, '(unknown)') AS model, CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
-                   CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
-                   CAST(sum(cache_read_tokens) AS BIGINT) AS cache_read_tokens,
-                   CAST(sum(cache_write_tokens) AS BIGINT) AS cache_write_tokens
+                   coalesce(model, '(unknown)') AS model, sum(input_tokens) AS input_tokens,
+                   sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
+                   sum(cache_write_tokens) AS cache_write_tokens
             FROM usage GROUP BY ALL
         )
-        SELECT month, agent, model, coalesce(r.sessions, 0) AS sessions, coalesce(r.responses, 0) AS responses,
+        SELECT month, agent, model, r.sessions, r.responses,
                u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, r.first_day, r.last_day
-        FROM r FULL OUTER JOIN u USING (month, agent, model)""",
+        FROM r LEFT JOIN u USING (month, agent, model)""",
     # Every turn with what a reader needs to place it; what `transcripts search` shows its hits from.
     "turn_context": f"""
         SELECT t.turn_id, t.session_id, t.agent, t.role, t.timestamp, {_day("t.timestamp")} AS day, t.model,

@@ -41,6 +41,7 @@ META = "transcripts_meta"
 FIGURES = "corpus_figures"  # meta key: the corpus figures of this file's content, as JSON (see `figures`)
 TOKENIZER = "fts_tokenizer"  # meta key: the search index's tokenize macro (`search.tokenizer_of`)
 DDL = "ddl_digest"  # meta key: a digest of the views' and macros' DDL (`_ddl_digest`)
+INDEX = "fts_index"  # meta key: what the search index was made with (`search.INDEX_SETTINGS`)
 VERSION_ERROR = "Trying to read a database file with version number"
 # A warehouse this big is changed in place, when the filesystem cannot clone it and no one has it open: its copy
 # would cost its size again on disk every night, and time: it reads the whole file, which a night's page cache
@@ -411,6 +412,7 @@ def _set_meta(
         FIGURES: figures_json,
         TOKENIZER: tokenizer,
         DDL: _ddl_digest(zone),
+        INDEX: search.INDEX_SETTINGS,
     }
     con.execute(f"DELETE FROM {META}")
     con.execute(f"INSERT INTO {META} SELECT unnest(?), unnest(?)", [list(meta), list(meta.values())])  # one statement
@@ -589,6 +591,7 @@ def is_current(data_dir: Path, version_number: int, timezone: str | None) -> boo
         and meta.get("schema_version") == SCHEMA_VERSION
         and meta.get("parquet_version") == str(version_number)
         and meta.get("timezone") == views.resolve_zone(timezone)
+        and meta.get(INDEX) == search.INDEX_SETTINGS
     )
 
 
@@ -612,9 +615,28 @@ def refresh(
     version = store.current()
     if version is None:
         return
+    tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
+    try:
+        _refresh(data_dir, store, version, tmp, previous_version, replaced, given)
+    except BaseException:
+        # A build or change that failed (a full disk, a view's overflow) leaves nothing behind: the warehouse is as
+        # the last run left it, and the run's error (in the ledger and `status`) says why.
+        for stale in (tmp, Path(f"{tmp}.wal")):
+            stale.unlink(missing_ok=True)
+        raise
+
+
+def _refresh(
+    data_dir: Path,
+    store: Store,
+    version: Path,
+    tmp: Path,
+    previous_version: int,
+    replaced: Mapping[str, set[str]] | None,
+    given: str | None,
+) -> None:
     number = store.current_number()
     target = warehouse_path(data_dir)
-    tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
     _fold_log(target, data_dir)
@@ -625,8 +647,10 @@ def refresh(
         con, in_place, flushing = _open_to_change(target, tmp, data_dir)
         if con is not None:
             meta = _meta(con)
-            incremental = meta.get("schema_version") == SCHEMA_VERSION and meta.get("parquet_version") == str(
-                previous_version
+            incremental = (
+                meta.get("schema_version") == SCHEMA_VERSION
+                and meta.get("parquet_version") == str(previous_version)
+                and meta.get(INDEX) == search.INDEX_SETTINGS  # an index made otherwise is rebuilt, not updated
             )
             if not incremental:
                 con.close()
@@ -657,7 +681,7 @@ def refresh(
             meta = _build(con, store, version, number, given or views.machine_zone(con))
             con.execute("CHECKPOINT")
         finally:
-            con.close()  # a build that failed leaves a stray file, which `cleanup` removes
+            con.close()  # a build that failed leaves a stray file, which `refresh` removes
     if flushing is not None:
         flushing.join()
     os.chmod(tmp, FILE_MODE)

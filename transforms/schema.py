@@ -266,7 +266,12 @@ REJECTS = Table(
         _c("outcome", STR, "rejected | deferred.", nullable=False),
         _c("reason_code", STR, "Stable code (invalid_json, limit_exceeded, write_in_progress, ...).", nullable=False),
         _c("detail", STR, "What exactly was wrong.", nullable=False),
-        _c("line", pa.int64(), "0-based record index in the source, when it has one."),
+        _c(
+            "line",
+            pa.int64(),
+            "0-based record index in the source, when it has one; `status --rejections` shows it plus 1, the line an "
+            "editor shows.",
+        ),
         _c("byte_offset", pa.int64(), "Byte offset in the source, when known."),
         _c("parser_version", STR, "Extractor version that decided it.", nullable=False),
     ),

@@ -19,6 +19,7 @@ from extractors.claude.records import Entry, Layout, Part, Plan, Ref, Result, Te
 from extractors.claude.repeats import merge_doubled_commands, resolve_queue
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+from extractors.numbers import OUT_OF_RANGE
 
 AGENT = Agent.CLAUDE
 
@@ -152,7 +153,7 @@ def assemble(
             text = _joined(response.index, response.texts, plan)
             turns.append(Turn(response.index, Role.ASSISTANT, text, response.timestamp, response.model))
         if response.usage is not None:
-            usage.append(_usage(response, response.usage))
+            usage.append(_usage(response, response.usage, census))
     for call_id, agent_id in spawns.items():
         if call_id in calls:
             calls[call_id].spawned = ids.subagent_session_id(who.session_id, agent_id)
@@ -222,7 +223,7 @@ def _prompt_tokens(usage: dict[str, object] | None) -> int | None:
     if usage is None:
         return None
     names = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    parts = [int_value(usage.get(name)) for name in names]
+    parts = [int_value(usage.get(name))[0] for name in names]
     return None if all(p is None for p in parts) else sum(p or 0 for p in parts)
 
 
@@ -313,14 +314,22 @@ def _add_results(entry: Entry, calls: dict[str, _Call]) -> bool:
     return matched
 
 
-def _usage(response: _Response, raw: dict[str, object]) -> Usage:
+def _usage(response: _Response, raw: dict[str, object], census: Counter[tuple[str, str, Disposition]]) -> Usage:
+    """The response's last usage snapshot; a count out of range is null and counted (`extractors.numbers`)."""
+
+    def count(name: str) -> int | None:
+        value, out_of_range = int_value(raw.get(name))
+        if out_of_range:
+            census[OUT_OF_RANGE] += 1
+        return value
+
     return Usage(
         turn_index=response.index,
         model=response.model,
-        input_tokens=int_value(raw.get("input_tokens")),
-        output_tokens=int_value(raw.get("output_tokens")),
-        cache_read_tokens=int_value(raw.get("cache_read_input_tokens")),
-        cache_write_tokens=int_value(raw.get("cache_creation_input_tokens")),
+        input_tokens=count("input_tokens"),
+        output_tokens=count("output_tokens"),
+        cache_read_tokens=count("cache_read_input_tokens"),
+        cache_write_tokens=count("cache_creation_input_tokens"),
         timestamp=response.timestamp,
         response_id=response.message_id,
     )

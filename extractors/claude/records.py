@@ -9,7 +9,7 @@ from typing import Any
 
 from extractors.claude import tables
 from extractors.model import Disposition
-from extractors.numbers import integral
+from extractors.numbers import fit_int, integral
 from extractors.twopass import LineRef
 
 
@@ -132,7 +132,9 @@ def text_value(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def int_value(value: Any) -> int | None:
-    """A token count: an int, or the whole-valued float a literal past 64 bits is parsed as (`numbers.integral`);
-    anything else is null. Counts past int64 are nulled and counted when rows are built."""
-    return integral(value)[0]
+def int_value(value: Any) -> tuple[int | None, bool]:
+    """A token count: (an int, or the whole-valued float a literal past 64 bits is parsed as (`numbers.integral`),
+    False); (None, False) for anything else; (None, True) for NaN, an infinity or a count past int64, which the
+    caller counts in the census as out of range (`extractors.numbers`)."""
+    number, out_of_range = integral(value)
+    return (None, True) if out_of_range else fit_int(number)

@@ -48,6 +48,7 @@ from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.ids import session_id
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn
+from extractors.numbers import OUT_OF_RANGE
 from extractors.timeutil import parse_iso
 from extractors.twopass import LineRef, line_fields
 
@@ -524,8 +525,16 @@ class RolloutParser:
             tool_calls=self.tools.tool_calls(),
             usage=tuple(self.usage.rows),
             links=tuple(self.links),
-            census=self.census,
+            census=self._census(),
         )
+
+    def _census(self) -> Counter[tuple[str, str, Disposition]]:
+        """The census with the usage counts that were past int64 (`extractors.numbers`)."""
+        if not self.usage.out_of_range:
+            return self.census
+        census = Counter(self.census)
+        census[OUT_OF_RANGE] += self.usage.out_of_range
+        return census
 
     def _choose(
         self, primary: _Candidates, fallback: _Candidates, primary_kind: str, fallback_kind: str

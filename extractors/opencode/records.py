@@ -21,7 +21,7 @@ from extractors import ids
 from extractors.bounded import Limits, clip, json_text
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
-from extractors.numbers import OUT_OF_RANGE, fit_float, whole_number
+from extractors.numbers import OUT_OF_RANGE, fit_float, token_count
 from extractors.timeutil import from_epoch_ms
 
 AGENT = Agent.OPENCODE
@@ -171,10 +171,10 @@ def _model_of(data: dict[str, Any]) -> str | None:
 
 
 def _usage_fields(tokens: dict[str, Any]) -> tuple[tuple[int | None, bool], ...]:
-    """(count, out of range) per token field (`extractors.numbers.whole_number`)."""
+    """(count, out of range) per token field (`extractors.numbers.token_count`: range-checked before summing)."""
     cache = _dict(tokens.get("cache"))
     fields = (tokens.get("input"), tokens.get("output"), cache.get("read"), cache.get("write"), tokens.get("reasoning"))
-    return tuple(whole_number(value) for value in fields)
+    return tuple(token_count(value) for value in fields)
 
 
 def _usage(
@@ -189,8 +189,9 @@ def _usage(
 
     Never both: the message's `tokens`/`cost` are OpenCode's running total of the same steps. Fields that are not
     numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null. A NaN or infinite count or
-    cost (`1e400`) in any step makes that field's total null, counted in the census as `usage/out_of_range`
-    (`extractors.numbers`); totals too large for their column are nulled and counted when rows are built.
+    cost (`1e400`), or a count past int64, in any step makes that field's total null, counted in the census as
+    `usage/out_of_range` (`extractors.numbers`); a total of in-range steps too large for its column is nulled and
+    counted when rows are built.
     """
     sources = [(_dict(s.get("tokens")), s.get("cost")) for s in steps] or [
         (_dict(data.get("tokens")), data.get("cost"))
