@@ -31,8 +31,11 @@ def dask_runner(address: str, *, workers: int = 2) -> Any:
                 "n_workers": max(1, workers),
                 "threads_per_worker": 1,
                 "processes": True,
-                # No dashboard (the scheduler keeps its small HTTP server of health and metrics, on 127.0.0.1).
-                "dashboard_address": None,
+                "dashboard_address": None,  # no dashboard ...
+                # ... but the scheduler still serves health and metrics over HTTP, by default on port 8787, and
+                # with that port taken (another cluster, a notebook) it warns on stderr and takes another: a free
+                # port of 127.0.0.1 from the start.
+                "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
             },
         )
     return DaskTaskRunner(address=address)
