@@ -388,3 +388,17 @@ def test_server_stop_stops_the_server_and_the_runner(box: Box) -> None:
     assert box.ours() == {}, "nothing started by the box runs any more"
     proc = box.transcripts("server", "status")
     assert proc.returncode == 1  # no server: exit 1, as documented
+
+
+def test_a_dask_scheduler_that_does_not_answer_is_one_line_and_exit_1(box: Box) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = box.data("dask-nowhere")
+    args = ("run", "--home", str(box.corpus), "--data-dir", str(data), "--dask", f"tcp://127.0.0.1:{port}")
+    proc = box.transcripts(*args, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="3s")  # distributed's default: 30 s
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    address = f"tcp://127.0.0.1:{port}"
+    assert last == f"run failed: Timed out trying to connect to {address} after 3 s; the previous corpus is intact."
