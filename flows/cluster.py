@@ -9,6 +9,7 @@ must see the sources and the data directory at the same paths (a shared filesyst
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 LOCAL = "local"
@@ -19,6 +20,10 @@ def dask_runner(address: str, *, workers: int = 2) -> Any:
     single-threaded processes: parsing is Python and holds the GIL)."""
     from prefect_dask.task_runners import DaskTaskRunner
 
+    # distributed logs its cluster's every step at INFO (~30 lines a run), and Prefect's handler on the root logger
+    # prints them on the command's stderr between our own lines: its warnings and errors are what a person needs.
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+
     if address == LOCAL:
         return DaskTaskRunner(
             cluster_class="distributed.LocalCluster",
@@ -26,7 +31,11 @@ def dask_runner(address: str, *, workers: int = 2) -> Any:
                 "n_workers": max(1, workers),
                 "threads_per_worker": 1,
                 "processes": True,
-                "dashboard_address": None,  # no web dashboard on a port nobody asked for
+                "dashboard_address": None,  # no dashboard ...
+                # ... but the scheduler still serves health and metrics over HTTP, by default on port 8787, and
+                # with that port taken (another cluster, a notebook) it warns on stderr and takes another: a free
+                # port of 127.0.0.1 from the start.
+                "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
             },
         )
     return DaskTaskRunner(address=address)

@@ -287,10 +287,14 @@ def _may_skip_flow(data_dir: Path) -> bool:
 
 
 class _NoCrashReportOnCtrlC(logging.Filter):
-    """Prefect logs "Crash detected! ... interrupt signal" for a Ctrl-C; our one line says it (and the ledger)."""
+    """Prefect logs "Crash detected! ... interrupt signal" for a Ctrl-C, and "Encountered exception during
+    execution" with the traceback of any exception the flow raises: that exception goes on to the command, which
+    says it in one line (a failure a person can cause or fix: a Dask worker lost, a disk full) or, for a bug, as
+    its own traceback; the ledger records it either way."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "interrupt signal" not in record.getMessage()
+        message = record.getMessage()
+        return "interrupt signal" not in message and not message.startswith("Encountered exception during execution")
 
 
 def _through_flow(
@@ -298,6 +302,7 @@ def _through_flow(
 ) -> Any:
     from flows.server import prefect_api
 
+    env = _environment()
     _quiet_prefect()
     logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     progress = None
@@ -334,18 +339,27 @@ def _through_flow(
             etl.take_back(run_id)  # a flow that never started leaves nothing behind
             if progress is not None:
                 progress.stop()
-            _runner_for_next_time(api)
+            _runner_for_next_time(api, env)
 
 
-def _runner_for_next_time(api: Any) -> None:
-    """After a command paid for loading Prefect itself, start the command runner so that the next one does not."""
+def _environment() -> dict[str, str]:
+    """The command's environment as it came, before the flow: a Dask LocalCluster's nannies add to it for their
+    workers (PYTHONHASHSEED, OMP_NUM_THREADS, ...), and a runner loaded with those declines every later command."""
+    import os
+
+    return dict(os.environ)
+
+
+def _runner_for_next_time(api: Any, env: dict[str, str]) -> None:
+    """After a command paid for loading Prefect itself, start the command runner so that the next one does not;
+    it loads with `env`, the command's environment from before the flow."""
     if api is not None and api.source == "managed":  # None: a test's stand-in for the API
         import contextlib
 
         from flows import runner
 
         with contextlib.suppress(OSError):  # no runner costs the next command time, never this one its result
-            runner.start_in_background(api.url)
+            runner.start_in_background(api.url, env=env)
 
 
 class _Say:
@@ -604,7 +618,9 @@ def _backfill(
     from sinks import ledger
 
     run_id = pipeline.new_run_id()
+    env = _environment()
     _quiet_prefect()
+    logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     _structured_logs()
     with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
         wait_for_writer(settings)
@@ -619,7 +635,7 @@ def _backfill(
                     full=full,
                     run_id=run_id,
                 )
-            _runner_for_next_time(api)
+            _runner_for_next_time(api, env)
     _print_report(report, settings, say, outcome="ok" if report.committed is not None else "noop")
 
 

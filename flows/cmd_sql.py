@@ -126,6 +126,14 @@ def _interactive(settings: Settings, zone: str, how: str, *, builtin: bool) -> N
         raise typer.Exit(subprocess.run(query.cli_command(exe, settings.data_dir, zone), check=False).returncode)
     with opened(settings, zone) as con:
         interactive = sys.stdin.isatty()
+        if interactive and not builtin:
+            err.print(
+                "No DuckDB CLI that opens the warehouse (none on PATH, nor installed with transcripts): the built-in "
+                f"shell. For DuckDB's own shell: `{query.CLI_INSTALL}`.",
+                style="dim",
+                highlight=False,
+                soft_wrap=True,
+            )
         history = settings.data_dir / HISTORY
         remember = _history(history) if interactive else (lambda sql: None)
         failed = query.shell(

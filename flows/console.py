@@ -166,6 +166,18 @@ def reporting(what: str) -> Iterator[None]:
                 highlight=False,
             )
             raise typer.Exit(FAILED) from None
+        if _is(exc, "distributed.scheduler", "KilledWorker"):  # `run --dask`: workers lost (killed, out of memory)
+            allowed = getattr(exc, "allowed_failures", None)
+            tried = f"{allowed + 1} tried" if isinstance(allowed, int) else "all tried"
+            last = getattr(getattr(exc, "last_worker", None), "address", None)
+            where = f", the last at {last}" if last else ""
+            err.print(
+                f"[red]{what} failed:[/red] the Dask workers reading a batch of sources died ({tried}{escape(where)}; "
+                "see the workers' logs); the previous corpus is intact.",
+                soft_wrap=True,
+                highlight=False,
+            )
+            raise typer.Exit(FAILED) from None
         raise
 
 

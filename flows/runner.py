@@ -661,7 +661,13 @@ class _Runner:
         sys.argv = [str(request.get("argv0") or "transcripts"), *map(str, request["argv"])]
         from flows.cli import main
 
-        main()
+        try:
+            main()
+        except Exception:  # the command started: an error it did not say in one line is a bug, shown as such
+            import traceback
+
+            traceback.print_exc()  # as a process of its own prints it, and with its exit code
+            raise SystemExit(1) from None
 
     def _caller_gone(self, pid: int) -> None:
         """The caller's connection closed before its command ended: it was killed; its command goes with it."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import importlib.util
 import io
 import json
 import math
+import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -182,19 +184,37 @@ def write_csv(result: Result, out: IO[str]) -> int:
 # ---- interactive use -------------------------------------------------------------------------------------------
 
 
-def duckdb_cli(data_dir: Path, which: Callable[[str], str | None] = shutil.which) -> str | None:
-    """The `duckdb` CLI on PATH when it can open this warehouse (its storage version may differ), else None."""
-    exe = which("duckdb")
-    if exe is None:
-        return None
-    path = warehouse.warehouse_path(data_dir)
+CLI_INSTALL = "uv tool install duckdb-cli==1.5.5"  # the CLI of the pinned engine: it also loads the bundled fts
+
+
+def bundled_cli() -> str | None:
+    """The DuckDB binary the `duckdb-cli` package installed beside this Python, if it did (not its wrapper script:
+    the binary itself, found where the package is, so also when the environment's `bin` is not on PATH)."""
     try:
-        probe = subprocess.run(
-            [exe, "-readonly", str(path), "-c", "SELECT 1"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        spec = importlib.util.find_spec("duckdb_cli")  # found, not imported: nothing of it runs
+    except (ImportError, ValueError):
         return None
-    return exe if probe.returncode == 0 else None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        exe = Path(folder) / "duckdb"
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return str(exe)
+    return None
+
+
+def duckdb_cli(data_dir: Path, which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """The first DuckDB CLI that can open this warehouse (its storage version may differ): `duckdb` on PATH, else
+    the one of the `duckdb-cli` package installed with transcripts (`uv sync` installs it); None when neither can."""
+    for exe in dict.fromkeys(e for e in (which("duckdb"), bundled_cli()) if e is not None):
+        path = warehouse.warehouse_path(data_dir)
+        try:
+            probe = subprocess.run(
+                [exe, "-readonly", str(path), "-c", "SELECT 1"], capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return exe
+    return None
 
 
 def cli_command(exe: str, data_dir: Path, zone: str) -> list[str]:

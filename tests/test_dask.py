@@ -1,5 +1,8 @@
 """The same flow with its extraction tasks on a Dask cluster (a LocalCluster of 2 workers): the same corpus, and a
-worker lost mid-run fails the run cleanly with the previous corpus intact (issue 12, scale-out)."""
+worker lost mid-run fails the run cleanly with the previous corpus intact (issue 12, scale-out).
+
+The flow is called here, in the test's process, on a temporary Prefect API; `transcripts run --dask local` as a person
+types it (the managed server, the command runner, the one-line failure, no process left) is in test_real_paths.py."""
 
 from __future__ import annotations
 

@@ -167,3 +167,35 @@ def test_sql_alone_hands_over_to_a_duckdb_cli_that_can_open_the_warehouse(
     assert str(data / "warehouse.duckdb") in calls
     assert any("SET VARIABLE transcripts_timezone = 'Asia/Tokyo'" in line for line in calls)
     assert "DuckDB CLI" in err and "Asia/Tokyo" in err
+
+
+def test_a_cli_on_path_that_cannot_open_the_warehouse_gives_way_to_the_one_installed_with_transcripts(
+    data: Path, tmp_path: Path
+) -> None:
+    bundled = query.bundled_cli()
+    assert bundled is not None, "duckdb-cli is a dev dependency: `uv sync` installs it"
+    assert Path(bundled).parent.name == "duckdb_cli"  # the package's binary, not its wrapper script
+    old = tmp_path / "duckdb"
+    old.write_text("#!/bin/sh\necho 'Error: unsupported storage version' >&2\nexit 1\n")  # e.g. a DuckDB 1.1
+    old.chmod(0o755)
+    assert query.duckdb_cli(data, which=lambda name: str(old)) == bundled
+    assert query.duckdb_cli(data, which=lambda name: None) == bundled  # the venv's bin not on PATH (cron)
+
+
+def test_without_a_duckdb_cli_an_interactive_sql_says_how_to_get_one_and_opens_the_builtin_shell(
+    data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(query, "duckdb_cli", lambda data_dir: None)  # the fault: no CLI installed
+    monkeypatch.setattr(cmd_sql, "_history", lambda path: lambda sql: None)
+    monkeypatch.setattr("sys.stdin", Terminal("SELECT 6 * 7 AS answer;\n"))
+    cmd_sql._interactive(cmd_sql.settings_of(data, None), "UTC", "--timezone", builtin=False)
+    out, err = capsys.readouterr()
+    assert "No DuckDB CLI" in err and "uv tool install duckdb-cli==1.5.5" in err
+    assert "42" in out
+    monkeypatch.setattr("sys.stdin", Terminal(".quit\n"))
+    cmd_sql._interactive(cmd_sql.settings_of(data, None), "UTC", "--timezone", builtin=True)
+    assert "No DuckDB CLI" not in capsys.readouterr().err  # asked for the built-in shell: nothing to say

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -106,7 +105,7 @@ def test_a_warehouse_without_a_search_index_gets_one_on_the_next_run(tmp_path: P
 
 
 def test_the_registry_duckdb_cli_opens_the_warehouse_and_searches_it_offline(tmp_path: Path) -> None:
-    exe = shutil.which("duckdb")
+    exe = query.bundled_cli()  # the package's binary: found also when the venv's bin is not on PATH
     assert exe is not None, "duckdb-cli is a dev dependency: `uv sync` installs it"
     target = load_sample(tmp_path / "data")
     sql = (
