@@ -215,7 +215,12 @@ def status(data_dir: DataDir = None, config: Config = None, as_json: Json = Fals
     else:
         doc["deployment"] = None
     doc["ledger"] = [
-        {k: r.get(k) for k in ("run_id", "flow_run_id", "started_at", "outcome")}
+        {
+            "run_id": r.get("run_id"),
+            "flow_run_id": (r.get("counts") or {}).get("flow_run_id"),
+            "started_at": r.get("started_at"),
+            "outcome": r.get("outcome"),
+        }
         for r in ledger.runs(settings.data_dir)[:5]
     ]
     if as_json:

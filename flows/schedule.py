@@ -73,6 +73,26 @@ def serve_arguments(settings: Settings, options: dict[str, Any], interval: float
     }
 
 
+def _one_line_warnings() -> None:
+    """Prefect's warnings while serving (its event websocket dropped while the managed server restarts, say) as
+    one line each: the exception's type and message, not its traceback. Errors keep theirs (a bug to report)."""
+    import logging
+
+    class OneLine(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            if record.levelno < logging.ERROR and record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+                record.args = None
+                record.exc_info = None
+                record.exc_text = None
+            return True
+
+    for name in ("", "prefect"):
+        for handler in logging.getLogger(name).handlers:
+            handler.addFilter(OneLine())
+
+
 def serve_in_own_group(serving: Serving, interval: float | None) -> str:
     """Serve in a child process of a session of its own, and return the signal that stopped it (the name).
 
@@ -90,7 +110,11 @@ def serve_in_own_group(serving: Serving, interval: float | None) -> str:
         code = 0
         try:
             os.setsid()
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, serving._on_signal)  # stopped while still loading Prefect: quietly
             serving.serve(interval)
+        except (KeyboardInterrupt, SystemExit):
+            pass
         except BaseException:
             code = 1
             import traceback
@@ -156,6 +180,7 @@ class Serving:
 
         from flows import etl, server
 
+        _one_line_warnings()
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self._on_signal)
         keeper = threading.Thread(target=self._keep_server, daemon=True, name="transcripts-keep-server")

@@ -53,9 +53,6 @@ def systemd_unit(command: Sequence[str], env: Mapping[str, str]) -> str:
     return (
         "[Unit]\n"
         "Description=transcripts: serve the nightly load of agent transcripts (Prefect schedule)\n"
-        "Documentation=https://github.com/ (see the project's README, section Schedule)\n"
-        "Wants=network-online.target\n"
-        "After=network-online.target\n"
         "\n"
         "[Service]\n"
         "Type=simple\n"
