@@ -83,11 +83,13 @@ def test_the_printed_ui_lists_a_run_of_this_corpus_with_another_server_on_4200(
         with urllib.request.urlopen(f"{api.url}/flow_runs/{flow_run_id}", timeout=30) as answer:
             name = json.load(answer)["name"]
         browser.call("Page.enable")
+        # a tall window: the UI renders the rows of its run list only when they scroll into view
+        browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=4000, deviceScaleFactor=1, mobile=False)
         browser.call("Page.navigate", url=f"{api.ui}/runs")
         deadline = time.monotonic() + 120
         text = ""
         while name not in text:
-            assert time.monotonic() < deadline, f"the UI at {api.ui}/runs did not list run {name!r}: {text[:500]!r}"
+            assert time.monotonic() < deadline, f"the UI at {api.ui}/runs did not list run {name!r}: {text[-1500:]!r}"
             time.sleep(1)
             text = browser.evaluate("document.body ? document.body.innerText : ''") or ""
         assert "transcripts-etl" in text
