@@ -274,14 +274,18 @@ def find_deployment(api_url: str) -> dict[str, Any] | None:
 
 def flow_runs(api_url: str, deployment_id: str, *, scheduled: bool, limit: int) -> list[dict[str, Any]]:
     """The deployment's next scheduled runs (soonest first), or its other runs (latest first)."""
-    states = {"any_": ["SCHEDULED"]} if scheduled else {"not_any_": ["SCHEDULED"]}
+    from datetime import UTC, datetime
+
+    runs: dict[str, Any] = {"state": {"type": {"any_": ["SCHEDULED"]} if scheduled else {"not_any_": ["SCHEDULED"]}}}
+    if scheduled:  # not the late ones, waiting for a serving process
+        runs["expected_start_time"] = {"after_": datetime.now(UTC).isoformat()}
     found = _call(
         api_url,
         "POST",
         "flow_runs/filter",
         {
             "deployments": {"id": {"any_": [deployment_id]}},
-            "flow_runs": {"state": {"type": states}},
+            "flow_runs": runs,
             "sort": "EXPECTED_START_TIME_ASC" if scheduled else "EXPECTED_START_TIME_DESC",
             "limit": limit,
         },

@@ -301,7 +301,7 @@ def prefect_api() -> Iterator[Api]:
         if api.source == "Prefect settings":
             yield api
             return
-        if api.started:
+        if api.started and sys.stderr.isatty():  # a person at a terminal; a script's or cron's output stays as it was
             resident_notice(api)
         saved = os.environ.get("PREFECT_API_URL")
         os.environ["PREFECT_API_URL"] = api.url

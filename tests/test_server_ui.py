@@ -79,7 +79,11 @@ def test_the_printed_ui_lists_a_run_of_this_corpus_with_another_server_on_4200(
         assert proc.returncode == 0, proc.stderr
         flow_run_id = json.loads(proc.stdout)["flow_run_id"]
         api = server.read_state(folder)
-        assert api is not None and f"UI {api.ui}" in proc.stderr, proc.stderr  # the address the tool printed
+        assert api is not None
+        status = subprocess.run(
+            [str(TRANSCRIPTS), "server", "status"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert f"UI  {api.ui}" in status.stdout, status.stdout  # the address the tool prints
         with urllib.request.urlopen(f"{api.url}/flow_runs/{flow_run_id}", timeout=30) as answer:
             name = json.load(answer)["name"]
         browser.call("Page.enable")
