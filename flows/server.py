@@ -5,8 +5,12 @@ needs an API starts `prefect server start` (127.0.0.1 only, its own PREFECT_HOME
 analytics off) in its own session, so it outlives the command and a terminal's Ctrl-C; where it is (URL, port,
 pid) goes into `server.json` beside it. Later commands check its health over HTTP (never by importing Prefect or
 calling its CLI) and reuse it. A file lock around the start makes two commands starting at once start one server;
-a dead one, or one that no longer answers, is replaced. `PREFECT_API_URL` set by the user (environment or Prefect
-profile) is used as it is, after a bounded check that it answers.
+a dead one, or one that no longer answers, is replaced (on its last port when free: a serving `schedule` knows
+that address). `PREFECT_API_URL` set by the user (environment or Prefect profile) is used as it is, after a bounded
+check that it answers.
+
+A command using the managed server holds `in-use.lock` shared; a small watch process (`python -m flows.server
+watch`) stops the server and the command runner once nobody has held it for TRANSCRIPTS_SERVER_IDLE_MINUTES.
 
 Kept free of Prefect imports: this is on the path of every command.
 """
