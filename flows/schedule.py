@@ -142,7 +142,9 @@ def serve_in_own_group(serving: Serving, interval: float | None) -> str:
             continue
     code = os.waitstatus_to_exitcode(status)
     if not got and code != 0:
-        raise SettingsError(f"serving ended with exit code {code}")
+        from flows.server import ServerError
+
+        raise ServerError(f"serving ended with exit code {code} (its error is above)")
     return got[0] if got else "ended"
 
 
@@ -199,6 +201,8 @@ class Serving:
                 except Exception as exc:  # the API went away (the server restarted): serve again once it is back
                     if self.stopped is not None:
                         break
+                    if server.healthy(self.api_url):
+                        raise  # not a lost API: a bug, reported as one
                     print(f"lost the Prefect API ({type(exc).__name__}); serving again", file=sys.stderr, flush=True)
                     deadline = time.monotonic() + server.STARTUP_SECONDS
                     while not server.healthy(self.api_url) and self.stopped is None and time.monotonic() < deadline:

@@ -209,3 +209,14 @@ def test_sigterm_ends_serving_with_one_line_and_no_traceback(serving: tuple[Path
         "runs wait until `transcripts schedule` serves again."
     ], out
     assert "Traceback" not in err, err
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**_env(base), "XDG_CONFIG_HOME": str(home / "config")}
+        return subprocess.run(
+            [str(TRANSCRIPTS), "schedule", *args], env=env, capture_output=True, text=True, timeout=300
+        )
+
+    removed = cli("remove")
+    assert removed.returncode == 0 and "Deleted the schedule from http://127.0.0.1:" in removed.stdout, removed
+    status = cli("status", "--json", "--data-dir", str(data))
+    assert status.returncode == 1 and json.loads(status.stdout)["deployment"] is None, status
