@@ -273,6 +273,19 @@ def stop(folder: Path | None = None) -> Api | None:
     finally:
         if helper is not None:
             runner.wait_gone(helper, folder)  # the commands it still ran have ended (their server is gone)
+        _stop_watch(folder)
+
+
+def _stop_watch(folder: Path) -> None:
+    """End the idle watch of a stopped server now (it would leave by itself within its period)."""
+    try:
+        pid = int((folder / "watch.pid").read_text(encoding="utf-8"))
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return
+    if pid != os.getpid() and b"flows.server" in cmdline and b"watch" in cmdline:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def api_for_command(*, manage: bool = True) -> Api:
@@ -392,7 +405,7 @@ def _watch_in_background(folder: Path) -> None:
     if not idle_minutes():
         return
     with open(folder / "server.log", "ab") as log:
-        subprocess.Popen(
+        watch = subprocess.Popen(
             [sys.executable, "-m", "flows.server", "watch", str(folder)],
             env=os.environ.copy(),
             cwd=folder,
@@ -401,6 +414,7 @@ def _watch_in_background(folder: Path) -> None:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    (folder / "watch.pid").write_text(str(watch.pid), encoding="utf-8")
 
 
 def watch(folder: Path, minutes: float) -> int:
