@@ -81,7 +81,8 @@ def status(as_json: Json = False) -> None:
 @server_app.command("start")
 @reported("server start")
 def start(as_json: Json = False) -> None:
-    """Start the managed server (reused when it runs already); it keeps running after this command."""
+    """Start the managed server (reused when it runs already); it keeps running after this command, until it has
+    been unused for TRANSCRIPTS_SERVER_IDLE_MINUTES (default 60) or `server stop`."""
     from flows import server
 
     mine = server.configured()
@@ -90,6 +91,8 @@ def start(as_json: Json = False) -> None:
         _describe(as_json, "running", api.url, None, f"from {api.source}; not managed here", str(server.state_dir()))
         return
     api = server.start()
+    if api.started:
+        server.resident_notice(api)
     from flows import runner
 
     started = runner.start_in_background(api.url)

@@ -659,6 +659,9 @@ class _Runner:
         time.tzset()
         _streams(request.get("streams") or [])
         sys.argv = [str(request.get("argv0") or "transcripts"), *map(str, request["argv"])]
+        # Click names the program after __main__'s package when it has one: here `python -m flows.runner` would
+        # make help and usage errors say `python -m flows.transcripts`; without it, the name is argv[0]'s.
+        sys.modules["__main__"].__package__ = None
         from flows.cli import main
 
         try:

@@ -5,8 +5,12 @@ needs an API starts `prefect server start` (127.0.0.1 only, its own PREFECT_HOME
 analytics off) in its own session, so it outlives the command and a terminal's Ctrl-C; where it is (URL, port,
 pid) goes into `server.json` beside it. Later commands check its health over HTTP (never by importing Prefect or
 calling its CLI) and reuse it. A file lock around the start makes two commands starting at once start one server;
-a dead one, or one that no longer answers, is replaced. `PREFECT_API_URL` set by the user (environment or Prefect
-profile) is used as it is, after a bounded check that it answers.
+a dead one, or one that no longer answers, is replaced (on its last port when free: a serving `schedule` knows
+that address). `PREFECT_API_URL` set by the user (environment or Prefect profile) is used as it is, after a bounded
+check that it answers.
+
+A command using the managed server holds `in-use.lock` shared; a small watch process (`python -m flows.server
+watch`) stops the server and the command runner once nobody has held it for TRANSCRIPTS_SERVER_IDLE_MINUTES.
 
 Kept free of Prefect imports: this is on the path of every command.
 """
@@ -26,7 +30,7 @@ import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +40,12 @@ STARTUP_SECONDS = 120.0  # a fresh PREFECT_HOME runs migrations first (~12 s her
 CHECK_SECONDS = 5.0  # how long a configured API may take to answer its health check
 HEALTH_SECONDS = 2.0  # one health probe of the managed server
 STOP_SECONDS = 15.0
+# The managed server and the command runner hold ~470 MB between them (measured: RSS after a first `run`). They
+# leave once no command has used them for this long; the next command brings them back (~10 s). An hour covers an
+# evening of interactive use without paying the start again, and frees the memory overnight.
+IDLE_MINUTES = 60.0
+IDLE_ENV = "TRANSCRIPTS_SERVER_IDLE_MINUTES"  # 0: never idle out
+IN_USE = "in-use.lock"  # held shared by every command using the managed API (and by a serving `schedule`)
 
 
 class ServerError(RuntimeError):
@@ -50,6 +60,7 @@ class Api:
     source: str  # "managed", "PREFECT_API_URL", "Prefect profile 'x'", "Prefect settings"
     pid: int | None = None
     port: int | None = None
+    started: bool = field(default=False, compare=False)  # this command started it (it says what it leaves running)
 
     @property
     def ui(self) -> str:
@@ -137,7 +148,7 @@ def _start_lock(folder: Path, wait: float = STARTUP_SECONDS + 30) -> Iterator[No
         os.close(fd)
 
 
-def _server_env(folder: Path) -> dict[str, str]:
+def _server_env(folder: Path, port: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(
         PREFECT_HOME=str(folder / "home"),
@@ -145,9 +156,26 @@ def _server_env(folder: Path) -> dict[str, str]:
         DO_NOT_TRACK="1",
         PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
         PREFECT_SERVER_API_HOST="127.0.0.1",
+        # The UI asks its API at the address these give (its /ui-settings); without the port it is 4200, another
+        # Prefect server's, or none.
+        PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_LOGGING_LEVEL="WARNING",
     )
     return env
+
+
+def _port_for(folder: Path) -> int:
+    """The port the managed server had last time, if it is free: a `schedule` serving on its address carries on
+    when the server is replaced (Prefect reads its API URL once). Else a free one."""
+    try:
+        last = int((folder / "port").read_text(encoding="utf-8"))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds (TIME_WAIT is free)
+            sock.bind(("127.0.0.1", last))
+        return last
+    except (OSError, ValueError):
+        return _free_port()
 
 
 def _log_tail(folder: Path) -> str:
@@ -170,14 +198,14 @@ def start(folder: Path | None = None) -> Api:
             return current
         if current is not None and current.pid is not None:
             _stop_pid(current.pid)  # dead already, or alive and not answering: replaced
-        port = _free_port()
+        port = _port_for(folder)
         url = f"http://127.0.0.1:{port}/api"
         (folder / "home").mkdir(mode=0o700, parents=True, exist_ok=True)
         with open(folder / "server.log", "ab") as log:
             os.fchmod(log.fileno(), 0o600)
             proc = subprocess.Popen(
                 [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                env=_server_env(folder),
+                env=_server_env(folder, port),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -197,12 +225,16 @@ def start(folder: Path | None = None) -> Api:
                     f"see {folder / 'server.log'}"
                 )
             time.sleep(0.3)
-        api = Api(url, "managed", proc.pid, port)
+        api = Api(url, "managed", proc.pid, port, started=True)
         record = {**asdict(api), "started_at": datetime.now(UTC).isoformat(), "prefect_home": str(folder / "home")}
+        del record["started"]
         tmp = _state_file(folder).with_suffix(".tmp")
         tmp.write_text(json.dumps(record), encoding="utf-8")
         tmp.chmod(0o600)
         tmp.replace(_state_file(folder))
+        (folder / "port").write_text(str(port), encoding="utf-8")
+        used(folder)
+        _watch_in_background(folder)
         return api
 
 
@@ -241,6 +273,19 @@ def stop(folder: Path | None = None) -> Api | None:
     finally:
         if helper is not None:
             runner.wait_gone(helper, folder)  # the commands it still ran have ended (their server is gone)
+        _stop_watch(folder)
+
+
+def _stop_watch(folder: Path) -> None:
+    """End the idle watch of a stopped server now (it would leave by itself within its period)."""
+    try:
+        pid = int((folder / "watch.pid").read_text(encoding="utf-8"))
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return
+    if pid != os.getpid() and b"flows.server" in cmdline and b"watch" in cmdline:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def api_for_command(*, manage: bool = True) -> Api:
@@ -264,21 +309,158 @@ def api_for_command(*, manage: bool = True) -> Api:
 
 @contextlib.contextmanager
 def prefect_api() -> Iterator[Api]:
-    """Point Prefect at the API for this command (before Prefect is imported) for the duration of the block."""
-    api = api_for_command()
-    if api.source == "Prefect settings":
-        yield api
-        return
-    saved = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = api.url
-    os.environ.setdefault("PREFECT_API_REQUEST_TIMEOUT", "30")  # every call on the API is bounded
+    """Point Prefect at the API for this command for the duration of the block. Through the managed server, the
+    command holds it in use meanwhile (it is not idle, flows.server watch), and one it started says so once."""
+    with contextlib.ExitStack() as stack:
+        if configured() is None:  # the managed server: held in use first, so that the idle watch cannot stop it
+            stack.enter_context(in_use())  # between its health check and the command's first call
+        api = api_for_command()
+        if api.source == "Prefect settings":
+            yield api
+            return
+        if api.started and sys.stderr.isatty():  # a person at a terminal; a script's or cron's output stays as it was
+            resident_notice(api)
+        saved = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = api.url
+        os.environ.setdefault("PREFECT_API_REQUEST_TIMEOUT", "30")  # every call on the API is bounded
+        try:
+            if "prefect.context" in sys.modules:
+                # Prefect read its settings at its import, before the URL was set: without this it would serve on
+                # a temporary server of its own ("Cannot schedule flows on an ephemeral server").
+                from prefect.settings import PREFECT_API_URL, temporary_settings
+
+                stack.enter_context(temporary_settings(updates={PREFECT_API_URL: api.url}))
+            yield api
+        finally:
+            if saved is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = saved
+
+
+def resident_notice(api: Api) -> None:
+    """Say, once, what a first command leaves running, what it costs and how to stop it (on stderr: stdout may be
+    a JSON document)."""
+    minutes = idle_minutes()
+    until = f"until unused for {minutes:g} min ({IDLE_ENV}) or" if minutes else "until"
+    print(
+        f"Started the managed Prefect server (pid {api.pid}, UI {api.ui}); it stays running, with the command "
+        f"runner beside it (~470 MB together), {until} `transcripts server stop`.",
+        file=sys.stderr,
+    )
+
+
+# --- idle exit ----------------------------------------------------------------------------------------------------
+
+
+def idle_minutes(env: Mapping[str, str] | None = None) -> float:
+    """`TRANSCRIPTS_SERVER_IDLE_MINUTES` (default IDLE_MINUTES; 0: never). Raises ServerError when it is not a
+    number of minutes."""
+    raw = (os.environ if env is None else env).get(IDLE_ENV, "").strip()
+    if not raw:
+        return IDLE_MINUTES
     try:
-        yield api
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ServerError(f"{IDLE_ENV} must be a number of minutes (0: never), got {raw!r}")
+    return value
+
+
+def used(folder: Path | None = None) -> None:
+    """Record that the managed server was just used (its idle time starts again)."""
+    path = (folder or state_dir()) / IN_USE
+    with contextlib.suppress(OSError):
+        path.touch(mode=0o600)
+        os.utime(path)
+
+
+@contextlib.contextmanager
+def in_use(folder: Path | None = None, wait: float = STOP_SECONDS * 3) -> Iterator[None]:
+    """Hold the managed server in use (a shared lock): the idle watch never stops it meanwhile, and one stopping it
+    now is waited for (bounded), so that the command then starts a fresh one."""
+    folder = folder or state_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(folder / IN_USE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ServerError(f"the managed Prefect server has been stopping for {wait:g}s") from None
+                time.sleep(0.2)
+        used(folder)
+        yield
     finally:
-        if saved is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = saved
+        used(folder)
+        os.close(fd)
+
+
+def _watch_in_background(folder: Path) -> None:
+    """Start the idle watch of the server just started (stdlib only: ~15 MB), unless idling out is off."""
+    if not idle_minutes():
+        return
+    with open(folder / "server.log", "ab") as log:
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "flows.server", "watch", str(folder)],
+            env=os.environ.copy(),
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    (folder / "watch.pid").write_text(str(watch.pid), encoding="utf-8")
+
+
+def watch(folder: Path, minutes: float) -> int:
+    """Stop the managed server (and the command runner) once nothing has held it in use for `minutes`; leave when
+    it is gone or replaced (its replacement has a watch of its own)."""
+    lock = os.open(folder / "watch.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # a watch runs already
+    mine = read_state(folder)
+    if mine is None:
+        return 0
+    period = max(0.5, min(30.0, minutes * 60 / 6))
+    fd = os.open(folder / IN_USE, os.O_RDWR | os.O_CREAT, 0o600)
+    while True:
+        time.sleep(period)
+        current = read_state(folder)
+        if current is None or current.pid != mine.pid or not _is_our_server(mine.pid or 0):
+            return 0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a command, or a serving `schedule`, uses it
+        try:
+            idle = time.time() - os.stat(folder / IN_USE).st_mtime
+            if idle >= minutes * 60:
+                now = datetime.now().astimezone().isoformat(timespec="seconds")
+                print(f"{now} event=idle_stop pid={mine.pid} idle_seconds={idle:.0f}", flush=True)
+                stop(folder)  # the runner too; a command waiting in in_use() then starts a fresh one
+                return 0
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "watch":
+        print("usage: python -m flows.server watch STATE_DIR (started by transcripts itself)", file=sys.stderr)
+        return 2
+    try:
+        minutes = idle_minutes()
+    except ServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return watch(Path(args[1]), minutes) if minutes else 0
 
 
 def exit_on_sigterm() -> None:
@@ -288,3 +470,7 @@ def exit_on_sigterm() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, handler)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -117,6 +117,20 @@ def test_a_usage_error_through_the_runner_is_the_same_one_line_and_exit_code(sta
     assert "Traceback" not in through.stderr
 
 
+def test_help_and_usage_errors_through_the_runner_name_the_program_transcripts(state: Path, tmp_path: Path) -> None:
+    executable = Path(sys.executable).parent / "transcripts"  # the installed script, as a person runs it
+    assert executable.exists(), executable
+    before = len(_log(state))
+    for args, code in ((["run", "--help"], 0), (["run", "--no-such-option"], 2)):
+        proc = subprocess.run(
+            [str(executable), *args], cwd=tmp_path, env=_env(state), capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == code, proc.stderr
+        assert "Usage: transcripts run" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        assert "python -m" not in proc.stdout + proc.stderr
+    assert len(_served(state, before)) == 2, _log(state)[before:]  # both went through the runner
+
+
 def _start_and_wait_for_the_plan(state: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str]]:
     home = busy_home(tmp_path / "home")
     proc = subprocess.Popen(

@@ -1,16 +1,34 @@
-"""`transcripts schedule`: the cron and time zone reach Prefect; without a server it says what to do."""
+"""`transcripts schedule`: a deployment on the managed Prefect server whose runs fire on time, load the corpus and
+show in the ledger and the Prefect API, survive a restart of that server, and end with one line on Ctrl-C or
+SIGTERM. The real CLI, the real managed server, nothing replaced on the path."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.schedule import serve_arguments
+from flows import server
+from flows.schedule import DEPLOYMENT, FLOW, serve_arguments
 from flows.settings import load_settings
+from sinks import ledger
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample" / "home"
+TRANSCRIPTS = Path(sys.executable).parent / "transcripts"  # the installed script, as a person runs it
+INTERVAL = 10  # seconds: the hidden --interval, same deployment and code path as --cron
+RUN_WAIT = 300.0  # a run is a fresh process importing Prefect: tens of seconds on a loaded 2-core machine
 
 
 def test_serve_arguments_carry_the_configured_cron_and_time_zone(tmp_path: Path) -> None:
@@ -24,28 +42,181 @@ def test_serve_arguments_carry_the_configured_cron_and_time_zone(tmp_path: Path)
     assert args["parameters"] == {"options": {"data_dir": str(settings.data_dir), "home": None, "sources": ["claude"]}}
     later = dataclasses.replace(settings, schedule_cron="0 4 * * 1")
     assert serve_arguments(later, {})["schedules"][0].cron == "0 4 * * 1"
+    (every,) = serve_arguments(settings, {}, interval=7)["schedules"]
+    assert every.interval.total_seconds() == 7
 
 
-def test_schedule_serves_on_the_api_of_the_command_and_prints_the_ui(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_checking_the_cron_does_not_load_prefect_before_the_api_is_chosen() -> None:
+    """Prefect reads its settings once, at import: loaded before the command set PREFECT_API_URL, it served on a
+    temporary server of its own ("Cannot schedule flows on an ephemeral server") and nothing ever ran."""
+    code = (
+        "import sys\n"
+        "from flows.schedule import validate_cron\n"
+        "from flows.settings import SettingsError\n"
+        "validate_cron('* * * * *', 'x')\n"
+        "try:\n    validate_cron('61 * * * *', 'x')\nexcept SettingsError:\n    pass\n"
+        "else:\n    raise SystemExit('accepted a bad cron')\n"
+        "print(sorted(m for m in sys.modules if m == 'prefect' or m.startswith('prefect.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def _env(base: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["TRANSCRIPTS_STATE_DIR"] = str(base)
+    return env
+
+
+def _api(url: str, path: str, body: Any) -> Any:
+    request = urllib.request.Request(
+        f"{url}/{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)
+
+
+def _completed_runs(url: str) -> dict[str, dict[str, Any]]:
+    """The deployment's completed flow runs on the Prefect API, by id ({} while the API is down)."""
+    try:
+        (deployment,) = _api(
+            url,
+            "deployments/filter",
+            {"flows": {"name": {"any_": [FLOW]}}, "deployments": {"name": {"any_": [DEPLOYMENT]}}},
+        )
+        runs = _api(
+            url,
+            "flow_runs/filter",
+            {
+                "deployments": {"id": {"any_": [deployment["id"]]}},
+                "flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}},
+            },
+        )
+    except (OSError, ValueError):
+        return {}
+    return {r["id"]: r for r in runs}
+
+
+def _wait(what: str, seconds: float, check: Callable[[], Any], proc: subprocess.Popen[str]) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        if proc.poll() is not None:
+            raise AssertionError(f"`transcripts schedule` exited ({proc.returncode}) while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {seconds:g}s")
+        time.sleep(1)
+
+
+@pytest.fixture
+def serving(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
+    """A state directory, a copy of the sample home and a data directory; whatever runs there is stopped after."""
+    base = tmp_path / "state"
+    home = tmp_path / "home"
+    shutil.copytree(SAMPLE, home, symlinks=True)
+    try:
+        yield base, home, tmp_path / "data"
+    finally:
+        server.stop(server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)}))
+
+
+def _start(base: Path, home: Path, data: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(TRANSCRIPTS), "schedule", "--interval", str(INTERVAL), "--home", str(home), "--data-dir", str(data)],
+        cwd=home,
+        env=_env(base),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a terminal of its own: the signal goes to its whole group, as Ctrl-C does
+    )
+
+
+def _end(proc: subprocess.Popen[str], signum: int) -> tuple[str, str]:
+    try:
+        os.killpg(proc.pid, signum)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    return out, err
+
+
+def test_scheduled_runs_fire_load_the_corpus_are_recorded_and_survive_a_server_restart(
+    serving: tuple[Path, Path, Path],
 ) -> None:
-    import contextlib
-    from collections.abc import Iterator
+    base, home, data = serving
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
+    proc = _start(base, home, data)
+    try:
+        api = _wait("managed server", 180, lambda: server.read_state(folder), proc)
 
-    from flows import etl
-    from flows.server import Api
+        def recorded(after: str = "") -> list[dict[str, Any]]:
+            done = [r for r in ledger.runs(data) if r["outcome"] in ("ok", "noop") and str(r["started_at"]) > after]
+            return [r for r in done if r["counts"]["flow_run_id"] in _completed_runs(api.url)]
 
-    @contextlib.contextmanager
-    def managed() -> Iterator[Api]:
-        yield Api("http://127.0.0.1:4999/api", "managed", 1, 4999)
+        first = _wait("scheduled run in the ledger and the Prefect API", RUN_WAIT, recorded, proc)
+        assert any(r["outcome"] == "ok" and r["counts"]["sessions_loaded"] > 0 for r in first), first
+        assert (data / "warehouse.duckdb").exists() or any(data.iterdir())
+        status = subprocess.run(
+            [str(TRANSCRIPTS), "schedule", "status", "--json", "--data-dir", str(data)],
+            env=_env(base),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        doc = json.loads(status.stdout)
+        assert status.returncode == 0 and doc["deployment"]["schedule"] == f"every {INTERVAL} s", status.stdout
+        assert doc["deployment"]["next_run"] and doc["ledger"][0]["outcome"] in ("ok", "noop")
 
-    served: list[dict[str, object]] = []
-    monkeypatch.setattr("flows.server.prefect_api", managed)
-    monkeypatch.setattr(etl.etl_flow, "serve", lambda **kw: served.append(kw))
-    (tmp_path / "h").mkdir()
-    args = ["schedule", "--cron", "15 4 * * *", "--timezone", "UTC", "--data-dir", str(tmp_path / "d")]
-    result = CliRunner().invoke(app, [*args, "--home", str(tmp_path / "h")], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert "http://127.0.0.1:4999" in result.output and "Traceback" not in result.output
-    (kwargs,) = served
-    assert kwargs["schedules"][0].cron == "15 4 * * *"  # type: ignore[index]
+        assert api.pid is not None
+        os.killpg(api.pid, signal.SIGKILL)  # the managed server dies under the serving schedule
+        restarted = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        back = _wait(
+            "managed server restarted by the serving schedule",
+            240,
+            lambda: (s := server.read_state(folder)) is not None and s.pid != api.pid and server.healthy(s.url) and s,
+            proc,
+        )
+        assert back.url == api.url, "restarted on the address the serving process knows"
+        later = _wait("scheduled run after the restart", RUN_WAIT, lambda: recorded(restarted), proc)
+        assert later
+    finally:
+        out, err = _end(proc, signal.SIGINT)
+    assert proc.returncode == 0, err
+    assert "Stopped serving (SIGINT)" in out and out.count("Stopped serving") == 1, out
+    assert "Traceback" not in out + err, err
+    assert "ephemeral" not in out + err and "temporary server" not in out + err, err
+
+
+def test_sigterm_ends_serving_with_one_line_and_no_traceback(serving: tuple[Path, Path, Path]) -> None:
+    base, home, data = serving
+    proc = _start(base, home, data)
+    assert proc.stdout is not None
+    try:
+        line = proc.stdout.readline()  # printed once the server answers, just before serving starts
+        assert line.startswith("Serving the nightly run every"), line
+        time.sleep(INTERVAL)  # serving, and maybe a run in flight
+    finally:
+        out, err = _end(proc, signal.SIGTERM)
+    assert proc.returncode == 0, err
+    assert out.strip().splitlines() == [
+        "Stopped serving (SIGTERM); the schedule stays on the Prefect server and its "
+        "runs wait until `transcripts schedule` serves again."
+    ], out
+    assert "Traceback" not in err, err
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**_env(base), "XDG_CONFIG_HOME": str(home / "config")}
+        return subprocess.run(
+            [str(TRANSCRIPTS), "schedule", *args], env=env, capture_output=True, text=True, timeout=300
+        )
+
+    removed = cli("remove")
+    assert removed.returncode == 0 and "Deleted the schedule from http://127.0.0.1:" in removed.stdout, removed
+    status = cli("status", "--json", "--data-dir", str(data))
+    assert status.returncode == 1 and json.loads(status.stdout)["deployment"] is None, status

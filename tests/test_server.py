@@ -93,3 +93,64 @@ def test_the_health_check_of_a_silent_port_is_bounded() -> None:
         assert time.monotonic() - start < 5
     finally:
         silent.close()
+
+
+def test_the_server_and_runner_say_what_they_leave_running_and_leave_when_idle_but_not_in_use(
+    tmp_path: Path,
+) -> None:
+    from flows import runner
+
+    base = tmp_path / "state"
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
+    idle = {server.IDLE_ENV: "0.1", "TRANSCRIPTS_RUNNER": "on"}  # 6 s
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env.update(TRANSCRIPTS_STATE_DIR=str(base), PREFECT_HOME=str(base / "no-profile"), **idle)
+        return subprocess.run(
+            [sys.executable, "-m", "flows.cli", "server", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    try:
+        with server.in_use(folder):  # a command using it: never idle meanwhile
+            first = cli("start")
+            assert first.returncode == 0, first.stderr
+            assert "Started the managed Prefect server" in first.stderr and "transcripts server stop" in first.stderr
+            assert "MB" in first.stderr and server.IDLE_ENV in first.stderr
+            api = server.read_state(folder)
+            assert api is not None and runner.ready(folder), (folder / runner.LOG).read_text()
+            again = cli("start")
+            assert again.returncode == 0 and "Started" not in again.stderr, "said once, by the command that started it"
+            time.sleep(10)  # longer than the idle time
+            assert server.healthy(api.url) and runner.ready(folder), "in use: not idle"
+        deadline = time.monotonic() + 120
+
+        def gone() -> bool:
+            return not server.healthy(api.url) and not runner.ready(folder) and server.read_state(folder) is None
+
+        while not gone() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert gone(), "idle: the server and the runner are gone, and so is the server's record"
+        assert "event=idle_stop" in (folder / "server.log").read_text()
+        back = cli("start")  # the next command brings them back
+        assert back.returncode == 0 and "Started the managed Prefect server" in back.stderr, back.stderr
+        assert "Prefect server: running (pid " in back.stdout and f"pid {api.pid}," not in back.stdout, back.stdout
+        # (a 6 s idle time may well stop this one again by now: unused since it started)
+    finally:
+        server.stop(folder)
+
+
+def test_the_managed_ui_asks_its_own_api_not_port_4200(state: Path) -> None:
+    import json
+    import urllib.request
+
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(state)})
+    api = server.start(folder)
+    with urllib.request.urlopen(f"{api.ui}/ui-settings", timeout=30) as answer:
+        settings = json.load(answer)
+    assert settings["api_url"] == api.url, settings
