@@ -55,6 +55,7 @@ def _settings(
 ) -> tuple[Any, dict[str, Any]]:
     import dataclasses
 
+    from flows.cmd_data import check_old_corpus
     from flows.schedule import validate_cron
     from flows.settings import check_paths, check_schedule, load_settings
 
@@ -76,6 +77,7 @@ def _settings(
     )
     check_schedule(settings.schedule_cron, settings.schedule_timezone, origins)
     check_paths(settings)
+    check_old_corpus(settings, refuse=True)  # a nightly run must not start a second corpus beside an old one
     validate_cron(settings.schedule_cron, origins.get("cron", "default"))
     options["data_dir"] = settings.data_dir
     return settings, options

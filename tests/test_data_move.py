@@ -276,6 +276,8 @@ def test_run_and_status_in_a_checkout_holding_an_old_corpus_name_the_move(tmp_pa
     assert refused.returncode == 2, refused.stderr
     assert f"transcripts data move {old}" in refused.stderr and str(new) in refused.stderr
     assert "Traceback" not in refused.stderr and not new.exists(), "no second corpus beside the old one"
+    nightly = _cli_in(place, "schedule", "--home", str(tmp_path / "home"), env=env)
+    assert nightly.returncode == 2 and f"transcripts data move {old}" in nightly.stderr, nightly.stderr
     moved = _cli_in(place, "data", "move", str(old), env=env)
     assert moved.returncode == 0, moved.stderr
     assert corpus_of(new) == before
