@@ -214,7 +214,8 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> None:
-    """Nothing of the run outlives it; the managed Prefect server does, on purpose (its own session)."""
+    """Nothing of the run outlives it; the managed Prefect server does, on purpose (its own session), and so does
+    its idle watch (which stops it after TRANSCRIPTS_SERVER_IDLE_MINUTES unused)."""
     from flows import server
 
     home = small_home(tmp_path / "home")
@@ -247,14 +248,21 @@ def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> N
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
 
+        def watch() -> int | None:
+            try:
+                return int((folder / "watch.pid").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+
         def run_processes() -> list[int]:
-            return [pid for pid in _processes_with(marker) if os.getsid(pid) != managed.pid]
+            return [pid for pid in _processes_with(marker) if os.getsid(pid) != managed.pid and pid != watch()]
 
         deadline = time.monotonic() + 30
         while run_processes() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert run_processes() == [], "a process of the killed run outlived it"
         assert server.healthy(managed.url), "the managed server outlives the run, for the next command"
+        assert watch() in _processes_with(marker), "and its idle watch with it"
     finally:
         server.stop(folder)
     report = run(settings_for(home, data))  # and a later run starts cleanly
