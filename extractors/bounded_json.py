@@ -36,25 +36,46 @@ _WS = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
 
 
+# No possessive quantifier (`*+`, `++`) and no atomic group (`(?>...)`) in these patterns: both are new in 3.11, and
+# before 3.11.5 a possessive repeat of a subpattern that can backtrack accepts what the plain repeat refuses (CPython
+# gh-106052, "Possessive quantifier matches where an ordinary quantifier doesn't", fixed in 3.11.5 and 3.12.0 by
+# gh-106515; 3.11.5 also fixed gh-100061, other wrong matches of possessive repeats). Debian 12's Python is 3.11.2:
+# there the possessive scanner matched `abc"def` whole, an unterminated string taken for a complete one, and every
+# ChatGPT export was "not valid JSON". These patterns use greedy repeats only, written so that any text has exactly
+# one way to match: a run of plain bytes is whole (what follows is a quote, a bracket or the end), a string is plain
+# bytes up to its quote, or escapes and plain bytes (two disjoint alternatives). Greedy then ends where a possessive
+# repeat would, and when an item fails (a string or container not complete in the buffer, or nested too deep) the
+# engine only gives back what it took, step by step: no other split to try, linear time. tests/test_python_compat.py
+# pins them against a plain-Python scanner, on any Python. The price where possessive repeats were right (3.11.5+):
+# the reader ~10% slower, a dry-run backfill ~5% (bench/README.md, 2026-12-03).
+_RUN = rb'[^"{}\[\]]*'  # bytes that are neither a quote nor a bracket
+# Each `[^"\\]*` is followed by a literal (`"` or a backslash), so giving it back is one tight loop in the engine
+# (sre looks back for that byte), not one engine step per byte. On 10 MB of export, strings unrolled as
+# `"[^"\\]*(?:\\.[^"\\]*)*"` made the reader 25-30% slower than the possessive patterns, these 6%.
+_STRING = rb'"[^"\\]*"|"(?:[^"\\]*\\[\s\S])+[^"\\]*"'
+
+
 def _skip_pattern(levels: int) -> re.Pattern[bytes]:
     """Outside a string: runs of non-structural bytes, complete strings, and complete containers nested at most
-    `levels` deep, all consumed inside the regex engine (possessive: no backtracking). It stops at a bracket it
-    could not consume whole (deeper nesting, or not complete in the buffer), at the opening quote of a string that
-    does not end inside the buffer, or at the buffer's end. Python then handles that one byte: with 4 levels a
-    ChatGPT message node costs ~2 Python steps instead of ~20 (measured: 25x fewer, scan ~2x faster).
+    `levels` deep, all consumed inside the regex engine. It stops at a bracket it could not consume whole (deeper
+    nesting, or not complete in the buffer), at the opening quote of a string that does not end inside the buffer,
+    or at the buffer's end. Python then handles that one byte: with 4 levels a ChatGPT message node costs ~2 Python
+    steps instead of ~20 (measured: 25x fewer, scan ~2x faster). Each level is `RUN (?:ITEM RUN)*`.
     """
-    flat = rb'[^"{}\[\]]++|"(?:[^"\\]++|\\[\s\S])*+"'
-    item = flat
+    item = _STRING
     for _ in range(levels):
-        item = flat + rb"|\{(?:" + item + rb")*+\}|\[(?:" + item + rb")*+\]"
-    return re.compile(rb"(?:" + item + rb")*+")
+        inside = _RUN + rb"(?:(?:" + item + rb")" + _RUN + rb")*"
+        item = _STRING + rb"|\{" + inside + rb"\}|\[" + inside + rb"\]"
+    return re.compile(_RUN + rb"(?:(?:" + item + rb")" + _RUN + rb")*")
 
 
 _SKIP = _skip_pattern(4)
 # Inside a string (after its opening quote): stops at the closing quote, or before a backslash at the buffer's end.
-_STRING_BODY = re.compile(rb'(?:[^"\\]++|\\[\s\S])*+')
+_STRING_BODY = re.compile(rb'[^"\\]*(?:\\[\s\S][^"\\]*)*')
 _SCALAR = re.compile(rb"[^,\]\}\s]*")
-_TOP_FIELD = re.compile(rb'\s*,?\s*("(?:[^"\\]|\\[\s\S])*")\s*:\s*("(?:[^"\\]|\\[\s\S])*"|[^,}"\s]*)')
+# One `"key": scalar` of an object's own bytes. `\s*(?:,\s*)?`, not `\s*,?\s*`: that one splits a run of spaces
+# between its two `\s*` in every way before it fails: quadratic (16 KB of spaces took 3 s, 64 KB would take ~50 s).
+_TOP_FIELD = re.compile(rb'\s*(?:,\s*)?("[^"\\]*(?:\\[\s\S][^"\\]*)*")\s*:\s*("[^"\\]*(?:\\[\s\S][^"\\]*)*"|[^,}"\s]*)')
 _OPEN = {ord("{"): ord("}"), ord("["): ord("]")}
 _UNPARSED = object()
 

@@ -10,6 +10,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from extractors.bounded import Limits
 from extractors.model import Agent, Loaded, Outcome, Session, Source
 from extractors.registry import extractor, read_source
@@ -17,7 +19,8 @@ from extractors.registry import extractor, read_source
 TESTS = Path(__file__).resolve().parent
 GOLDEN = TESTS / "golden"
 
-# The shared fixtures sit beside the checkout (../shared/fixtures); CI lays a copy there too.
+# The shared fixtures sit beside the checkout (../shared/fixtures); CI lays a copy there too. A test reads them only
+# after shared_fixtures() below said they are there.
 SHARED_FIXTURES = Path(os.environ.get("TRANSCRIPTS_SHARED_FIXTURES", TESTS.parent.parent / "shared" / "fixtures"))
 
 # Folder name under shared/fixtures -> agent.
@@ -29,6 +32,36 @@ SHARED_DIRS: dict[str, Agent] = {
     "opencode": Agent.OPENCODE,
     "chatgpt": Agent.CHATGPT,
 }
+
+
+def under_ci() -> bool:
+    """CI=true (or 1, yes), as CI services set it."""
+    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+def shared_fixtures(*parts: str) -> Path:
+    """`SHARED_FIXTURES / parts`, for a test that reads the shared fixtures: call it before reading any of them.
+
+    The one rule for them: when the folder is absent (a fresh clone has no ../shared beside it), the test is skipped
+    and says where it looked; under CI=true it fails instead (CI lays the fixtures there: a missing copy must not
+    pass as a green run that tested less). When the folder is there, a file missing in it fails the test that reads
+    it, as any missing input does.
+    """
+    if not SHARED_FIXTURES.is_dir():
+        where = f"no shared fixtures at {SHARED_FIXTURES} (TRANSCRIPTS_SHARED_FIXTURES, or ../shared/fixtures)"
+        if under_ci():
+            pytest.fail(f"{where}: CI=true needs them", pytrace=False)
+        pytest.skip(where)
+    return SHARED_FIXTURES.joinpath(*parts)
+
+
+def shared_fixture_files(folder: str, pattern: str) -> list[Path]:
+    """For `parametrize`: the files under a shared folder matching `pattern`, found at collection. With none (the
+    folder absent), one placeholder path, so that the test runs, calls shared_fixtures() and is skipped or fails by
+    the rule above rather than being collected as an empty parameter set."""
+    files = sorted(p for p in (SHARED_FIXTURES / folder).rglob(pattern) if p.is_file())
+    return files or [SHARED_FIXTURES / folder / f"(no {pattern} file)"]
+
 
 # Settled files: tests that do not test deferral read with no settle time.
 SETTLED = Limits(settle_seconds=0.0)

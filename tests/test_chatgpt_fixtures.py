@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
 from extractors.errors import RejectCode
 from extractors.model import Agent, Disposition, Loaded, Rejected, Role
-from tests.support import SHARED_FIXTURES, assert_golden, loaded_sessions, outcomes_under
+from tests.support import SHARED_FIXTURES, assert_golden, loaded_sessions, outcomes_under, shared_fixtures
 
 ROOT = SHARED_FIXTURES / "chatgpt"
 NATIVE = "Sinity__polylogue/native-conversation-v1.json"
@@ -18,8 +16,7 @@ EXPECTED: dict[str, type[Loaded] | RejectCode] = {NATIVE: Loaded}
 
 
 def _outcomes() -> dict[str, list[Loaded | Rejected]]:
-    if not ROOT.is_dir():
-        pytest.skip(f"no shared fixtures at {ROOT}")
+    shared_fixtures()
     # Each file is given explicitly, as `transcripts backfill chatgpt FILE` does: discover(folder) lists only
     # `conversations.json` and `*.zip`, and these fixtures are per-conversation dumps with other names.
     found: dict[str, list[Loaded | Rejected]] = {}

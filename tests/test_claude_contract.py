@@ -16,7 +16,15 @@ from extractors import claude
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected, Role
 from tests.claude_records import SID, assistant, envelope, text, tool_result, tool_use, usage, user
-from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one, write_jsonl
+from tests.support import (
+    SETTLED,
+    SHARED_FIXTURES,
+    assert_golden,
+    outcomes_under,
+    read_one,
+    shared_fixtures,
+    write_jsonl,
+)
 
 CLAUDE_FIXTURES = SHARED_FIXTURES / "claude-code"
 
@@ -115,8 +123,7 @@ HAND_WRITTEN: dict[str, str | RejectCode] = {
 
 @pytest.fixture(scope="module")
 def shared() -> dict[str, list[Outcome]]:
-    if not CLAUDE_FIXTURES.is_dir():
-        pytest.skip(f"no shared fixtures at {CLAUDE_FIXTURES}")
+    shared_fixtures()
     return outcomes_under(Agent.CLAUDE, CLAUDE_FIXTURES)
 
 

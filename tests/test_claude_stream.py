@@ -32,7 +32,7 @@ from tests.stream_support import (
     assert_streamed_as_one_pass,
     stream_settings,
 )
-from tests.support import SETTLED, SHARED_FIXTURES, write_jsonl
+from tests.support import SETTLED, shared_fixture_files, shared_fixtures, write_jsonl
 from tests.test_pipeline import snapshot, table_rows
 from transforms.redact import Redactor
 
@@ -130,12 +130,9 @@ def test_ok_small_files_keep_one_pass(tmp_path: Path) -> None:
     assert isinstance(outcome, Streamed)
 
 
-def _claude_fixture_files() -> list[Path]:
-    return sorted((SHARED_FIXTURES / "claude-code").rglob("*.jsonl"))
-
-
-@pytest.mark.parametrize("path", _claude_fixture_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_fixture_files("claude-code", "*.jsonl"), ids=lambda p: p.name)
 def test_ok_shared_fixture_streamed_equals_one_pass(path: Path) -> None:
+    shared_fixtures()
     assert_streamed_as_one_pass(source_of(path))
 
 

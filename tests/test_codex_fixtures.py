@@ -9,14 +9,13 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extractors.codex import discover
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session
-from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one
+from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one, shared_fixtures
 
 CODEX = SHARED_FIXTURES / "codex"
 REAL = "codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
@@ -33,8 +32,7 @@ EXPECTED: dict[str, str] = {
 
 
 def _needs_fixtures() -> None:
-    if not CODEX.is_dir():
-        pytest.skip(f"shared fixtures not found at {CODEX}")
+    shared_fixtures()
 
 
 def _session(relative: str) -> Session:

@@ -32,7 +32,7 @@ from tests.stream_support import (
     assert_streamed_as_one_pass,
     stream_settings,
 )
-from tests.support import SETTLED, SHARED_FIXTURES, write_jsonl
+from tests.support import SETTLED, shared_fixture_files, shared_fixtures, write_jsonl
 from tests.test_codex import (
     OWN,
     PARENT,
@@ -179,12 +179,9 @@ def test_reject_an_archived_copy_of_a_live_rollout_in_either_pass(tmp_path: Path
         assert isinstance(outcome, Rejected) and outcome.code is RejectCode.DUPLICATE
 
 
-def _codex_fixture_files() -> list[Path]:
-    return sorted((SHARED_FIXTURES / "codex").rglob("*.jsonl"))
-
-
-@pytest.mark.parametrize("path", _codex_fixture_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_fixture_files("codex", "*.jsonl"), ids=lambda p: p.name)
 def test_ok_shared_fixture_streamed_equals_one_pass(path: Path) -> None:
+    shared_fixtures()
     assert_streamed_as_one_pass(source_of(path))
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected, Role
-from tests.support import SHARED_FIXTURES, assert_golden, loaded_sessions, outcomes_under, read_one
+from tests.support import SHARED_FIXTURES, assert_golden, loaded_sessions, outcomes_under, read_one, shared_fixtures
 
 FIXTURES = SHARED_FIXTURES / "gemini"
 REAL = "codemie-ai__codemie-code/chats/session-2025-12-01T21-45-5b959dae.json"
@@ -36,8 +36,7 @@ def _tree() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shared() -> dict[str, list[Outcome]]:
-    if not FIXTURES.is_dir():
-        pytest.skip("shared Gemini fixtures not present")
+    shared_fixtures()
     before = _tree()
     outcomes = outcomes_under(Agent.GEMINI, FIXTURES)
     for rel in ("jazzyalex__agent-sessions/jsonl_v040.jsonl", "jazzyalex__agent-sessions/small.json"):

@@ -11,7 +11,7 @@ from extractors.gitremote import repository
 from extractors.model import Agent, Loaded
 from tests import test_codex as codex_records
 from tests import test_grok as grok_records
-from tests.support import SHARED_FIXTURES, read_one, write_jsonl
+from tests.support import read_one, shared_fixtures, write_jsonl
 
 TOKEN = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"
 
@@ -99,6 +99,6 @@ def test_ok_grok_without_a_usable_remote_has_none(tmp_path: Path, remotes: objec
 
 
 def test_ok_grok_real_fixture_summary_remote() -> None:
-    path = SHARED_FIXTURES / "grok/jazzyalex__agent-sessions/session/summary.json"
+    path = shared_fixtures("grok/jazzyalex__agent-sessions/session/summary.json")
     summary = json.loads(path.read_text(encoding="utf-8"))
     assert repository(summary["git_remotes"][0]) == "github.com/example-user/example"

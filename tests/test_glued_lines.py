@@ -16,7 +16,7 @@ import pytest
 
 from extractors.bounded import GLUED_LINE_KIND, glued_index
 from extractors.model import Agent, Disposition, Loaded, Session
-from tests.support import GOLDEN, SHARED_FIXTURES, read_one
+from tests.support import GOLDEN, SHARED_FIXTURES, read_one, shared_fixtures
 
 _GROK_SESSION = SHARED_FIXTURES / "grok" / "jazzyalex__agent-sessions" / "session"
 _GROK_SID = "019f6851-7ec4-7ef0-97d3-03f3eee38755"
@@ -77,8 +77,7 @@ def _turns(session: Session) -> list[tuple[int, str, str]]:
 
 @pytest.fixture(autouse=True)
 def _needs_fixtures() -> None:
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip(f"no shared fixtures at {SHARED_FIXTURES}")
+    shared_fixtures()
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN_JSONL))

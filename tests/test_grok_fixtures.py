@@ -8,14 +8,13 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extractors.errors import RejectCode
 from extractors.grok import discover
 from extractors.model import Agent, Loaded, Outcome, Rejected, Role, Session
-from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one
+from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, outcomes_under, read_one, shared_fixtures
 
 GROK = SHARED_FIXTURES / "grok"
 SESSION = GROK / "jazzyalex__agent-sessions" / "session"
@@ -30,8 +29,7 @@ NOT_SOURCES = {
 
 
 def _needs_fixtures() -> None:
-    if not GROK.is_dir():
-        pytest.skip(f"shared fixtures not found at {GROK}")
+    shared_fixtures()
 
 
 def _home(tmp_path: Path) -> Path:

@@ -18,7 +18,7 @@ from extractors.model import Agent, Loaded, Outcome, Rejected, Role, Source
 from extractors.opencode import storage
 from extractors.registry import read_source
 from tests.opencode_support import add_exchange, add_session, create_db
-from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, loaded_sessions
+from tests.support import SETTLED, SHARED_FIXTURES, assert_golden, loaded_sessions, shared_fixtures
 
 FIXTURES = SHARED_FIXTURES / "opencode"
 
@@ -99,8 +99,7 @@ def _tree() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shared() -> tuple[dict[str, list[Outcome]], set[str]]:
-    if not FIXTURES.is_dir():
-        pytest.skip("shared OpenCode fixtures not present")
+    shared_fixtures()
     before = _tree()
     outcomes: dict[str, list[Outcome]] = {}
     members: set[str] = set()
@@ -128,9 +127,7 @@ def test_contract_every_shared_file_reaches_an_outcome_or_is_listed(
 
 
 def test_contract_non_canonical_test_db_is_one_clear_rejection() -> None:
-    path = FIXTURES / "shuv1337__oc-manager" / "test.db"
-    if not path.exists():
-        pytest.skip("shared OpenCode fixtures not present")
+    path = shared_fixtures("opencode", "shuv1337__oc-manager", "test.db")
     st = path.stat()
     source = Source(Agent.OPENCODE, str(path), st.st_size, st.st_mtime_ns, str(path.parent), "database")
     [outcome] = list(read_source(source, SETTLED))
@@ -238,7 +235,8 @@ def test_property_arbitrary_bytes_as_storage_json_are_rejected_with_a_reason(raw
         assert list(found) == ["ses_a.json"], "the hostile unit is discovered"
         [outcome] = found["ses_a.json"]
         try:
-            value = json.loads(raw)
+            # As the reader reads it: UTF-8. json.loads(bytes) would guess UTF-16 or -32 from NULs (b"\x000" is 0).
+            value = json.loads(raw.decode("utf-8"))
         except ValueError:
             value = None
         if value is None:  # not JSON: the unit is rejected naming the fault
