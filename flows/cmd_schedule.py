@@ -3,6 +3,7 @@ managed one by default), and keep it served across logout and reboot (a systemd 
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -160,7 +161,7 @@ def install(
         raise fail(f"the unit is written but could not be enabled: {exc}", FAILED) from None
     for path in outcome.files:
         console.print(f"Wrote {path}", soft_wrap=True, highlight=False)
-    console.print(f"It runs: {' '.join(command)}", soft_wrap=True, highlight=False)
+    console.print(f"It runs: {shlex.join(command)}", soft_wrap=True, highlight=False, markup=False)
     if outcome.ran:
         console.print("Enabled and started it (" + "; ".join(" ".join(c) for c in outcome.ran) + ").", highlight=False)
     if outcome.manual:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import plistlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,9 @@ def test_install_writes_the_unit_and_without_a_user_manager_prints_the_commands(
     assert f'ExecStart="{TRANSCRIPTS.resolve()}" "schedule" "--cron" "15 4 * * *" "--timezone" "UTC"' in text
     assert f'Environment="TRANSCRIPTS_STATE_DIR={tmp_path / "state"}"' in text
     assert unit.stat().st_mode & 0o077 == 0
+    [said] = [line.removeprefix("It runs: ") for line in proc.stdout.splitlines() if line.startswith("It runs: ")]
+    expected = [str(TRANSCRIPTS.resolve()), "schedule", "--cron", "15 4 * * *", "--timezone", "UTC"]
+    assert shlex.split(said)[:6] == expected, "the command said is the unit's, as a shell reads it"
     if units.user_manager() is not None:  # this container: no systemd user instance
         assert "Not enabled: " in proc.stdout and "systemctl --user enable --now transcripts-schedule.service" in (
             proc.stdout
