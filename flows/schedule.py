@@ -75,22 +75,30 @@ def serve_arguments(settings: Settings, options: dict[str, Any], interval: float
 
 def _one_line_warnings() -> None:
     """Prefect's warnings while serving (its event websocket dropped while the managed server restarts, say) as
-    one line each: the exception's type and message, not its traceback. Errors keep theirs (a bug to report)."""
+    one line each: the exception's type and message, not its traceback. Errors keep theirs (a bug to report).
+
+    Done where every record is made, not by a filter on the handlers: Prefect may set its handlers up again while
+    serving, and a handler without the filter printed a dropped websocket's traceback (seen once in CI)."""
     import logging
 
-    class OneLine(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            if record.levelno < logging.ERROR and record.exc_info and record.exc_info[1] is not None:
-                exc = record.exc_info[1]
-                record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
-                record.args = None
-                record.exc_info = None
-                record.exc_text = None
-            return True
+    make = logging.getLogRecordFactory()
 
-    for name in ("", "prefect"):
-        for handler in logging.getLogger(name).handlers:
-            handler.addFilter(OneLine())
+    def one_line(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        if (
+            record.name.startswith("prefect")
+            and record.levelno < logging.ERROR
+            and record.exc_info
+            and record.exc_info[1] is not None
+        ):
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return record
+
+    logging.setLogRecordFactory(one_line)
 
 
 def serve_in_own_group(serving: Serving, interval: float | None) -> str:

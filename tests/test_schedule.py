@@ -46,6 +46,35 @@ def test_serve_arguments_carry_the_configured_cron_and_time_zone(tmp_path: Path)
     assert every.interval.total_seconds() == 7
 
 
+def test_a_prefect_warning_while_serving_is_one_line_even_through_a_handler_set_up_later() -> None:
+    # Prefect may set its handlers up again while serving: the traceback of a dropped websocket got through one.
+    import io
+    import logging
+
+    from flows.schedule import _one_line_warnings
+
+    make = logging.getLogRecordFactory()
+    logger = logging.getLogger("prefect.TestObserver")
+    try:
+        _one_line_warnings()
+        out = io.StringIO()
+        handler = logging.StreamHandler(out)  # added after: it has no filter of ours
+        logger.addHandler(handler)
+        try:
+            raise ConnectionError("no close frame received or sent")
+        except ConnectionError as exc:
+            logger.warning("The %s websocket failed with an exception.", "X", exc_info=exc)
+            logger.error("a bug keeps its traceback", exc_info=exc)
+        lines = out.getvalue().splitlines()
+        assert (
+            lines[0] == "The X websocket failed with an exception. (ConnectionError: no close frame received or sent)"
+        )
+        assert lines[1] == "a bug keeps its traceback" and lines[2].startswith("Traceback"), lines
+    finally:
+        logging.setLogRecordFactory(make)
+        logger.handlers.clear()
+
+
 def test_checking_the_cron_does_not_load_prefect_before_the_api_is_chosen() -> None:
     """Prefect reads its settings once, at import: loaded before the command set PREFECT_API_URL, it served on a
     temporary server of its own ("Cannot schedule flows on an ephemeral server") and nothing ever ran."""
