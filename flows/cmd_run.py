@@ -113,9 +113,9 @@ def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
     if sample and write and not marked:
         import os
 
-        from flows.datahome import make_private_dir
+        from sinks.ledger import private_dirs
 
-        make_private_dir(data)
+        private_dirs(data)
         fd = os.open(data / SAMPLE_MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as marker:
             marker.write("This data dir holds the sample corpus (transcripts run --sample); no real run writes here.\n")

@@ -122,19 +122,6 @@ def old_corpus_message(data_dir: Path, origin: str) -> str | None:
     )
 
 
-def make_private_dir(path: Path) -> None:
-    """Create `path` and its missing parents as 0700 (transcripts hold pasted keys and private code); like
-    sinks.files.private_dir, without importing pyarrow on a command's fast path."""
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(folder, 0o700)
-
-
 def move_command(old: Path) -> str:
     """The one command that moves the corpus at `old` to the default data dir."""
     return f"transcripts data move {_quote(str(old))}"

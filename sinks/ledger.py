@@ -52,8 +52,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _private_dirs(path: Path) -> None:
-    """Create `path` (and missing parents) 0700 whatever the umask."""
+def private_dirs(path: Path) -> None:
+    """Create `path` (and missing parents) 0700 whatever the umask. Stdlib only, unlike sinks.files.private_dir
+    (which loads pyarrow): for paths of a command that must start fast."""
     missing = []
     probe = path
     while not probe.exists():
@@ -67,7 +68,7 @@ def _private_dirs(path: Path) -> None:
 
 def append(data_dir: Path, record: Mapping[str, Any]) -> None:
     """Append one record as one line in one write, and make it durable."""
-    _private_dirs(data_dir)
+    private_dirs(data_dir)
     line = (json.dumps(record, default=str, sort_keys=True, separators=(",", ":")) + "\n").encode()
     fd = os.open(ledger_path(data_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
     try:
