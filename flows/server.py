@@ -129,20 +129,26 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _flock(fd: int, kind: int, wait: float, gave_up: str) -> None:
+    """Take the lock `kind` (fcntl.LOCK_SH or LOCK_EX) on `fd`, polling for at most `wait` seconds; ServerError
+    with `gave_up` past that."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise ServerError(gave_up) from None
+            time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def _start_lock(folder: Path, wait: float = STARTUP_SECONDS + 30) -> Iterator[None]:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(folder / "start.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ServerError(f"another command has been starting the Prefect server for {wait:g}s") from None
-                time.sleep(0.2)
+        _flock(fd, fcntl.LOCK_EX, wait, f"another command has been starting the Prefect server for {wait:g}s")
         yield
     finally:
         os.close(fd)
@@ -384,15 +390,7 @@ def in_use(folder: Path | None = None, wait: float = STOP_SECONDS * 3) -> Iterat
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(folder / IN_USE, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ServerError(f"the managed Prefect server has been stopping for {wait:g}s") from None
-                time.sleep(0.2)
+        _flock(fd, fcntl.LOCK_SH, wait, f"the managed Prefect server has been stopping for {wait:g}s")
         used(folder)
         yield
     finally:
