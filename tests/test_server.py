@@ -29,10 +29,11 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         server.stop(folder)
 
 
-def _cli(base: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(base: Path, *args: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["TRANSCRIPTS_STATE_DIR"] = str(base)
     env["PREFECT_HOME"] = str(base / "no-profile")  # no user profile with an API URL
+    env.update(extra or {})
     return subprocess.run(
         [sys.executable, "-m", "flows.cli", "server", *args],
         cwd=ROOT,
@@ -105,16 +106,7 @@ def test_the_server_and_runner_say_what_they_leave_running_and_leave_when_idle_b
     idle = {server.IDLE_ENV: "0.1", "TRANSCRIPTS_RUNNER": "on"}  # 6 s
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-        env.update(TRANSCRIPTS_STATE_DIR=str(base), PREFECT_HOME=str(base / "no-profile"), **idle)
-        return subprocess.run(
-            [sys.executable, "-m", "flows.cli", "server", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        return _cli(base, *args, extra=idle)
 
     try:
         with server.in_use(folder):  # a command using it: never idle meanwhile
