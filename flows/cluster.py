@@ -5,27 +5,44 @@ data directory's lock. A Dask worker reads its batch of sources and stages the r
 `staging/` folder, exactly as a local worker process does, and returns the small per-source results: so every node
 must see the sources and the data directory at the same paths (a shared filesystem). `local` starts a
 `distributed.LocalCluster` on this machine for the run and stops it after.
+
+What `distributed` logs (its cluster's every step, and the tracebacks of a worker whose scheduler went away while
+the cluster shuts down) goes to `dask.log` in the tool's state folder, not to the command's terminal: the command
+says in one line what failed, and that line names the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from flows import places
+
 LOCAL = "local"
+LOG_ENV = "TRANSCRIPTS_DASK_LOG"  # set for a local cluster's workers: where they log (see `dask_setup`)
+_LOGGERS = ("distributed", "tornado")  # distributed's own logging setup gives each a stderr handler of its own
+_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
 
-def dask_runner(address: str, *, workers: int = 2) -> Any:
-    """A `DaskTaskRunner` for a scheduler address (`tcp://host:8786`) or `local` (a LocalCluster of `workers`
-    single-threaded processes: parsing is Python and holds the GIL)."""
+def log_path() -> Path:
+    """Where the cluster's logs go: `dask.log` beside the managed server's folder."""
+    return places.state_dir().parent / "dask.log"
+
+
+@contextlib.contextmanager
+def dask_runner(address: str, *, workers: int = 2) -> Iterator[Any]:
+    """A started `DaskTaskRunner` for a scheduler address (`tcp://host:8786`) or `local` (a LocalCluster of
+    `workers` single-threaded processes: parsing is Python and holds the GIL), with `distributed`'s logs in
+    `log_path()` while it runs."""
     from prefect_dask.task_runners import DaskTaskRunner
 
-    # distributed logs its cluster's every step at INFO (~30 lines a run), and Prefect's handler on the root logger
-    # prints them on the command's stderr between our own lines: its warnings and errors are what a person needs.
-    logging.getLogger("distributed").setLevel(logging.WARNING)
-
+    path = log_path()
     if address == LOCAL:
-        return DaskTaskRunner(
+        runner = DaskTaskRunner(
             cluster_class="distributed.LocalCluster",
             cluster_kwargs={
                 "n_workers": max(1, workers),
@@ -36,6 +53,59 @@ def dask_runner(address: str, *, workers: int = 2) -> Any:
                 # with that port taken (another cluster, a notebook) it warns on stderr and takes another: a free
                 # port of 127.0.0.1 from the start.
                 "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                # each worker process sends its logs to the same file (`dask_setup` below, run as it starts)
+                "preload": [__name__],
+                "env": {LOG_ENV: str(path)},
             },
         )
-    return DaskTaskRunner(address=address)
+    else:
+        runner = DaskTaskRunner(address=address)  # its workers are someone else's: their logs stay theirs
+    with logs_to(path), runner:
+        yield runner
+
+
+@contextlib.contextmanager
+def logs_to(path: Path) -> Iterator[None]:
+    """`distributed`'s and tornado's records (WARNING and up) into `path` instead of stderr, then as they were."""
+    handler = _file_handler(path)
+    saved = {name: _route(logging.getLogger(name), handler) for name in _LOGGERS}
+    try:
+        yield
+    finally:
+        for name, (handlers, level, propagate) in saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+        handler.close()
+
+
+def dask_setup(worker: Any) -> None:
+    """Run by distributed in each worker process of a local cluster as it starts (the `preload` above): the
+    worker's logs into the file its nanny named, never the command's terminal."""
+    path = os.environ.get(LOG_ENV)
+    if path:
+        handler = _file_handler(Path(path))
+        for name in _LOGGERS:
+            _route(logging.getLogger(name), handler)
+
+
+def _file_handler(path: Path) -> logging.Handler:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)  # appended to: a file per machine
+    handler.setFormatter(logging.Formatter(_FORMAT))
+    return handler
+
+
+def _route(logger: logging.Logger, handler: logging.Handler) -> tuple[list[logging.Handler], int, bool]:
+    """Send `logger`'s records (and its children's that have no handler of their own) to `handler` only, at
+    WARNING and up; what it had before, to put back."""
+    before = (list(logger.handlers), logger.level, logger.propagate)
+    for child in [c for n, c in logging.root.manager.loggerDict.items() if n.startswith(f"{logger.name}.")]:
+        if isinstance(child, logging.Logger) and child.handlers:
+            child.handlers[:] = []  # distributed.client, tornado.application...: their records reach `logger`
+            child.propagate = True
+    logger.handlers[:] = [handler]
+    logger.setLevel(max(logger.level, logging.WARNING) if logger.level else logging.WARNING)
+    logger.propagate = False
+    return before

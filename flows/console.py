@@ -171,9 +171,11 @@ def reporting(what: str) -> Iterator[None]:
             tried = f"{allowed + 1} tried" if isinstance(allowed, int) else "all tried"
             last = getattr(getattr(exc, "last_worker", None), "address", None)
             where = f", the last at {last}" if last else ""
+            from flows.cluster import log_path
+
             err.print(
                 f"[red]{what} failed:[/red] the Dask workers reading a batch of sources died ({tried}{escape(where)}; "
-                "see the workers' logs); the previous corpus is intact.",
+                f"the cluster's log: {escape(str(log_path()))}); the previous corpus is intact.",
                 soft_wrap=True,
                 highlight=False,
             )

@@ -76,3 +76,54 @@ def test_a_worker_lost_mid_run_fails_the_run_and_keeps_the_previous_corpus(
     assert snapshot(data) == before
     outcomes = [row for row in parquet_rows(data, "runs") if row[5] == "failed"]
     assert len(outcomes) == 1, "the failed run is in the ledger"
+
+
+_WORKER_LOGS = """
+import logging, os, sys
+import distributed  # noqa: F401  (its logging setup: a stderr handler on distributed and tornado)
+from flows import cluster
+cluster.dask_setup(None)  # as in a local cluster's worker process, whose nanny set TRANSCRIPTS_DASK_LOG
+try:
+    raise OSError("Stream is closed")
+except OSError:
+    logging.getLogger("distributed.worker").exception("Failed to communicate with scheduler during heartbeat.")
+logging.getLogger("distributed.worker").info("Start worker at: tcp://127.0.0.1:1")
+logging.getLogger("tornado.application").error("Exception in callback")
+"""
+
+
+def test_a_local_workers_log_records_go_to_the_clusters_log_never_the_terminal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from flows.cluster import LOG_ENV
+
+    log = tmp_path / "state" / "dask.log"
+    env = {**os.environ, LOG_ENV: str(log)}
+    proc = subprocess.run([sys.executable, "-c", _WORKER_LOGS], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    text = log.read_text(encoding="utf-8")
+    assert "distributed.worker ERROR Failed to communicate with scheduler during heartbeat." in text
+    assert "Traceback" in text and "OSError: Stream is closed" in text
+    assert "tornado.application ERROR Exception in callback" in text
+    assert "Start worker" not in text, "INFO stays out: a worker's every step is not worth a line"
+
+
+def test_the_commands_own_cluster_logs_go_to_the_file_while_it_runs_then_back_as_they_were(tmp_path: Path) -> None:
+    import logging
+
+    import distributed  # noqa: F401
+
+    from flows.cluster import logs_to
+
+    loggers = [logging.getLogger(n) for n in ("distributed", "distributed.client", "tornado", "tornado.application")]
+    before = [(list(x.handlers), x.level, x.propagate) for x in loggers]
+    log = tmp_path / "dask.log"
+    with logs_to(log):
+        logging.getLogger("distributed.nanny").warning("Worker process 7 was killed by signal 9")
+        logging.getLogger("distributed.client").error("a client error")
+    text = log.read_text(encoding="utf-8")
+    assert "distributed.nanny WARNING Worker process 7 was killed by signal 9" in text
+    assert "distributed.client ERROR a client error" in text
+    assert [(list(x.handlers), x.level, x.propagate) for x in loggers[:1] + loggers[2:3]] == [before[0], before[2]]

@@ -365,7 +365,11 @@ def test_a_dask_worker_lost_fails_the_run_in_one_line_and_keeps_the_previous_cor
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("run failed: the Dask workers reading a batch of sources died (")
-    assert last.endswith("the previous corpus is intact.")
+    log = box.base / "state" / "dask.log"
+    assert last.endswith(f"; the cluster's log: {log}); the previous corpus is intact.")
+    for logger in ("distributed.nanny", "distributed.worker", "distributed.scheduler", "distributed.core"):
+        assert logger not in proc.stderr, "the cluster's own lines are in its log, not on the terminal"
+    assert "distributed.nanny WARNING" in log.read_text(encoding="utf-8"), "the nanny saw its worker die"
     assert corpus_of(data) == before_corpus
     status = box.transcripts("status", "--json", "--data-dir", str(data))
     assert json.loads(status.stdout)["runs"][0]["outcome"] == "failed"
