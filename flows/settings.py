@@ -22,7 +22,7 @@ from typing import Any
 from extractors.bounded import Limits
 from extractors.model import Agent
 from extractors.registry import Extractor, parse_agent, registered
-from flows.datahome import PROJECT_DIR as PROJECT_DIR  # re-exported: flows.docs finds the README by it
+from flows.datahome import PROJECT_DIR as PROJECT_DIR  # re-exported: flows.docs finds docs/analysis.md by it
 from flows.datahome import default_data_dir as default_data_dir
 from flows.workers import default_workers
 

@@ -1,4 +1,4 @@
-"""One schema: Parquet and DuckDB are generated from it and agree; the README's table reference is current."""
+"""One schema: Parquet and DuckDB are generated from it and agree; the table reference in docs/analysis.md is current."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from flows.docs import render
+from flows.docs import PAGE, render
 from flows.settings import PROJECT_DIR
 from transforms.normalize import to_table
 from transforms.schema import TABLES, duckdb_ddl
@@ -40,6 +40,6 @@ def test_every_column_is_documented_and_every_file_carries_the_schema_version() 
         assert isinstance(table.arrow_schema, pa.Schema)
 
 
-def test_readme_table_reference_is_current() -> None:
-    readme = (Path(PROJECT_DIR) / "README.md").read_text(encoding="utf-8")
-    assert render(readme) == readme, "README tables are stale: run `uv run python -m flows.docs`"
+def test_docs_table_reference_is_current() -> None:
+    page = (Path(PROJECT_DIR) / PAGE).read_text(encoding="utf-8")
+    assert render(page) == page, f"the tables in {PAGE} are stale: run `uv run python -m flows.docs`"

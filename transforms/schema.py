@@ -1,6 +1,6 @@
 """The one definition of every table: columns, Arrow types, nullability, and what each column means.
 
-Parquet writers, DuckDB DDL and the README's table reference are all generated from `TABLES`.
+Parquet writers, DuckDB DDL and the table reference in docs/analysis.md are all generated from `TABLES`.
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ def duckdb_ddl(table: Table) -> str:
 
 
 def tables_markdown() -> str:
-    """The README's table reference, generated from `TABLES` (a test fails when the README is stale)."""
+    """The table reference of docs/analysis.md, generated from `TABLES` (a test fails when the page is stale)."""
     out: list[str] = []
     for table in TABLES:
         where = f"`parquet/{table.name}/agent=<agent>/`" if table.partitioned else f"`parquet/{table.name}/`"
