@@ -1,4 +1,4 @@
-"""Fake Claude Code sessions, shaped like the real captures in FORMATS.md section 1.
+"""Fake Claude Code sessions, shaped like the real captures in docs/agents/claude.md.
 
 One `ClaudeSession` writes `<projects>/<encoded cwd>/<sessionId>.jsonl` and, where the session spawned subagents or
 compacted, `<sessionId>/subagents/agent-<id>.jsonl` (v2.1) or flat `agent-<8hex>.jsonl` beside it (v2.0). What a
@@ -55,12 +55,13 @@ COMPACT_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. The summary below "
     "covers the earlier portion of the conversation.\n\n"
 )
-SURROGATE_MARK = "\u2063SURROGATE\u2063"  # replaced by a lone `\ud83d` escape in the written line (FORMATS.md 1.11)
-NUL_MARK = "\u2063NUL\u2063"  # replaced by `\u0000` (binary bytes in tool output, FORMATS.md 1.11)
+# Both marks are replaced in the written line (docs/agents/claude.md "Edge cases in real files"):
+SURROGATE_MARK = "\u2063SURROGATE\u2063"  # by a lone `\ud83d` escape
+NUL_MARK = "\u2063NUL\u2063"  # by `\u0000` (binary bytes in tool output)
 
 
 def encode_cwd(cwd: str) -> str:
-    """`/home/u/.claude/x` -> `-home-u--claude-x` (FORMATS.md 1.1)."""
+    """`/home/u/.claude/x` -> `-home-u--claude-x` (docs/agents/claude.md "Files and folders")."""
     return cwd.replace("/", "-").replace(".", "-")
 
 
@@ -203,7 +204,8 @@ class ClaudeSession:
         return self.rng.choice(self.m.sentences)[:60].rstrip(".?!: ")
 
     def copied_records(self, other: str) -> None:
-        """A resumed session starts with copies of the other session's records (FORMATS.md 1.9)."""
+        """A resumed session starts with copies of the other session's records
+        (docs/agents/claude.md "Session id, start and resumed sessions")."""
         for _ in range(self.rng.randint(1, 3)):
             user = self.env("user", sid=other)
             user["message"] = {"role": "user", "content": self.prompt_text()}

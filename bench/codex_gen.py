@@ -1,4 +1,4 @@
-"""Fake Codex CLI rollouts, shaped like FORMATS.md section 2 (the current envelope, Sept 2025+).
+"""Fake Codex CLI rollouts, shaped like docs/agents/codex.md (the current envelope, Sept 2025+).
 
 `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<uuidv7>.jsonl` (a few under `archived_sessions/`):
 - line 1 `session_meta` (id, timestamp, cwd, originator, cli_version, source, base_instructions of ~10-20 KB, git);
@@ -11,7 +11,8 @@
   `last_token_usage`), the answer twice (`event_msg/agent_message` and a `response_item` assistant message), and
   `event_msg/task_complete`;
 - a few subagent rollouts: their own `session_meta` (thread_source subagent, parent_thread_id), then the parent's
-  `session_meta` and a replay of the parent's history with re-stamped times, then their own turns (FORMATS.md 2.4).
+  `session_meta` and a replay of the parent's history with re-stamped times, then their own turns
+  (docs/agents/codex.md "Session id, forks and subagents").
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ class CodexSession:
         rng = self.rng
         self.line("session_meta", self.meta(child_of=self.parent), timestamp=self.clock.now())
         if self.parent is not None:
-            # The parent's session_meta and history, replayed with re-stamped times (FORMATS.md 2.4).
+            # The parent's session_meta and history, replayed with re-stamped times
+            # (docs/agents/codex.md "Session id, forks and subagents").
             for raw in self.parent.history[: rng.randint(10, 120)]:
                 record = orjson.loads(raw)
                 record["timestamp"] = self.clock.tick(0, 0.01)

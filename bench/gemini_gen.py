@@ -1,4 +1,4 @@
-"""Fake Gemini CLI chat recordings, shaped like FORMATS.md section 6.
+"""Fake Gemini CLI chat recordings, shaped like docs/agents/gemini.md.
 
 `~/.gemini/tmp/<sha256 of the project path>/chats/`:
 - older sessions (before mid-January 2026): `session-<YYYY-MM-DDTHH-MM>-<first 8 of the id>.json`, one

@@ -2,11 +2,11 @@
 
 Usage: uv run python bench/gen_chatgpt.py --mb 500 --out DIR [--seed 7] [--zip]
 
-Each conversation looks like a real export's (FORMATS.md section 4): a root node, a hidden system node, sometimes
-custom instructions, user turns (text or multimodal with an image), reasoning (`thoughts` + `reasoning_recap`),
-commentary preambles, code sent to `python` with its `execution_output`, answers with citation markers, and
-branches from regenerations and edits. The file is written streaming (never held whole in memory), as ONE line.
-The same seed and size give the same bytes.
+Each conversation looks like a real export's (docs/agents/chatgpt.md "Conversations"): a root node, a hidden system
+node, sometimes custom instructions, user turns (text or multimodal with an image), reasoning (`thoughts` +
+`reasoning_recap`), commentary preambles, code sent to `python` with its `execution_output`, answers with citation
+markers, and branches from regenerations and edits. The file is written streaming (never held whole in memory), as ONE
+line. The same seed and size give the same bytes.
 """
 
 from __future__ import annotations

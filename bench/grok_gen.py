@@ -1,4 +1,4 @@
-"""Fake xAI Grok Build sessions, shaped like FORMATS.md section 3.1.
+"""Fake xAI Grok Build sessions, shaped like docs/agents/grok.md.
 
 `$GROK_HOME/sessions/<percent-encoded cwd>/<session id (uuidv7)>/`:
 - `chat_history.jsonl` (the transcript, no per-record times): a `system` prompt, synthetic `user` records

@@ -1,4 +1,4 @@
-"""Fake OpenCode data, shaped like FORMATS.md section 5: `opencode.db` and a small legacy `storage/` JSON tree.
+"""Fake OpenCode data, shaped like docs/agents/opencode.md: `opencode.db` and a small legacy `storage/` JSON tree.
 
 `~/.local/share/opencode/opencode.db`: the canonical drizzle schema (tests/opencode_support.py), one row per project,
 session, message and part, `data` columns holding the message-v2 JSON minus its ids. Sessions have user messages

@@ -35,11 +35,13 @@ GiB = 1024 * MiB
 class Limits:
     """Bounds checked before data is materialised. Defaults are chosen so that a real heavy corpus passes.
 
-    - max_source_bytes: real Claude sessions reach hundreds of MB (FORMATS.md 1.11), Codex rollouts 100 MB and
-      more; 2 GiB passes all of those and stops a runaway file (a 98 GB rollout) before it is opened.
-    - max_line_bytes: one JSONL record. Real lines reach tens of MB (base64 screenshots, Read results); FORMATS.md
-      says never cap below ~64 MB. 128 MiB passes those; a 500 MB Codex image line is rejected, visibly, and
-      the limit can be raised. Checked with a bounded readline: a longer line is never read into memory.
+    - max_source_bytes: real Claude sessions reach hundreds of MB (docs/agents/claude.md "Edge cases in real files"),
+      Codex rollouts 100 MB and more; 2 GiB passes all of those and stops a runaway file (a 98 GB rollout) before it is
+      opened.
+    - max_line_bytes: one JSONL record. Real lines reach tens of MB (base64 screenshots, Read results);
+      docs/agents/claude.md "Edge cases in real files": never cap below ~64 MB. 128 MiB passes those; a 500 MB Codex
+      image line is rejected, visibly, and the limit can be raised. Checked with a bounded readline: a longer line is
+      never read into memory.
     - max_records: records (lines, messages, parts) in one session. The longest real sessions have tens of
       thousands; one million is far past that and still bounds memory.
     - max_document_bytes: a whole-JSON document read at once (Gemini session, summary.json, one OpenCode file).
@@ -79,11 +81,11 @@ class Limits:
 
 
 # Several complete JSON records glued onto one line (`{"type":"progress",...}{"type":"summary",...}`, written by
-# Claude Code itself, FORMATS.md 1.11) are read as those records, in order. The first keeps the line's index, so
-# every id that exists today stays what it is; the k-th further one (k >= 1) of line L gets
-# GLUED_INDEX_BASE + L * GLUED_INDEX_STRIDE + k: outside the range of line numbers (a line number is below the
-# file's size in bytes, and 10**15 bytes is a petabyte), unique, and stable across reruns and appends.
-# GLUED_MAX_VALUES bounds the records of one line (and keeps k below the stride).
+# Claude Code itself, docs/design.md "Records glued onto one line") are read as those records, in order. The first keeps
+# the line's index, so every id that exists today stays what it is; the k-th further one (k >= 1) of line L gets
+# GLUED_INDEX_BASE + L * GLUED_INDEX_STRIDE + k: outside the range of line numbers (a line number is below the file's
+# size in bytes, and 10**15 bytes is a petabyte), unique, and stable across reruns and appends. GLUED_MAX_VALUES bounds
+# the records of one line (and keeps k below the stride).
 GLUED_INDEX_BASE = 10**15
 GLUED_INDEX_STRIDE = 1000
 GLUED_MAX_VALUES = GLUED_INDEX_STRIDE

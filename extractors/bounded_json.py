@@ -47,7 +47,7 @@ _BOM = b"\xef\xbb\xbf"
 # repeat would, and when an item fails (a string or container not complete in the buffer, or nested too deep) the
 # engine only gives back what it took, step by step: no other split to try, linear time. tests/test_python_compat.py
 # pins them against a plain-Python scanner, on any Python. The price where possessive repeats were right (3.11.5+):
-# the reader ~10% slower, a dry-run backfill ~5% (bench/README.md, 2026-12-03).
+# the reader ~10% slower, a dry-run backfill ~5% (docs/benchmarks.md "Figures: the ChatGPT scanner, 2026-12-03").
 _RUN = rb'[^"{}\[\]]*'  # bytes that are neither a quote nor a bracket
 # Each `[^"\\]*` is followed by a literal (`"` or a backslash), so giving it back is one tight loop in the engine
 # (sre looks back for that byte), not one engine step per byte. On 10 MB of export, strings unrolled as

@@ -5,12 +5,12 @@ One session = one session directory: `chat_history.jsonl` (the model-visible tra
 unit covers both files. Journals beside them (`updates.jsonl`, `events.jsonl`, `subagents/`, `terminal/`,
 `compaction/`) and the global `sessions/session_search.sqlite` index are not read.
 
-The verified signal for a person's turn (FORMATS.md 3.1, agent-sessions GrokSessionParser.isGenuinePrompt,
-"verified against 141 real sessions"): a `user` record with `prompt_index` present and no `synthetic_reason`.
-Synthetic user records (environment_context `<user_info>...`, project_instructions, system_reminder, interrupt
-notices, wake-ups) and user records without `prompt_index` are harness; a `synthetic_reason` of PERSON_REASONS
-(`interjection`: typed while the model worked) says the opposite and is a turn; a `<user_query>` envelope is reduced
-to the typed text (the tables below).
+The verified signal for a person's turn (docs/agents/grok.md "A person's turn", agent-sessions
+GrokSessionParser.isGenuinePrompt, "verified against 141 real sessions"): a `user` record with `prompt_index` present
+and no `synthetic_reason`. Synthetic user records (environment_context `<user_info>...`, project_instructions,
+system_reminder, interrupt notices, wake-ups) and user records without `prompt_index` are harness; a `synthetic_reason`
+of PERSON_REASONS (`interjection`: typed while the model worked) says the opposite and is a turn; a `<user_query>`
+envelope is reduced to the typed text (the tables below).
 
 The community `superagent-ai/grok-cli` also lives in `~/.grok`, as a SQLite `grok.db`: a different product. The root
 is the Grok home, so discovery sees `grok.db` beside `sessions/` and lists it; read() rejects it as

@@ -94,7 +94,7 @@ def parse_agent(name: str, what: str = "agent") -> Agent:
 
 
 def detect_format(path: Path, explicit: str | None = None) -> Agent:
-    """Which extractor reads an explicitly given path (DESIGN.md "Sources").
+    """Which extractor reads an explicitly given path (docs/design.md "Sources are only read").
 
     An explicit format always wins; else the path speaks; an ambiguous path raises ValueError naming --format.
     """

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ParamSpec, TextIO, TypeVar
 
 import typer
 
-# Exit codes (README "Exit codes"): a script may rely on them.
+# Exit codes (docs/operations.md "Exit codes"): a script may rely on them.
 OK = 0
 FAILED = 1  # the run failed; the previous corpus is intact
 USAGE = 2  # bad arguments or settings

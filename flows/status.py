@@ -63,7 +63,7 @@ class Status:
         return found
 
     def as_json(self) -> dict[str, Any]:
-        """The documented, stable shape of `status --json` (README "Commands")."""
+        """The documented, stable shape of `status --json` (docs/operations.md "JSON output")."""
         return {
             "data_dir": self.data_dir,
             "exists": self.exists,

@@ -1,12 +1,12 @@
 """Pruning the archive: remove whole families of old sessions whose sources the agents have deleted.
 
-The corpus keeps a session after its source is gone (DESIGN.md: the corpus is the archive); pruning is the only
-way rows leave it. A *family* is a connected component of the lineage graph, whose edges are `session_links`
-(either direction, any kind) and `sessions.parent_session_id`: a session with its subagents, compaction segments,
-forks and resumes. A session is *kept* when it is recent (its `coalesce(ended_at, started_at)` is not before the
-cutoff), when its source is still present (a session without a manifest row counts as present), or when its
-agent was not selected. A family goes only when none of its members is kept, so a subagent never outlives its
-parent and a parent shared by several subagents stays until the last of them may go.
+The corpus keeps a session after its source is gone (docs/operations.md "Archive and retention": the corpus is the
+archive); pruning is the only way rows leave it. A *family* is a connected component of the lineage graph, whose edges
+are `session_links` (either direction, any kind) and `sessions.parent_session_id`: a session with its subagents,
+compaction segments, forks and resumes. A session is *kept* when it is recent (its `coalesce(ended_at, started_at)` is
+not before the cutoff), when its source is still present (a session without a manifest row counts as present), or when
+its agent was not selected. A family goes only when none of its members is kept, so a subagent never outlives its parent
+and a parent shared by several subagents stays until the last of them may go.
 
 The plan is pure (`families`, `plan_prune`); the write goes through `NextVersion`, so a prune killed before
 `publish()` changes nothing.

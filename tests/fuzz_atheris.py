@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of every extractor with atheris (a script, not a test): see README "Fuzzing".
+"""Coverage-guided fuzzing of every extractor with atheris (a script, not a test): see docs/contributing.md "Fuzzing".
 
     uv run --locked python -m tests.fuzz_atheris -atheris_runs=20000            # every format
     FUZZ_FORMAT=gemini-json uv run --locked python -m tests.fuzz_atheris corpus/  # one format, a corpus folder

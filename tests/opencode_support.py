@@ -1,5 +1,6 @@
-"""Builders for OpenCode test data: a canonical `opencode.db` from SQL (drizzle schema, FORMATS.md 5.3) and the
-legacy `storage/` JSON tree. Used by tests/test_opencode*.py; writes only under the given tmp paths."""
+"""Builders for OpenCode test data: a canonical `opencode.db` from SQL (drizzle schema,
+docs/agents/opencode.md "The database") and the legacy `storage/` JSON tree. Used by tests/test_opencode*.py; writes
+only under the given tmp paths."""
 
 from __future__ import annotations
 

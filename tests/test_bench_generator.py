@@ -117,7 +117,7 @@ def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
     assert any(s.tool_calls for s in sessions)
-    if agent is not Agent.GROK:  # Grok's chat_history.jsonl has no token counts (FORMATS.md 3.1)
+    if agent is not Agent.GROK:  # Grok's chat_history.jsonl has no token counts (docs/agents/grok.md "Token usage")
         assert any(s.usage for s in sessions)
 
 

@@ -39,7 +39,7 @@ def test_every_shared_fixture_reaches_its_outcome() -> None:
 
 
 def test_native_fixture_counts() -> None:
-    """Counts verified by reading the hand-written file (FORMATS.md 4, PROVENANCE: hand-written realistic):
+    """Counts verified by reading the hand-written file (docs/agents/chatgpt.md, PROVENANCE: hand-written realistic):
 
     mapping has 9 nodes; current_node "answer-active" walks up answer-active <- recap-active <- tool-result <-
     tool-call <- thought-active <- user <- context <- root, so the thread is root(0) context(1) user(2)

@@ -250,7 +250,8 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
 
 
 def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) -> None:
-    # Two records on one physical line (FORMATS.md 1.11): the second one's text is found by its place on the line.
+    # Two records on one physical line (docs/design.md "Records glued onto one line"): the second one's text is found by
+    # its place on the line.
     records = [_json(r) for r in big_session_records()]
     glued = [*records[:9], records[9] + records[10], *records[11:]]
     path = write_session(tmp_path, glued)

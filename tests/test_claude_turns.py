@@ -31,7 +31,7 @@ from tests.claude_records import (
 )
 from tests.support import read_one, write_jsonl
 
-# --- user turns: FORMATS.md 1.8 -------------------------------------------------------------------------------------
+# --- user turns: docs/agents/claude.md "A person's turn or injected text" ------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -207,7 +207,8 @@ def test_deferred_when_a_line_changes_between_passes_with_size_and_mtime_kept(tm
 
 
 def test_ok_glued_line_texts_are_read_again_from_their_record(tmp_path: Path) -> None:
-    # Two records on one physical line (FORMATS.md): the second one's text is found by its place on the line.
+    # Two records on one physical line (docs/design.md "Records glued onto one line"): the second one's text is found by
+    # its place on the line.
     records = [json.dumps(r) for r in big_rollout_records()]
     glued = [*records[:7], records[7] + records[8], *records[9:]]
     path = write_rollout(tmp_path, glued)

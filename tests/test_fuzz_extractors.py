@@ -1,8 +1,8 @@
 """Fuzzing every extractor: hostile bytes and fields give a classified outcome, bounded, and the good session loads.
 
-`TRANSCRIPTS_FUZZ_EXAMPLES` sets the examples per test (60 by default, for CI); see README "Fuzzing". A crash that
-is a known open bug (`fuzz_support.KNOWN_OPEN`, fixed on another branch) makes the test xfail naming it; any other
-crash, a lost good session or a memory or time overrun fails it.
+`TRANSCRIPTS_FUZZ_EXAMPLES` sets the examples per test (60 by default, for CI); see docs/contributing.md "Fuzzing". A
+crash that is a known open bug (`fuzz_support.KNOWN_OPEN`, fixed on another branch) makes the test xfail naming it; any
+other crash, a lost good session or a memory or time overrun fails it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The house shows the pipeline: imports run one way, flows -> sinks -> transforms -> extractors (STYLE.md)."""
+"""The house shows the pipeline: imports run one way, flows -> sinks -> transforms -> extractors
+(docs/contributing.md "Style the code relies on")."""
 
 from __future__ import annotations
 

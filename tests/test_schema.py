@@ -1,4 +1,5 @@
-"""One schema: Parquet and DuckDB are generated from it and agree; the table reference in docs/analysis.md is current."""
+"""One schema: Parquet and DuckDB are generated from it and agree; the table reference in docs/analysis.md is
+current."""
 
 from __future__ import annotations
 

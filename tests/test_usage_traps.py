@@ -1,4 +1,5 @@
-"""Token accounting traps (FORMATS.md 1.5, 2.2-2.4), each a hand-written source read by the real reader.
+"""Token accounting traps, each a hand-written source read by the real reader (docs/agents/claude.md
+"One response, several lines: usage", docs/agents/codex.md "Token usage").
 
 Each test names the outcome it expects. The figures are small and chosen so that every wrong rule gives a
 different number: summing every line, taking the first snapshot, merging distinct responses, counting a replay.
@@ -14,7 +15,7 @@ from tests.claude_records import OTHER, SID, assistant, envelope, text, tool_res
 from tests.claude_records import load as load_claude
 from tests.support import read_one, write_jsonl
 
-# ---- Claude Code (FORMATS.md 1.5) ------------------------------------------------------------------------------
+# ---- Claude Code (docs/agents/claude.md "One response, several lines: usage") -------------------------------------
 
 
 def _usage(output: int, *, inp: int = 3, read: int = 1000, write: int = 100) -> dict[str, Any]:
@@ -182,7 +183,7 @@ def test_ok_claude_resumed_session_copying_earlier_records_counts_them_only_in_t
     assert _tokens(new) == [("msg_new", 60)]
 
 
-# ---- Codex (FORMATS.md 2.2-2.4) --------------------------------------------------------------------------------
+# ---- Codex (docs/agents/codex.md "Token usage") -----------------------------------------------------------------
 
 FORK_MS = 1_778_500_000_000  # 2026-05-11T11:46:40Z
 TS = "2026-05-11T11:46:40.000Z"

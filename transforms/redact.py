@@ -181,7 +181,7 @@ def parse_rules(raw: bytes) -> RuleSet:
     # An RE2 set cannot fall back to the NFA as a single regex does when its DFA cache fills, and so never gives up
     # on a text (RE2's dfa.cc: a set "keeps on keeping on", slower): no text goes unscanned. It is also cheaper
     # than a search for any trigger first: that search scans a text without one to its end as well, and costs
-    # more per call (measured in bench/README.md "Redaction").
+    # more per call (measured in docs/benchmarks.md "Redaction").
     words = sorted({k for r in rules for k in r.keywords})
     triggers = [re2.escape(w.encode()).decode() for w in words]
     enables = [tuple(i for i, r in enumerate(rules) if w in r.keywords) for w in words]

@@ -1,7 +1,8 @@
 """ChatGPT export records: which message kinds are turns, tool traffic or harness text, and why (declarative).
 
-A record is one node of a conversation's `mapping` (FORMATS.md section 4). The verified signal that tells a person's
-or the model's real turn from injected text, applied in this order to each message on the visible thread:
+A record is one node of a conversation's `mapping` (docs/agents/chatgpt.md "Conversations"). The verified signal that
+tells a person's or the model's real turn from injected text, applied in this order to each message on the visible
+thread:
 
 1. `author.role == "tool"` -> tool output (author.name is the tool), never a turn.
 2. `author.role == "system"` -> harness (system prompt, `rebase_system_message`, custom-instruction context).

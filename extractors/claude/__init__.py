@@ -1,6 +1,6 @@
 """Claude Code transcripts: `~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl` and their subagent files.
 
-The turn rules are the tables in `extractors.claude.tables` (FORMATS.md section 1); the parse is
+The turn rules are the tables in `extractors.claude.tables` (docs/agents/claude.md); the parse is
 `extractors.claude.parse` (per line) and `extractors.claude.assembly` (per file). One file is one session:
 - `<encoded-cwd>/<sessionId>.jsonl`: a main session, id `claude-<sessionId>`;
 - `<encoded-cwd>/<sessionId>/subagents/agent-<agentId>.jsonl` (v2.1) and the older flat

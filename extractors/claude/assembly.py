@@ -379,6 +379,6 @@ def _title(entries: list[Entry]) -> str | None:
             continue
         kind, text, leaf = entry.title
         if kind == "summary" and leaf not in uuids:
-            continue  # in real files summaries point into other sessions (FORMATS.md 1.3)
+            continue  # in real files summaries point into other sessions (docs/agents/claude.md "Record types")
         best[kind] = text
     return best.get("custom-title") or best.get("ai-title") or best.get("summary")

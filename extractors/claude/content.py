@@ -84,7 +84,8 @@ def strip_reminders(text: str) -> str:
 
 
 def classify_user(record: dict[str, Any], content: str | Blocks) -> tuple[str, Disposition, str | None]:
-    """(census kind, disposition, prompt text or None) of a user record by the rules of FORMATS.md 1.8, in order.
+    """(census kind, disposition, prompt text or None) of a user record, by the rules of
+    docs/agents/claude.md "A person's turn or injected text", in order.
 
     The text is returned only for a person's turn (a prompt or a slash command).
     """

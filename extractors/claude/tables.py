@@ -1,7 +1,8 @@
-"""Claude Code's record kinds and the signals that tell a person's turn from injected text (FORMATS.md 1.3-1.8).
+"""Claude Code's record kinds and the signals that tell a person's turn from injected text (docs/agents/claude.md).
 
 Everything here is data: the parse in `extractors.claude.parse` looks kinds up in these tables, so a new record kind
-or harness tag is one line here. Quoted sample lines are from the real captures named in FORMATS.md.
+or harness tag is one line here. Quoted sample lines are from the real captures named in
+docs/agents/README.md "Where the facts come from".
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ SYSTEM_SUBTYPES: dict[str, tuple[Disposition, str]] = {
 # Any other subtype (api_error, session_start, ... from hand-written fixtures) or a v1.0 hook line without one:
 SYSTEM_OTHER = Disposition.SKIPPED
 
-# --- Queued prompts: `queue-operation` records (FORMATS.md 1.3) ------------------------------------------------------
+# --- Queued prompts: `queue-operation` records (docs/agents/claude.md "Queued prompts") -------------------------------
 # A prompt typed while the model works is queued: `{"type":"queue-operation","operation":"enqueue","content":"/mcp",
 # "timestamp":...}` (SPOTTER tool_heavy.jsonl l.9, v2.1.38; CODEMIE session-196820da.jsonl l.133, v2.0.76). The queue is
 # FIFO and no record carries an id linking the operations, so every other operation takes the oldest prompt still
@@ -123,7 +124,7 @@ DOUBLED_COMMAND_KIND = "system/local_command/recorded_twice"
 # A JSONL line holding several records glued together (`extractors.bounded.glued_index`) is counted once per line
 # as `extractors.bounded.GLUED_LINE_KIND`, on top of the records it holds, which are read and counted as usual.
 
-# --- User records: the decision rules of FORMATS.md 1.8, in order ---------------------------------------------------
+# --- User records: the rules of docs/agents/claude.md "A person's turn or injected text", in order ------------------
 # 1. `isMeta: true`: caveats, expanded slash-command/skill bodies, hook `<system-reminder>` context -> HARNESS.
 # 2. `isCompactSummary: true`, or content starting with this text -> HARNESS (the compaction summary).
 COMPACT_SUMMARY_PREFIX = "This session is being continued from a previous conversation"

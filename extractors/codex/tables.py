@@ -1,6 +1,6 @@
 """Codex rollout record kinds and their fate, and the rules that tell a person's turn from injected context.
 
-The verified signal for a person's turn (FORMATS.md 2.3, openai/codex
+The verified signal for a person's turn (docs/agents/codex.md "A person's turn or injected context", openai/codex
 `codex-rs/core/src/context/contextual_user_message.rs`):
 - Codex writes each typed prompt twice: `response_item` message role `user` AND `event_msg` `user_message`; the
   harness injects its context (AGENTS.md, environment, skills, shell commands, abort notices, ...) as role `user`
@@ -108,7 +108,7 @@ NON_PERSON_USER_MESSAGE_KINDS = frozenset({"user_instructions", "environment_con
 # response items without `payload`.
 LEGACY_STATE_MARKER = "record_type"
 
-# `codex exec --json` stdout saved as .jsonl: a different streaming format (FORMATS.md 2.5), not a rollout.
+# `codex exec --json` stdout saved as .jsonl: a different streaming format (docs/agents/codex.md "Older formats").
 EXEC_JSON_TYPE = re.compile(r"^(thread|turn|item)\.[a-z_]+$")
 
 

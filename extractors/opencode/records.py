@@ -3,11 +3,11 @@
 Both sources (`opencode.db` rows and the legacy `storage/` JSON files) are first turned into the same rows
 (`SessionRow`, `MessageRow`, `PartRow`: the JSON minus the ids, which come from columns or paths), then parsed here.
 
-The verified signal for a person's turn (OC `packages/opencode/src/session/message-v2.ts`, FORMATS.md 5.4): a
-`user` message's `text` parts whose `synthetic` and `ignored` flags are not true. OpenCode marks everything it
-injects into a user message as `synthetic` ("Called the Read tool with the following input: {...}" for @-mentions,
-"Attached image(s) from tool result:", skill templates); we filter on the flag, never on text patterns. The
-assistant's visible text is its non-synthetic `text` parts (`reasoning` is private, tools go to `tool_calls`).
+The verified signal for a person's turn (OC `packages/opencode/src/session/message-v2.ts`, docs/agents/opencode.md
+"Messages and parts"): a `user` message's `text` parts whose `synthetic` and `ignored` flags are not true. OpenCode
+marks everything it injects into a user message as `synthetic` ("Called the Read tool with the following input: {...}"
+for @-mentions, "Attached image(s) from tool result:", skill templates); we filter on the flag, never on text patterns.
+The assistant's visible text is its non-synthetic `text` parts (`reasoning` is private, tools go to `tool_calls`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ SYNTHETIC_TEXTS: tuple[tuple[str, str, str], ...] = (
     (
         "Called the Read tool with the following input:",
         "file_mention",
-        "session/prompt.ts: an @-mentioned file, followed by the file body as another synthetic part (FORMATS.md 5.4)",
+        "session/prompt.ts: an @-mentioned file, followed by the file body as another synthetic part",
     ),
     ("Called the Read tool on ", "file_mention", "session/prompt.ts (older builds): an @-mentioned resource or folder"),
     (

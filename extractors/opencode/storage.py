@@ -1,6 +1,7 @@
 """The legacy `storage/` JSON tree of OpenCode <= 1.1 (still the only copy of some sessions): one unit per session.
 
-Two layouts are read (FORMATS.md 5.2; OC `packages/opencode/src/storage/json-migration.ts`):
+Two layouts are read (docs/agents/opencode.md "Legacy JSON storage"; OC
+`packages/opencode/src/storage/json-migration.ts`):
 - current: `session/<projectID>/<sessionID>.json`, `message/<sessionID>/<messageID>.json`,
   `part/<messageID>/<partID>.json`;
 - older:   `session/info/<sessionID>.json`, `session/message/<sessionID>/<messageID>.json`,
