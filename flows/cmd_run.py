@@ -136,7 +136,10 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what a run would do; write nothing.")] = False,
     sample: Annotated[
         bool,
-        typer.Option("--sample", help="Load the shipped sample corpus into a data dir of its own (see README)."),
+        typer.Option(
+            "--sample",
+            help="Load the shipped sample corpus into a data dir of its own (docs/operations.md, 'The sample corpus').",
+        ),
     ] = False,
     wait: Wait = None,
     as_json: Json = False,

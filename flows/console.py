@@ -99,7 +99,9 @@ DataDir = Annotated[
     typer.Option("--data-dir", metavar="DIR", help="Where the corpus lives (default: see `transcripts data where`)."),
 ]
 Config = Annotated[Path | None, typer.Option("--config", metavar="FILE", help="TOML settings file.")]
-Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (a stable shape, see README).")]
+Json = Annotated[
+    bool, typer.Option("--json", help="Print the result as JSON (a stable shape: docs/operations.md, 'JSON output').")
+]
 Wait = Annotated[float | None, typer.Option("--wait", metavar="SECONDS", help="Seconds to wait for another run.")]
 
 P = ParamSpec("P")
