@@ -53,10 +53,10 @@ def module(agent: Agent) -> ModuleType:
 # --- the fixture home, copied (and built) into a temporary folder ---------------------------------------------------
 
 
-def materialise(agent: Agent, where: Path, *, patch: dict[str, str] | None = None) -> Path:
+def materialise(agent: Agent, where: Path, *, patch: dict[str, Any] | None = None) -> Path:
     """Copy the agent's fixture home under `where`, build its SQLite databases from their scripts, and apply `patch`
-    (`file` relative to the agent folder, `after`: insert `record` right after the first occurrence of this text).
-    Returns the home."""
+    (`file` relative to the agent folder: a file of the home or a build script; `edit`: see `_patched`). Returns the
+    home."""
     facts = contract(agent)
     folder = AGENTS_DIR / agent.value
     home = where / "home"
@@ -73,13 +73,15 @@ def materialise(agent: Agent, where: Path, *, patch: dict[str, str] | None = Non
     return home
 
 
-def _patched(folder: Path, patch: dict[str, str] | None) -> dict[str, str]:
+def _patched(folder: Path, patch: dict[str, Any] | None) -> dict[str, str]:
+    """{file: its text after the patch's edits}: each edit replaces the first occurrence of `old` by `new`."""
     if patch is None:
         return {}
     text = (folder / patch["file"]).read_text(encoding="utf-8")
-    assert text.count(patch["after"]) >= 1, f"patch anchor {patch['after']!r} not in {patch['file']}"
-    at = text.index(patch["after"]) + len(patch["after"])
-    return {patch["file"]: text[:at] + patch["record"] + text[at:]}
+    for edit in patch["edit"]:
+        assert edit["old"] in text, f"{edit['old']!r} is not in {patch['file']}"
+        text = text.replace(edit["old"], edit["new"], 1)
+    return {patch["file"]: text}
 
 
 def build_database(path: Path, script: str) -> None:
