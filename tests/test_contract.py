@@ -338,8 +338,9 @@ def test_discovery_under_the_default_roots_finds_exactly_the_session_files(agent
 # --- real captures ---------------------------------------------------------------------------------------------------
 
 
-def real_captures(agent: Agent) -> Iterator[tuple[dict[str, Any], list[Outcome]]]:
-    """Each capture of the agent's `real_captures.toml` with its outcomes, read from the shared fixtures."""
+def real_captures(agent: Agent, tmp_path: Path) -> Iterator[tuple[dict[str, Any], list[Outcome]]]:
+    """Each capture of the agent's `real_captures.toml` with its outcomes, read from the shared fixtures (or from a
+    copy of the capture's folder at `copy_to` under `tmp_path`, for a capture kept outside its real layout)."""
     folder = next(name for name, a in SHARED_DIRS.items() if a is agent)
     base = shared_fixtures(folder)
     with (AGENTS_DIR / agent.value / "real_captures.toml").open("rb") as f:
@@ -348,6 +349,9 @@ def real_captures(agent: Agent) -> Iterator[tuple[dict[str, Any], list[Outcome]]
         path = base / capture["path"]
         assert path.exists(), f"{path}: listed in real_captures.toml but absent"
         root = base / capture.get("root", os.path.dirname(capture["path"]))
+        if "copy_to" in capture:
+            shutil.copytree(path.parent, tmp_path / capture["copy_to"])
+            path, root = tmp_path / capture["copy_to"] / path.name, tmp_path
         kind = capture.get("kind", "file")
         if kind == "directory":
             [source] = [s for s in module(agent).discover(root) if Path(s.path) == path]
@@ -358,10 +362,11 @@ def real_captures(agent: Agent) -> Iterator[tuple[dict[str, Any], list[Outcome]]
 
 
 @by_agent
-def test_real_captures_give_the_counts_checked_by_hand(agent: Agent) -> None:
-    seen = 0
-    for capture, outcomes in real_captures(agent):
+def test_real_captures_give_the_counts_checked_by_hand(agent: Agent, tmp_path: Path) -> None:
+    seen = checked = 0
+    for capture, outcomes in real_captures(agent, tmp_path):
         seen += 1
+        checked += "checked" in capture
         where = capture["path"]
         assert sorted(r.code.value for r in rejected(outcomes)) == sorted(capture.get("rejected", [])), where
         sessions = loaded(outcomes)
@@ -372,6 +377,7 @@ def test_real_captures_give_the_counts_checked_by_hand(agent: Agent) -> None:
             assistants = sum(t.role is Role.ASSISTANT for t in session.turns)
             assert (users, assistants, len(session.tool_calls)) == (w["user"], w["assistant"], w["tools"]), where
     assert seen, f"tests/agents/{agent.value}/real_captures.toml lists no capture"
+    assert checked, "say (`checked`) how at least one capture's counts were verified by hand"
 
 
 def test_reject_codes_in_the_contracts_are_known_codes() -> None:
