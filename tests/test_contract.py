@@ -165,9 +165,12 @@ def test_good_sample_loads_the_contract_sessions_with_turns_in_source_order(agen
     for session, want in zip(sessions, expected, strict=True):
         assert [(t.role.value, t.text) for t in session.turns] == [(r, text) for r, _, text in want["turns"]]
         assert [c.call_id for c in session.tool_calls] == want["tool_calls"]
+        # indexes are the records' positions in the source, strictly increasing in source order
         indexes = [t.index for t in session.turns]
+        assert indexes == want["turn_indexes"]
         assert indexes == sorted(set(indexes)), f"turn indexes not strictly increasing: {indexes}"
         calls = [c.turn_index for c in session.tool_calls]
+        assert calls == want["tool_turns"]
         assert calls == sorted(calls), f"tool calls out of source order: {calls}"
         # a call belongs to the response that made it: never to a turn later than the next one
         for call in session.tool_calls:
