@@ -14,6 +14,7 @@ import os
 import shutil
 import sqlite3
 import tomllib
+import tracemalloc
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -74,13 +75,15 @@ def materialise(agent: Agent, where: Path, *, patch: dict[str, Any] | None = Non
 
 
 def _patched(folder: Path, patch: dict[str, Any] | None) -> dict[str, str]:
-    """{file: its text after the patch's edits}: each edit replaces the first occurrence of `old` by `new`."""
+    """{file: its text after the patch's edits}: each edit replaces the first occurrence of `old` by `new` (where
+    `new` says `{fill}`, the patch's `fill` repeated `times` times)."""
     if patch is None:
         return {}
     text = (folder / patch["file"]).read_text(encoding="utf-8")
+    fill = patch.get("fill", "") * patch.get("times", 0)
     for edit in patch["edit"]:
         assert edit["old"] in text, f"{edit['old']!r} is not in {patch['file']}"
-        text = text.replace(edit["old"], edit["new"], 1)
+        text = text.replace(edit["old"], edit["new"].replace("{fill}", fill) if fill else edit["new"], 1)
     return {patch["file"]: text}
 
 
@@ -292,17 +295,42 @@ def test_detection_never_claims_another_agents_source(agent: Agent, tmp_path: Pa
         assert answer is not agent, f"{other.value}'s sample {path} was taken for {agent.value}"
 
 
+def tiny_limits(agent: Agent) -> tuple[Limits, str]:
+    """The contract's tiny `Limits` (settled) and the code they give."""
+    facts = {k: v for k, v in contract(agent)["limits"].items() if k not in {"code", "pad"}}
+    return dataclasses.replace(SETTLED, **facts), contract(agent)["limits"]["code"]
+
+
 @by_agent
 def test_tiny_limits_reject_the_sample_with_the_limit_code(agent: Agent, tmp_path: Path) -> None:
-    facts = dict(contract(agent)["limits"])
-    code = facts.pop("code")
-    tiny = dataclasses.replace(SETTLED, **facts)
+    tiny, code = tiny_limits(agent)
+    bounds = [name for name in Limits.field_names() if getattr(tiny, name) != getattr(SETTLED, name)]
     home = materialise(agent, tmp_path)
     for outcomes in (read(agent, home, tiny), list(read_streaming(sample(agent, home), tiny))):
         assert outcomes and not [o for o in outcomes if not isinstance(o, Rejected | Deferred)], outcomes
         assert {cast(Rejected | Deferred, o).code.value for o in outcomes} == {code}, outcomes
         # the detail names the bound that stopped the read
-        assert all(any(name in cast(Rejected, o).detail for name in facts) for o in outcomes), outcomes
+        assert all(any(name in cast(Rejected, o).detail for name in bounds) for o in outcomes), outcomes
+
+
+@by_agent
+def test_tiny_limits_stop_the_read_before_a_big_record_is_held(agent: Agent, tmp_path: Path) -> None:
+    pad = contract(agent)["limits"]["pad"]
+    tiny, code = tiny_limits(agent)
+    home = materialise(agent, tmp_path, patch=pad)
+    source = sample(agent, home)
+    assert source.size > pad["times"], "the pad did not land in the sample"
+    tracemalloc.start()
+    try:
+        outcomes = list(read_source(source, tiny))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert {o.code.value for o in outcomes if isinstance(o, Rejected | Deferred)} == {code}, outcomes
+    assert not loaded(outcomes)
+    # The big record is never read into memory whole: the peak stays below half its size (a streaming reader holds
+    # at most its chunk and the limit).
+    assert peak < pad["times"] // 2, f"peak {peak} bytes while reading past a {pad['times']}-byte record"
 
 
 @by_agent
@@ -314,8 +342,7 @@ def test_source_is_byte_identical_after_every_read(agent: Agent, tmp_path: Path)
     for item in read_streaming(source, SETTLED):
         if not isinstance(item, Loaded | Rejected | Deferred):
             list(item.parts)
-    tiny = {name: value for name, value in contract(agent)["limits"].items() if name != "code"}
-    list(read_source(source, dataclasses.replace(SETTLED, **tiny)))
+    list(read_source(source, tiny_limits(agent)[0]))
     assert snapshot(home) == before, "a file changed, appeared (-wal, -shm, -journal) or vanished while read"
 
 
