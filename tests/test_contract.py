@@ -200,7 +200,7 @@ def test_corrupt_sample_is_rejected_with_a_stable_code(agent: Agent, tmp_path: P
     assert len(cases) >= 2, "name at least garbage bytes and a wrong top-level type"
     for n, case in enumerate(cases):
         home = materialise(agent, tmp_path / str(n))
-        path = home / contract(agent)["sample"]
+        path = home / case.get("file", contract(agent)["sample"])  # another file of the unit, or the sample
         if "sql" in case:
             path.unlink()
             build_database(path, case["sql"])
