@@ -57,6 +57,7 @@ from extractors.timeutil import parse_iso
 AGENT = Agent.GEMINI
 PARSER_VERSION = "2"
 NIGHTLY = True
+UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 # Message `type` -> (role of its turn or None, disposition in the census).
 MESSAGE_TYPES: dict[str, tuple[Role | None, Disposition]] = {

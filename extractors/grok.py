@@ -54,6 +54,7 @@ from extractors.timeutil import parse_iso
 AGENT = Agent.GROK
 PARSER_VERSION = "3"  # 3: sessions.git_repository from summary.json git_remotes (issue 13)
 NIGHTLY = True
+UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 # `chat_history.jsonl` record `type` -> disposition.
 RECORD_KINDS: dict[str, Disposition] = {

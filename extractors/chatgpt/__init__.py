@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 AGENT = Agent.CHATGPT
 PARSER_VERSION = "2"
 NIGHTLY = False  # exports are loaded by `transcripts backfill chatgpt PATH`, never discovered under $HOME
+UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 EXPORT_MEMBER = "conversations.json"
 

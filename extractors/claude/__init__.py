@@ -24,6 +24,7 @@ AGENT = Agent.CLAUDE
 PARSER_VERSION = "3"  # 2: queued prompts, a command recorded twice, glued lines (issue 9); 3: a response without
 # requestId is a contiguous run of its message.id (issue 13)
 NIGHTLY = True
+UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 # Folder depth below a root (a root holds `<encoded-cwd>` folders): main and flat subagent files sit at depth 1
 # (`<encoded-cwd>/x.jsonl`); depth 0 and 2 are accepted too, for a root given one level off (the shared fixtures

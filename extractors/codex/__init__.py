@@ -20,6 +20,7 @@ from extractors.model import Agent, Loaded, Outcome, Source, Streamed
 AGENT = Agent.CODEX
 PARSER_VERSION = "3"  # 3: sessions.git_repository from session_meta.git.repository_url (issue 13)
 NIGHTLY = True
+UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 SESSIONS = "sessions"
 ARCHIVED = "archived_sessions"

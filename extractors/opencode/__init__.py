@@ -19,6 +19,7 @@ from extractors.opencode import db, storage
 AGENT = Agent.OPENCODE
 PARSER_VERSION = "2"
 NIGHTLY = True
+UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 
 def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
