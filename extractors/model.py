@@ -172,7 +172,7 @@ Outcome = Loaded | Rejected | Deferred
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Streamed:
-    """One session too big to hold whole, read in two passes (`extractors.twopass`).
+    """One session too big to hold whole, read in two passes (`extractors.bounded.twopass`).
 
     `head` is the complete Session except its turns and tool calls (every count, time, id, usage, link and census
     is decided already); `parts` yields Session-shaped parts holding the turns and then the tool calls, in order,

@@ -97,7 +97,7 @@ def _cost(tokens: str, price: str) -> str:
     return f"CASE WHEN coalesce({tokens}, 0) = 0 THEN 0 ELSE {tokens} * CAST({price} * 0.000001 AS DECIMAL(38, 12)) END"
 
 
-# A count is any BIGINT (`extractors.numbers`: up to 2**63 - 1), so the sum of two can leave BIGINT: the counts
+# A count is any BIGINT (`extractors.bounded.numbers`: up to 2**63 - 1), so the sum of two can leave BIGINT: the counts
 # added up per row are HUGEINT first (a 2**63 Gemini count's uncached input plus its cache read stopped every
 # warehouse build with "Overflow in addition of INT64"). HUGEINT, not DOUBLE: a count stays exact, and a sum of
 # HUGEINTs cannot overflow (2**127 would need 2**64 rows of the largest count). sum() of a BIGINT is HUGEINT in DuckDB.

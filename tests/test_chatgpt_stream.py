@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from extractors import chatgpt
 from extractors.bounded import Limits
-from extractors.bounded_json import iter_json_elements
-from extractors.bounded_zip import MemberStream, unsafe_name
+from extractors.bounded.json_array import iter_json_elements
+from extractors.bounded.zip_member import MemberStream, unsafe_name
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected
 from extractors.registry import read_source

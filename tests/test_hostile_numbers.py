@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from extractors.bounded.numbers import OUT_OF_RANGE_KIND, fit_float, fit_int, whole_number
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected
-from extractors.numbers import OUT_OF_RANGE_KIND, fit_float, fit_int, whole_number
 from extractors.registry import extractor, read_source
 from extractors.timeutil import from_epoch_ms, from_epoch_seconds, parse_any
 from tests.corpus import S1, claude_exchange, codex_rollout, write_session

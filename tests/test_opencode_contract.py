@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extractors import opencode
-from extractors.bounded_sqlite import SQLITE_MAGIC
+from extractors.bounded.sqlite_db import SQLITE_MAGIC
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected, Role, Source
 from extractors.opencode import storage

@@ -384,9 +384,9 @@ def test_reject_inconsistent_source_messages_without_a_session_row(tmp_path: Pat
 
 
 def test_ok_locked_rollback_database_is_deferred_not_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from extractors import bounded_sqlite
+    from extractors.bounded import sqlite_db
 
-    monkeypatch.setattr(bounded_sqlite, "BUSY_TIMEOUT_SECONDS", 0.0)
+    monkeypatch.setattr(sqlite_db, "BUSY_TIMEOUT_SECONDS", 0.0)
     db = tmp_path / "opencode.db"
     writer = two_session_db(db, wal=False)
     writer.execute("BEGIN EXCLUSIVE")

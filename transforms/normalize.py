@@ -2,12 +2,12 @@
 
 No filesystem, no clock, no environment: the same outcomes give the same rows.
 
-Numbers that do not fit their column never stop a run (`extractors.numbers`): a token count outside int64 (readers
-hand over Python's unbounded ints: `2**63`, a 30-digit literal) and a cost that is not a finite float (`1e400`,
+Numbers that do not fit their column never stop a run (`extractors.bounded.numbers`): a token count outside int64
+(readers hand over Python's unbounded ints: `2**63`, a 30-digit literal) and a cost that is not a finite float (`1e400`,
 `NaN`, an integer too large for a float) are stored null, and counted in the session's `record_kinds` as kind
-`usage/out_of_range` (disposition `metadata`; `record_count` = fields nulled), added to what the reader counted
-under the same key (Gemini, for NaN / infinite token counts). The rest of the session loads as it is. Those rows
-count fields, not records: `sessions.record_count` leaves them out.
+`usage/out_of_range` (disposition `metadata`; `record_count` = fields nulled), added to what the reader counted under
+the same key (Gemini, for NaN / infinite token counts). The rest of the session loads as it is. Those rows count fields,
+not records: `sessions.record_count` leaves them out.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from extractors.bounded.numbers import OUT_OF_RANGE, OUT_OF_RANGE_KIND, fit_float, fit_int
 from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session, Streamed, Turn
-from extractors.numbers import OUT_OF_RANGE, OUT_OF_RANGE_KIND, fit_float, fit_int
 from transforms import ids
 from transforms.redact import Redactor
 from transforms.schema import SESSION_TABLES, Table

@@ -2,8 +2,8 @@
 
 Backfill only (NIGHTLY = False): the path is given explicitly. A source is the `.zip` or the `conversations.json`
 (a directory: the `conversations.json` and `*.zip` directly in it). The file is a JSON array of conversations,
-often one line of hundreds of MB: it is streamed element by element (`extractors.bounded_json`), a zip member
-without extracting it (`extractors.bounded_zip`), so memory is bounded by the largest conversation. A single
+often one line of hundreds of MB: it is streamed element by element (`extractors.bounded.json_array`), a zip member
+without extracting it (`extractors.bounded.zip_member`), so memory is bounded by the largest conversation. A single
 top-level object (a per-conversation API dump) is read as one conversation.
 
 Complete or reject per conversation: a malformed conversation is one `Rejected` (code, detail, line = its index in
@@ -26,7 +26,7 @@ from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected, Source
 
 if TYPE_CHECKING:
-    from extractors.bounded_json import Element
+    from extractors.bounded.json_array import Element
 
 AGENT = Agent.CHATGPT
 PARSER_VERSION = "2"
@@ -66,8 +66,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     invalid_utf8, bad_shape (top level not an array/object), truncated_tail, no_conversation (empty array);
     DeferError(changed_during_read).
     """
-    from extractors.bounded_json import iter_json_elements, iter_json_file  # here: `status` needs no reader
-    from extractors.bounded_zip import looks_like_zip, open_member
+    from extractors.bounded.json_array import iter_json_elements, iter_json_file  # here: `status` needs no reader
+    from extractors.bounded.zip_member import looks_like_zip, open_member
 
     check_source_size(source.path, limits)
     if looks_like_zip(source.path):

@@ -31,6 +31,8 @@ from typing import Any
 
 from extractors.blobref import data_url_reference
 from extractors.bounded import Limits, Line, clip, count_glued_line
+from extractors.bounded.numbers import OUT_OF_RANGE
+from extractors.bounded.twopass import LineRef, line_fields
 from extractors.codex.tables import (
     ENVELOPE_KINDS,
     EVENT_KINDS,
@@ -48,9 +50,7 @@ from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.ids import session_id
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn
-from extractors.numbers import OUT_OF_RANGE
 from extractors.timeutil import parse_iso
-from extractors.twopass import LineRef, line_fields
 
 CALL_KINDS = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "image_generation_call"}
@@ -529,7 +529,7 @@ class RolloutParser:
         )
 
     def _census(self) -> Counter[tuple[str, str, Disposition]]:
-        """The census with the usage counts that were past int64 (`extractors.numbers`)."""
+        """The census with the usage counts that were past int64 (`extractors.bounded.numbers`)."""
         if not self.usage.out_of_range:
             return self.census
         census = Counter(self.census)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from extractors import bounded_sqlite
-from extractors.bounded import Limits
+from extractors.bounded import Limits, sqlite_db
 from extractors.discovery import skip
 from extractors.model import Agent, Outcome, Source
 from extractors.opencode import db, storage
@@ -34,7 +33,7 @@ def discover(root: Path) -> Iterator[Source]:
     counted (`discovery.drain_skips`), never an error."""
     for path in db.databases(root):
         try:
-            size, mtime = bounded_sqlite.fingerprint(path)
+            size, mtime = sqlite_db.fingerprint(path)
         except OSError as exc:
             skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
             continue

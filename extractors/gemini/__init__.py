@@ -33,6 +33,7 @@ from typing import Any
 
 from extractors import ids
 from extractors.bounded import Limits, clip, count_glued_line, iter_jsonl, json_text, read_json_document
+from extractors.bounded.numbers import OUT_OF_RANGE, token_count
 from extractors.discovery import suffix as name_suffix
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
@@ -51,7 +52,6 @@ from extractors.model import (
     Turn,
     Usage,
 )
-from extractors.numbers import OUT_OF_RANGE, token_count
 from extractors.timeutil import parse_iso
 
 AGENT = Agent.GEMINI
@@ -459,7 +459,7 @@ def _usage(
     in real records), so input_tokens = input - cached + tool (the tool-use prompt is prompt-side too);
     cache_read = cached; reasoning = thoughts.
 
-    Numbers (`extractors.numbers.token_count`): a count that is not a number is null; NaN, an infinity (`1e400`)
+    Numbers (`extractors.bounded.numbers.token_count`): a count that is not a number is null; NaN, an infinity (`1e400`)
     or an integer past int64 (`2**63`, a 30-digit literal) is null and counted in the census as
     `usage/out_of_range`, checked before input - cached is derived from it; a finite float is truncated.
     """
