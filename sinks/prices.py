@@ -34,23 +34,19 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from transforms import agents
+
 PACKAGE = "genai-prices"
 
 # The provider a model name is looked up under first, per agent partition (then without a hint: OpenCode and
-# gateways name models of any provider). ChatGPT exports record no usage; the hint is there for completeness.
-PROVIDER_HINTS: dict[str, str | None] = {
-    "claude": "anthropic",
-    "codex": "openai",
-    "chatgpt": "openai",
-    "gemini": "google",
-    "grok": "x-ai",
-    "opencode": None,
-}
+# gateways name models of any provider), as each agent declares it (`AgentSpec.price_provider`).
+PROVIDER_HINTS: dict[str, str | None] = agents.provider_hints()
 
-# Agents whose `output_tokens` do NOT include the reasoning tokens, which are billed as output: Gemini's `output`
-# is candidatesTokenCount, its `thoughts` are billed on top; OpenCode stores `reasoning` beside `output`. Claude's
-# output_tokens include thinking; Codex's (OpenAI's) include reasoning_output_tokens.
-REASONING_BILLED_SEPARATELY = ("gemini", "opencode")
+# Agents whose `output_tokens` do NOT include the reasoning tokens, which are billed as output (each agent declares
+# it: `AgentSpec.reasoning_billed_separately`). Gemini's `output` is candidatesTokenCount, its `thoughts` are billed
+# on top; OpenCode stores `reasoning` beside `output`. Claude's output_tokens include thinking; Codex's (OpenAI's)
+# include reasoning_output_tokens.
+REASONING_BILLED_SEPARATELY = agents.reasoning_billed_separately()
 
 KINDS = ("input", "output", "cache_read", "cache_write")
 _PRICE_KEYS = {"input": "input_mtok", "output": "output_mtok", "cache_read": "cache_read_mtok"}

@@ -27,7 +27,7 @@ def state(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def read_root(root: Path) -> list[Outcome]:
-    [source] = list(extractor(Agent.OPENCODE).discover(root))
+    [source] = list(extractor(Agent("opencode")).discover(root))
     return list(read_source(source, SETTLED))
 
 
@@ -154,7 +154,7 @@ def test_the_copy_is_bounded_by_max_source_bytes(tmp_path: Path) -> None:
     root = tmp_path / "opencode"
     _writer_left_open(root)
     total = sum((root / n).stat().st_size for n in NAMES[:2])
-    [source] = list(extractor(Agent.OPENCODE).discover(root))
+    [source] = list(extractor(Agent("opencode")).discover(root))
     [outcome] = list(read_source(source, sqlite_db.Limits(settle_seconds=0.0, max_source_bytes=total - 1)))
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.LIMIT_EXCEEDED
 

@@ -29,7 +29,7 @@ from tests.support import SETTLED, loaded_sessions
 
 def db_source(path: Path, root: Path | None = None) -> Source:
     size, mtime = (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else (0, 0)
-    return Source(Agent.OPENCODE, str(path), size, mtime, str(root or path.parent), "database")
+    return Source(Agent("opencode"), str(path), size, mtime, str(root or path.parent), "database")
 
 
 def read_db(path: Path, limits: Limits = SETTLED, root: Path | None = None) -> list[Outcome]:

@@ -101,7 +101,7 @@ class _Tally:
 
 def _turn_rows(cols: dict[str, dict[str, list[Any]]], audit: _Audit, ses: Session, tally: _Tally) -> None:
     t = cols["turns"]
-    sid, agent, start = ses.session_id, ses.agent.value, ses.started_at
+    sid, agent, start = ses.session_id, ses.agent, ses.started_at
     for turn in ses.turns:
         if not _kept(turn):
             continue
@@ -126,7 +126,7 @@ def _turn_rows(cols: dict[str, dict[str, list[Any]]], audit: _Audit, ses: Sessio
 
 def _call_rows(cols: dict[str, dict[str, list[Any]]], audit: _Audit, ses: Session, tally: _Tally) -> None:
     c = cols["tool_calls"]
-    sid, agent, start = ses.session_id, ses.agent.value, ses.started_at
+    sid, agent, start = ses.session_id, ses.agent, ses.started_at
     for call in ses.tool_calls:
         tally.calls += 1
         cid = ids.tool_call_id(sid, call.call_id)
@@ -157,7 +157,7 @@ def _head_rows(
 ) -> None:
     """Usage, links, census and the session row; the counts of turns and tool calls come from `tally`."""
     s, u, lk, rk = cols["sessions"], cols["usage"], cols["session_links"], cols["record_kinds"]
-    sid, agent, start = ses.session_id, ses.agent.value, ses.started_at
+    sid, agent, start = ses.session_id, ses.agent, ses.started_at
     out_of_range = 0
     for use in ses.usage:
         u["usage_id"].append(ids.usage_id(sid, use.turn_index))
@@ -321,7 +321,7 @@ def reject_row(outcome: Rejected | Deferred, parser_version: str) -> dict[str, A
     rejected = isinstance(outcome, Rejected)
     return {
         "source_path": outcome.source.path,
-        "agent": outcome.source.agent.value,
+        "agent": outcome.source.agent,
         "session_id": outcome.session_hint if isinstance(outcome, Rejected) else None,
         "outcome": "rejected" if rejected else "deferred",
         "reason_code": outcome.code.value,

@@ -21,7 +21,7 @@ from extractors.claude.repeats import merge_doubled_commands, resolve_queue
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 
-AGENT = Agent.CLAUDE
+AGENT = Agent("claude")  # SPEC.name: the package imports this module before it declares SPEC
 
 
 @dataclass(frozen=True, slots=True)

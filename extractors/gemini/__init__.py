@@ -52,11 +52,22 @@ from extractors.model import (
     Turn,
     Usage,
 )
+from extractors.spec import AgentSpec
 from extractors.timeutil import parse_iso
 
-AGENT = Agent.GEMINI
-PARSER_VERSION = "2"
-NIGHTLY = True
+SPEC = AgentSpec(
+    name=Agent("gemini"),
+    display="Gemini CLI",
+    rank=40,
+    parser_version="2",
+    env=("GEMINI_CLI_HOME",),
+    nightly=True,
+    export=None,
+    price_provider="google",
+    reasoning_billed_separately=True,  # `output` is candidatesTokenCount; `thoughts` are billed on top
+    unknown_records="skip",  # a record of no known shape is counted as `unknown` (SKIPPED)
+    aliases=("gemini-cli",),
+)
 
 # Message `type` -> (role of its turn or None, disposition in the census).
 MESSAGE_TYPES: dict[str, tuple[Role | None, Disposition]] = {
@@ -203,7 +214,7 @@ def _is_recording(name: str, folders: tuple[str, ...], _depth: int) -> bool:
 def discover(root: Path) -> Iterator[Source]:
     """Every chat recording under `root` (`<project>/chats/...`); stat only."""
     for path, st in walk_files(root, _is_recording, max_depth=3):
-        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, str(root))
+        yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
@@ -539,13 +550,13 @@ def _session(
     started = parse_iso(meta.get("startTime")) or (min(times) if times else None)
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no startTime and no message timestamp")
-    parent_sid, session_id = None, ids.session_id(AGENT, native)
+    parent_sid, session_id = None, ids.session_id(SPEC.name, native)
     if path.suffix == ".jsonl" and path.parent.name != "chats" and path.parent.parent.name == "chats":
-        parent_sid = ids.session_id(AGENT, path.parent.name)  # chats/<parentSessionId>/<id>.jsonl
+        parent_sid = ids.session_id(SPEC.name, path.parent.name)  # chats/<parentSessionId>/<id>.jsonl
         session_id = ids.subagent_session_id(parent_sid, native)
     summary = meta.get("summary")
     return Session(
-        agent=AGENT,
+        agent=SPEC.name,
         session_id=session_id,
         native_id=native,
         started_at=started,

@@ -24,7 +24,7 @@ from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 from extractors.timeutil import from_epoch_ms
 
-AGENT = Agent.OPENCODE
+AGENT = Agent("opencode")  # SPEC.name: the package imports this module before it declares SPEC
 
 # message.data.role -> the role of the turn its text parts make. Other roles are unknown: skipped and counted.
 MESSAGE_ROLES: dict[str, Role] = {"user": Role.USER, "assistant": Role.ASSISTANT}
