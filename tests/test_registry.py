@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from extractors.model import Agent
-from extractors.registry import agents, detect_format, extractor, parse_agent, registered, spec, specs
+from extractors.registry import agents, detect_format, extractor, modules, parse_agent, registered, spec, specs
 from extractors.spec import AgentSpec
 
 
@@ -26,9 +28,67 @@ def test_every_agent_is_registered_with_the_whole_contract() -> None:
     assert {a for a, m in found.items() if m.SPEC.export is not None} == {Agent("chatgpt")}
 
 
-def test_a_package_without_a_spec_is_no_agent() -> None:
-    assert not {"bounded", "spec", "registry", "model"} & set(agents())
-    assert registered() == registered() and extractor("claude") is registered()[Agent("claude")]
+NEW_AGENT = """
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from extractors.model import Agent, Outcome, Source
+from extractors.spec import AgentSpec, Claim
+
+SPEC = AgentSpec(
+    name=Agent("zagent"), display="Z Agent", rank=99, parser_version="1", env=(), nightly=True, export=None,
+    price_provider=None, reasoning_billed_separately=False, unknown_records="skip", aliases=("z-agent",),
+    claims=lambda path: Claim.NAME if path.name.endswith(".zz") else None,
+)
+
+
+def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    return [home / ".zagent"]
+
+
+def discover(root: Path) -> Iterator[Source]:
+    return iter(())
+
+
+def read(source, limits) -> Iterator[Outcome]:
+    return iter(())
+"""
+
+
+@pytest.fixture
+def more_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`extractors` with a second folder of packages, and a registry that looks again."""
+    import extractors
+    from extractors import registry
+
+    monkeypatch.setattr(extractors, "__path__", [*extractors.__path__, str(tmp_path)])
+    registry._packages.cache_clear()
+    yield tmp_path
+    registry._packages.cache_clear()
+    for name in [m for m in sys.modules if m.startswith(("extractors.zagent", "extractors.nospec"))]:
+        del sys.modules[name]
+
+
+def test_a_new_agent_is_one_package_and_a_package_without_a_spec_is_none(more_packages: Path) -> None:
+    (more_packages / "zagent").mkdir()
+    (more_packages / "zagent" / "__init__.py").write_text(NEW_AGENT, encoding="utf-8")
+    (more_packages / "nospec").mkdir()
+    (more_packages / "nospec" / "__init__.py").write_text("HELPERS = 1\n", encoding="utf-8")
+    from transforms import agents as house
+
+    assert agents()[-1] == "zagent" and "nospec" not in agents() and "bounded" not in agents()
+    assert parse_agent("Z-Agent") == "zagent" and detect_format(Path("/x/a.zz")) == "zagent"
+    assert "zagent" in extractor("zagent").SPEC.name and house.provider_hints()["zagent"] is None
+    assert "extractors.zagent" in modules()
+
+
+def test_a_spec_must_be_named_as_its_package(more_packages: Path) -> None:
+    (more_packages / "zagent").mkdir()
+    (more_packages / "zagent" / "__init__.py").write_text(
+        NEW_AGENT.replace('name=Agent("zagent")', 'name=Agent("other")'), encoding="utf-8"
+    )
+    with pytest.raises(TypeError, match=r"extractors\.zagent\.SPEC must be an AgentSpec named 'zagent'"):
+        agents()
 
 
 def test_default_roots_read_only_the_environment_they_declare(tmp_path: Path) -> None:
