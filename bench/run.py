@@ -291,7 +291,7 @@ def sources_of(summary: dict[str, Any]) -> list[str]:
     """The agents of the corpus; each needs its extractor on this branch."""
     from extractors.registry import registered
 
-    known = {agent.value for agent in registered()}
+    known = {agent for agent in registered()}
     agents = sorted(summary["agents"])
     missing = [a for a in agents if a not in known]
     if missing:

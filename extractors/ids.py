@@ -12,7 +12,7 @@ from extractors.model import Agent
 
 def session_id(agent: Agent, native_id: str) -> str:
     """`<agent>-<native session id>`, e.g. `claude-55604662-cf2a-...`."""
-    return f"{agent.value}-{native_id}"
+    return f"{agent}-{native_id}"
 
 
 def subagent_session_id(parent_session_id: str, agent_id: str) -> str:

@@ -10,19 +10,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import NewType
 
 from extractors.errors import DeferCode, RejectCode
 
-
-class Agent(StrEnum):
-    """A source product. The value is also the extractor module's name and the Parquet partition value."""
-
-    CLAUDE = "claude"
-    CODEX = "codex"
-    GROK = "grok"
-    GEMINI = "gemini"
-    OPENCODE = "opencode"
-    CHATGPT = "chatgpt"
+# A source product: the name of its package under `extractors/`, the Parquet partition value and the name users
+# type. A plain `str` at run time; the registry (`extractors.registry.parse_agent`) is what makes one from user input.
+Agent = NewType("Agent", str)
 
 
 class Role(StrEnum):
@@ -172,7 +166,7 @@ Outcome = Loaded | Rejected | Deferred
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Streamed:
-    """One session too big to hold whole, read in two passes (`extractors.twopass`).
+    """One session too big to hold whole, read in two passes (`extractors.bounded.twopass`).
 
     `head` is the complete Session except its turns and tool calls (every count, time, id, usage, link and census
     is decided already); `parts` yields Session-shaped parts holding the turns and then the tool calls, in order,

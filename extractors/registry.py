@@ -1,11 +1,14 @@
-"""The one registry of extractors, keyed by `Agent`, and the boundary where raised errors become outcomes."""
+"""The one registry of agents, found as the packages under `extractors/` that declare a `SPEC` (an `AgentSpec`), and
+the boundary where raised errors become outcomes."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 import logging
+import pkgutil
 from collections.abc import Iterator, Mapping
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar, cast
@@ -13,6 +16,7 @@ from typing import Protocol, TypeVar, cast
 from extractors.bounded import Limits
 from extractors.errors import DeferError, RejectCode, RejectError
 from extractors.model import Agent, Deferred, Outcome, Rejected, Source, Streamed
+from extractors.spec import AgentSpec
 
 T = TypeVar("T")
 log = logging.getLogger("transcripts.extract")
@@ -23,11 +27,9 @@ UNEXPECTED_PREFIX = "unexpected "
 
 
 class Extractor(Protocol):
-    """What every extractor module provides (module-level names)."""
+    """What every agent package provides (module-level names): its declaration and its reader."""
 
-    AGENT: Agent
-    PARSER_VERSION: str  # bump when the parse changes: sources read by an older version are read again
-    NIGHTLY: bool  # discovered by `transcripts run` (False: only given explicitly, e.g. a ChatGPT export)
+    SPEC: AgentSpec
 
     def default_roots(self, home: Path, env: Mapping[str, str]) -> list[Path]:
         """The roots to discover under, from the home directory and the environment (no I/O)."""
@@ -42,34 +44,76 @@ class Extractor(Protocol):
         ...
 
 
-def extractor(agent: Agent) -> Extractor:
-    """The module for `agent` (module name == agent value)."""
-    module: ModuleType = importlib.import_module(f"extractors.{agent.value}")
-    return cast(Extractor, module)
+@cache
+def _packages() -> dict[Agent, Extractor]:
+    """Every package under `extractors/` that declares a `SPEC` is an agent (in `rank`, then name, order)."""
+    import extractors
+
+    found: list[Extractor] = []
+    for info in pkgutil.iter_modules(extractors.__path__):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"extractors.{info.name}")
+        declared = getattr(module, "SPEC", None)
+        if declared is None:
+            continue
+        if not isinstance(declared, AgentSpec) or declared.name != info.name:
+            raise TypeError(f"extractors.{info.name}.SPEC must be an AgentSpec named {info.name!r}")
+        found.append(cast(Extractor, module))
+    found.sort(key=lambda m: (m.SPEC.rank, m.SPEC.name))
+    return {m.SPEC.name: m for m in found}
 
 
 def registered() -> dict[Agent, Extractor]:
-    """Every agent whose extractor module exists."""
-    found: dict[Agent, Extractor] = {}
-    for agent in Agent:
-        try:
-            found[agent] = extractor(agent)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"extractors.{agent.value}":
-                raise
-    return found
+    """Every agent, with its package."""
+    return dict(_packages())
 
 
-ALIASES = {"claude-code": Agent.CLAUDE, "claude_code": Agent.CLAUDE, "gemini-cli": Agent.GEMINI}
+def specs() -> tuple[AgentSpec, ...]:
+    """Every agent's declaration, in the order lists and runs use."""
+    return tuple(m.SPEC for m in _packages().values())
+
+
+def agents() -> tuple[Agent, ...]:
+    """Every agent's name, in the order lists and runs use."""
+    return tuple(_packages())
+
+
+def modules() -> tuple[str, ...]:
+    """Every module of every agent's package, the package first: what a process imports ahead of a run."""
+    names: list[str] = []
+    for package in _packages().values():
+        name = cast(ModuleType, package).__name__
+        names.append(name)
+        names.extend(info.name for info in pkgutil.walk_packages(cast(ModuleType, package).__path__, f"{name}."))
+    return tuple(names)
+
+
+def extractor(agent: str) -> Extractor:
+    """The package of `agent` (a registered name)."""
+    try:
+        return _packages()[Agent(agent)]
+    except KeyError:
+        raise ValueError(unknown_agent(agent)) from None
+
+
+def spec(agent: str) -> AgentSpec:
+    """The declaration of `agent` (a registered name)."""
+    return extractor(agent).SPEC
+
+
+def _aliases() -> dict[str, Agent]:
+    return {alias: s.name for s in specs() for alias in s.aliases}
 
 
 def suggestion(name: str) -> str | None:
     """The agent a mistyped name most likely means (`claud`, `Codx`, `open`), or None."""
     key = name.strip().lower()
-    choices = [a.value for a in Agent]
-    close = difflib.get_close_matches(key, [*choices, *ALIASES], n=1, cutoff=0.6)
+    choices = list(agents())
+    aliases = _aliases()
+    close = difflib.get_close_matches(key, [*choices, *aliases], n=1, cutoff=0.6)
     if close:
-        return ALIASES[close[0]].value if close[0] in ALIASES else close[0]
+        return aliases[close[0]] if close[0] in aliases else close[0]
     prefixed = [c for c in choices if key and c.startswith(key)]
     return prefixed[0] if len(prefixed) == 1 else None
 
@@ -78,48 +122,42 @@ def unknown_agent(name: str, what: str = "agent") -> str:
     """The one-line message for a name that is no agent: "did you mean" first, then the known names."""
     close = suggestion(name)
     hint = f" Did you mean '{close}'?" if close else ""
-    return f"unknown {what} '{name}'.{hint} Known: {', '.join(a.value for a in Agent)}."
+    return f"unknown {what} '{name}'.{hint} Known: {', '.join(agents())}."
 
 
 def parse_agent(name: str, what: str = "agent") -> Agent:
     """`Agent` for a user-given name (an agent for `--source`, `--root AGENT=`, `--agent`; a format for `--format`);
     a ValueError that says "did you mean" for an unknown one."""
     key = name.strip().lower()
-    if key in ALIASES:
-        return ALIASES[key]
-    try:
+    aliases = _aliases()
+    if key in aliases:
+        return aliases[key]
+    if key in _packages():
         return Agent(key)
-    except ValueError:
-        raise ValueError(unknown_agent(name, what)) from None
+    raise ValueError(unknown_agent(name, what))
 
 
 def detect_format(path: Path, explicit: str | None = None) -> Agent:
     """Which extractor reads an explicitly given path (docs/design.md "Sources are only read").
 
-    An explicit format always wins; else the path speaks; an ambiguous path raises ValueError naming --format.
+    An explicit format always wins; else the path speaks: every agent's `claims`, the strongest one wins. A path
+    no agent claims, or that two claim equally strongly, raises ValueError naming --format.
     """
     if explicit:
         return parse_agent(explicit, "format")
-    text = path.as_posix()
-    name = path.name.lower()
-    parts = set(path.parts)
-    if name.startswith("rollout-") or ".codex" in parts:
-        return Agent.CODEX
-    if ".claude" in parts:
-        return Agent.CLAUDE
-    if ".grok" in parts:
-        return Agent.GROK
-    if name == "conversations.json" or name.endswith(".zip") or (name.endswith(".json") and ".gemini" not in text):
-        return Agent.CHATGPT
+    claims = [(strength, s.name) for s in specs() if (strength := s.claims(path)) is not None]
+    best = max((strength for strength, _ in claims), default=None)
+    winners = [name for strength, name in claims if strength == best]
+    if len(winners) == 1:
+        return winners[0]
     raise ValueError(
-        f"cannot tell the format of {path} from its path; name it with --format (one of: "
-        f"{', '.join(a.value for a in Agent)})"
+        f"cannot tell the format of {path} from its path; name it with --format (one of: {', '.join(agents())})"
     )
 
 
 def unexpected_detail(exc: BaseException, agent: Agent) -> str:
     """The rejection detail for a reader bug: "unexpected <ExceptionClass> in the <agent> reader: <message>"."""
-    return f"{UNEXPECTED_PREFIX}{type(exc).__name__} in the {agent.value} reader: {exc}"
+    return f"{UNEXPECTED_PREFIX}{type(exc).__name__} in the {agent} reader: {exc}"
 
 
 def read_source(source: Source, limits: Limits) -> Iterator[Outcome]:
@@ -159,6 +197,6 @@ def problem_of(source: Source, exc: Exception) -> Rejected | Deferred:
     if isinstance(exc, DeferError):
         return Deferred(source, exc.code, exc.detail)
     detail = unexpected_detail(exc, source.agent)
-    log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent.value, source.path, detail)
+    log.error("event=reader_bug agent=%s path=%s detail=%r", source.agent, source.path, detail)
     log.debug("event=reader_bug_traceback path=%s", source.path, exc_info=exc)
     return Rejected(source, RejectCode.SOURCE_UNREADABLE, detail)

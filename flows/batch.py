@@ -58,7 +58,7 @@ def _session_bytes(item: Loaded) -> int:
 
 
 def _bucket(item: Loaded, buckets: Mapping[str, int]) -> tuple[str, int]:
-    agent = item.session.agent.value
+    agent = item.session.agent
     return agent, ids.bucket_of(item.session.session_id, buckets[agent])
 
 

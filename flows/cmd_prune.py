@@ -60,7 +60,7 @@ def _prune(
         raise UsageError("--write and --dry-run contradict each other; give one.")
     try:
         age = parse_duration(older_than)
-        agents = sorted({parse_agent(a).value for a in split_list(agent)}) if agent else None
+        agents = sorted({parse_agent(a) for a in split_list(agent)}) if agent else None
     except (DurationError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     settings = load_settings(data_dir=data_dir, config=config, lock_wait=wait)

@@ -199,7 +199,7 @@ def _run(
     options["data_dir"] = settings.data_dir
     say = _Say(as_json)
     say.sample = sample
-    for agent in [a for a in settings.agents if not extractor(a).NIGHTLY and a not in settings.explicit_roots]:
+    for agent in [a for a in settings.agents if not extractor(a).SPEC.nightly and a not in settings.explicit_roots]:
         say.line(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
     if dry_run:
         found = pipeline.discover(settings)
@@ -386,9 +386,9 @@ def _nothing_found(settings: Settings, found: Discovery, say: _Say) -> bool:
         return False
     looked: dict[str, list[str]] = {}
     for agent in settings.agents:
-        if not extractor(agent).NIGHTLY and agent not in settings.explicit_roots:
+        if not extractor(agent).SPEC.nightly and agent not in settings.explicit_roots:
             continue
-        looked[agent.value] = [f"{p} (not there)" for p in found.missing_roots.get(agent, [])] + [
+        looked[agent] = [f"{p} (not there)" for p in found.missing_roots.get(agent, [])] + [
             f"{p} (no sessions)" for p in found.scanned.get(agent, [])
         ]
     if say.as_json:
@@ -560,7 +560,7 @@ def _backfill(
         if problem:
             raise UsageError(problem)
     try:
-        agents = {detect_format(Path(p), fmt or (named.value if named else None)) for p in paths}
+        agents = {detect_format(Path(p), fmt or named) for p in paths}
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if len(agents) != 1:
@@ -589,12 +589,12 @@ def _backfill(
     say.sample = sample
     if not write:
         pv = pipeline.preview(found, settings)
-        _refuse_what_is_not_an_export(agent.value, pv, paths)
+        _refuse_what_is_not_an_export(agent, pv, paths)
         if as_json:
             print_json(
                 {
                     "outcome": "dry_run",
-                    "format": agent.value,
+                    "format": agent,
                     "sources": pv.sources,
                     "bytes": pv.bytes,
                     "sessions": pv.sessions,
@@ -633,7 +633,7 @@ def _backfill(
             with etl.foreground():
                 report = etl.backfill_flow(
                     {"data_dir": settings.data_dir, "config": config, "lock_wait": wait, "redact": redact},
-                    agent.value,
+                    agent,
                     [s.path for s in found.sources],
                     full=full,
                     run_id=run_id,
@@ -643,14 +643,16 @@ def _backfill(
 
 
 def _refuse_what_is_not_an_export(agent: str, pv: Any, paths: list[str]) -> None:
-    """A ChatGPT backfill of which nothing is readable (a .zip of something else) is a wrong argument."""
-    if agent != "chatgpt" or pv.sessions or pv.deferred:
+    """A backfill of an export format (a ChatGPT export) of which nothing is readable (a .zip of something else) is
+    a wrong argument."""
+    from extractors.registry import spec
+
+    declared = spec(agent)
+    if declared.export is None or pv.sessions or pv.deferred:
         return
     if pv.rejected and set(pv.rejected) <= {"source_unreadable", "unsupported_format", "bad_shape", "invalid_json"}:
         detail = f" ({pv.examples[0].split(' — ')[0]})" if pv.examples else ""
-        raise UsageError(
-            f"{', '.join(paths)} is not a ChatGPT export{detail}: give the export's .zip or its conversations.json"
-        )
+        raise UsageError(f"{', '.join(paths)} is not a {declared.display} export{detail}: give {declared.export}")
 
 
 def register(app: typer.Typer) -> None:

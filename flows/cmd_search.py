@@ -82,7 +82,7 @@ def search(
         from extractors.registry import parse_agent
 
         try:
-            agent = parse_agent(agent).value
+            agent = parse_agent(agent)
         except ValueError as exc:
             raise fail(str(exc), 2) from None
     settings = settings_of(data_dir, config)

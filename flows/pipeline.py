@@ -66,7 +66,7 @@ def parser_versions(redact: bool) -> dict[Agent, str]:
     version (`3+r1.1.5e2f1a9c`, or `3+raw` without redaction). A source read under another one is read again, so
     changing the rules or the setting re-derives the whole corpus on the next run: it is never half redacted."""
     suffix = version_suffix(redact)
-    return {agent: f"{module.PARSER_VERSION}{suffix}" for agent, module in registered().items()}
+    return {agent: f"{module.SPEC.parser_version}{suffix}" for agent, module in registered().items()}
 
 
 def redactor(settings: Settings) -> Redactor:
@@ -75,7 +75,7 @@ def redactor(settings: Settings) -> Redactor:
 
 
 def _by_value(versions: Mapping[Agent, str]) -> dict[str, str]:
-    return {agent.value: version for agent, version in versions.items()}
+    return {agent: version for agent, version in versions.items()}
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -111,7 +111,7 @@ def discover(settings: Settings) -> Discovery:
                 raise
             except Exception as exc:  # an OSError no discovery anticipated, or a bug: this root, not the night
                 error = f"{type(exc).__name__}: {exc}"
-                log.error("event=discovery_failed agent=%s root=%s error=%r", agent.value, root, error)
+                log.error("event=discovery_failed agent=%s root=%s error=%r", agent, root, error)
                 log.debug("event=discovery_failed_traceback root=%s", root, exc_info=True)
                 found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
                 continue
@@ -149,13 +149,13 @@ def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:
         counts.setdefault(agent, {"new": 0, "changed": 0, "unchanged": 0, "deleted": 0, "bytes": 0})[key] += n
 
     for s in plan.new:
-        bump(s.agent.value, "new")
-        bump(s.agent.value, "bytes", s.size)
+        bump(s.agent, "new")
+        bump(s.agent, "bytes", s.size)
     for s in plan.changed:
-        bump(s.agent.value, "changed")
-        bump(s.agent.value, "bytes", s.size)
+        bump(s.agent, "changed")
+        bump(s.agent, "bytes", s.size)
     for agent, n in Counter(s.agent for s in plan.unchanged).items():  # every source of a quiet night: counted fast
-        bump(agent.value, "unchanged", n)
+        bump(agent, "unchanged", n)
     for row in plan.deleted:
         bump(row["agent"], "deleted")
     return dict(sorted(counts.items()))
@@ -216,9 +216,7 @@ def run_row(run_id: str, settings: Settings, *, flow: str, mode: str, started: d
         "bytes_read": 0,
         "counts_by_agent": "{}",
         "limits": json.dumps(asdict(settings.limits), sort_keys=True),
-        "parser_versions": json.dumps(
-            {a.value: v for a, v in parser_versions(settings.redact).items()}, sort_keys=True
-        ),
+        "parser_versions": json.dumps({a: v for a, v in parser_versions(settings.redact).items()}, sort_keys=True),
     }
 
 
@@ -328,7 +326,7 @@ def plan_run(
     settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None
 ) -> tuple[Discovery, Plan[Source]]:
     found = discover(settings) if explicit is None else explicit
-    scanned = {agent.value: roots for agent, roots in found.scanned.items()}
+    scanned: dict[str, list[str]] = {str(agent): roots for agent, roots in found.scanned.items()}
     return found, make_plan(store, found.sources, scanned, _by_value(parser_versions(settings.redact)), full=full)
 
 
@@ -341,7 +339,7 @@ def explicit_sources(agent: Agent, paths: Sequence[Path]) -> Discovery:
     module = extractor(agent)
     for path in paths:
         resolved = path.expanduser().absolute()
-        if resolved.is_dir() or agent is Agent.CHATGPT:
+        if resolved.is_dir() or module.SPEC.export is not None:
             found.sources.extend(module.discover(resolved))
         elif resolved.is_file():
             st = resolved.stat()

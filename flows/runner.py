@@ -399,16 +399,9 @@ WARM = (
     "multiprocessing.popen_forkserver",
     "multiprocessing.synchronize",
     "multiprocessing.resource_tracker",
-    "extractors.registry",
-    "extractors.claude.parse",
-    "extractors.claude.records",
-    "extractors.codex.parse",
-    "extractors.chatgpt.parse",
-    "extractors.bounded_json",
-    "extractors.bounded_zip",
-    "extractors.gemini",
-    "extractors.grok",
-    "extractors.opencode",
+    "extractors.registry",  # then every module of every agent's package (`registry.modules()`, in `preload`)
+    "extractors.bounded.json_array",
+    "extractors.bounded.zip_member",
     "genai_prices.data",
     "prefect.utilities.visualization",
     "typer._click.decorators",
@@ -426,8 +419,9 @@ def preload() -> None:
 
     import flows.cli  # every command module, and typer
     import flows.etl  # noqa: F401  Prefect, the pipeline, pyarrow, DuckDB
+    from extractors import registry
 
-    for name in WARM:
+    for name in (*WARM, *registry.modules()):
         with contextlib.suppress(ImportError):  # a module a newer Prefect no longer has costs only its time
             importlib.import_module(name)
     duckdb = sys.modules.get("duckdb")

@@ -205,7 +205,7 @@ def load_settings(
         agents = (
             tuple(dict.fromkeys(parse_agent(name) for name in chosen))
             if chosen
-            else tuple(a for a, m in known.items() if m.NIGHTLY)
+            else tuple(a for a, m in known.items() if m.SPEC.nightly)
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
@@ -315,7 +315,7 @@ def check_paths(settings: Settings) -> None:
     for agent, paths in settings.flag_roots.items():
         for path in paths:
             if not path.exists():
-                raise SettingsError(f"--root {agent.value}={path}: no such folder")
+                raise SettingsError(f"--root {agent}={path}: no such folder")
     check_data_dir(settings)
 
 

@@ -34,23 +34,19 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from transforms import agents
+
 PACKAGE = "genai-prices"
 
 # The provider a model name is looked up under first, per agent partition (then without a hint: OpenCode and
-# gateways name models of any provider). ChatGPT exports record no usage; the hint is there for completeness.
-PROVIDER_HINTS: dict[str, str | None] = {
-    "claude": "anthropic",
-    "codex": "openai",
-    "chatgpt": "openai",
-    "gemini": "google",
-    "grok": "x-ai",
-    "opencode": None,
-}
+# gateways name models of any provider), as each agent declares it (`AgentSpec.price_provider`).
+PROVIDER_HINTS: dict[str, str | None] = agents.provider_hints()
 
-# Agents whose `output_tokens` do NOT include the reasoning tokens, which are billed as output: Gemini's `output`
-# is candidatesTokenCount, its `thoughts` are billed on top; OpenCode stores `reasoning` beside `output`. Claude's
-# output_tokens include thinking; Codex's (OpenAI's) include reasoning_output_tokens.
-REASONING_BILLED_SEPARATELY = ("gemini", "opencode")
+# Agents whose `output_tokens` do NOT include the reasoning tokens, which are billed as output (each agent declares
+# it: `AgentSpec.reasoning_billed_separately`). Gemini's `output` is candidatesTokenCount, its `thoughts` are billed
+# on top; OpenCode stores `reasoning` beside `output`. Claude's output_tokens include thinking; Codex's (OpenAI's)
+# include reasoning_output_tokens.
+REASONING_BILLED_SEPARATELY = agents.reasoning_billed_separately()
 
 KINDS = ("input", "output", "cache_read", "cache_write")
 _PRICE_KEYS = {"input": "input_mtok", "output": "output_mtok", "cache_read": "cache_read_mtok"}
@@ -97,7 +93,7 @@ def _cost(tokens: str, price: str) -> str:
     return f"CASE WHEN coalesce({tokens}, 0) = 0 THEN 0 ELSE {tokens} * CAST({price} * 0.000001 AS DECIMAL(38, 12)) END"
 
 
-# A count is any BIGINT (`extractors.numbers`: up to 2**63 - 1), so the sum of two can leave BIGINT: the counts
+# A count is any BIGINT (`extractors.bounded.numbers`: up to 2**63 - 1), so the sum of two can leave BIGINT: the counts
 # added up per row are HUGEINT first (a 2**63 Gemini count's uncached input plus its cache read stopped every
 # warehouse build with "Overflow in addition of INT64"). HUGEINT, not DOUBLE: a count stays exact, and a sum of
 # HUGEINTs cannot overflow (2**127 would need 2**64 rows of the largest count). sum() of a BIGINT is HUGEINT in DuckDB.

@@ -63,7 +63,7 @@ def conform(table: Table, data: pa.Table, where: Path | str) -> pa.Table:
     """`data`, read back from a file of `table`, with exactly the current schema.
 
     A file written by an earlier version lacks the columns added since: a nullable one is added as nulls (those
-    rows predate it; a source that still exists is read again, because the readers' PARSER_VERSION changed with
+    rows predate it; a source that still exists is read again, because the readers' parser_version changed with
     it, and gets the value). Anything else cannot be made up: a column the schema no longer has, a required
     column missing, or a column of another type raises SchemaMismatch saying what to do.
     """

@@ -81,7 +81,7 @@ def usage(output: int, *, inp: int = 3, read: int = 100, write: int = 10) -> dic
 def read_file(tmp_path: Path, name: str, records: list[dict[str, Any]] | list[str]) -> list[Outcome]:
     """Write `records` as `<tmp>/-home-u-proj/<name>` (a real `<encoded-cwd>` place) and read it."""
     path = write_jsonl(tmp_path / "-home-u-proj" / name, records)
-    return read_one(Agent.CLAUDE, path)
+    return read_one(Agent("claude"), path)
 
 
 def load(tmp_path: Path, name: str, records: list[dict[str, Any]] | list[str]) -> Session:

@@ -225,7 +225,7 @@ def _claude_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     good.write_bytes(Doc("jsonl", _claude_records(CLAUDE_G)).dump())
     target = project / f"{CLAUDE_T}.jsonl"
     target.write_bytes(files["session.jsonl"])
-    return Case(Agent.CLAUDE, home, [home / ".claude" / "projects"], target, {str(good): f"claude-{CLAUDE_G}"})
+    return Case(Agent("claude"), home, [home / ".claude" / "projects"], target, {str(good): f"claude-{CLAUDE_G}"})
 
 
 # Codex: `sessions/YYYY/MM/DD/rollout-...-<thread>.jsonl`; the good rollout is another day's file.
@@ -246,7 +246,7 @@ def _codex_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     target = home / ".codex" / "sessions" / "2026" / "05" / "11" / f"rollout-2026-05-11T09-00-00-{CODEX_T}.jsonl"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(files["rollout.jsonl"])
-    return Case(Agent.CODEX, home, [home / ".codex" / "sessions"], target, {str(good): f"codex-{CODEX_G}"})
+    return Case(Agent("codex"), home, [home / ".codex" / "sessions"], target, {str(good): f"codex-{CODEX_G}"})
 
 
 # Grok: `sessions/<cwd>/<id>/chat_history.jsonl` + `summary.json`; the good session is another folder.
@@ -271,7 +271,7 @@ def _grok_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     folder.mkdir(parents=True, exist_ok=True)
     for name, raw in files.items():
         (folder / name).write_bytes(raw)
-    return Case(Agent.GROK, home, [home / ".grok"], folder / "chat_history.jsonl", {str(good): f"grok-{GROK_G}"})
+    return Case(Agent("grok"), home, [home / ".grok"], folder / "chat_history.jsonl", {str(good): f"grok-{GROK_G}"})
 
 
 # Gemini CLI: `<project>/chats/session-*.json` (one document) and `*.jsonl` (records); good: another recording.
@@ -314,7 +314,7 @@ def _gemini_write(suffix: str) -> Callable[[Path, dict[str, bytes], bool], Case]
         good.write_bytes(Doc("json", _gemini_json("good-session")).dump())
         target = chats / f"session-2026-01-02T03-04-tttttttt.{suffix}"
         target.write_bytes(files[f"session.{suffix}"])
-        return Case(Agent.GEMINI, home, [home / ".gemini" / "tmp"], target, {str(good): "gemini-good-session"})
+        return Case(Agent("gemini"), home, [home / ".gemini" / "tmp"], target, {str(good): "gemini-good-session"})
 
     return write
 
@@ -343,7 +343,7 @@ def _opencode_db_write(home: Path, files: dict[str, bytes], field_mutation: bool
     raw = files["rows"]
     if not field_mutation:  # the bytes of the database file itself
         target.write_bytes(_opencode_db_file(raw))
-        return Case(Agent.OPENCODE, home, [root], target, {str(good): "opencode-ses_good"})
+        return Case(Agent("opencode"), home, [root], target, {str(good): "opencode-ses_good"})
     conn = oc.create_db(target, wal=False)
     oc.add_session(conn, "ses_beside")
     oc.add_exchange(conn, "ses_beside", 1)
@@ -372,7 +372,7 @@ def _opencode_db_write(home: Path, files: dict[str, bytes], field_mutation: bool
                 (key, owner, oc.T0, oc.T0, blob),
             )
     conn.close()
-    return Case(Agent.OPENCODE, home, [root], target, {str(good): "opencode-ses_good"}, {"opencode-ses_beside"})
+    return Case(Agent("opencode"), home, [root], target, {str(good): "opencode-ses_good"}, {"opencode-ses_beside"})
 
 
 @functools.cache
@@ -442,7 +442,7 @@ def _opencode_storage_write(home: Path, files: dict[str, bytes], _field: bool) -
     for name, raw in files.items():
         places[name].parent.mkdir(parents=True, exist_ok=True)
         places[name].write_bytes(raw)
-    return Case(Agent.OPENCODE, home, [root], places["session"], {str(good): "opencode-ses_good"})
+    return Case(Agent("opencode"), home, [root], places["session"], {str(good): "opencode-ses_good"})
 
 
 # ChatGPT: an export (conversations.json or a .zip of it) with a good conversation beside the target one, and a
@@ -474,7 +474,7 @@ def _chatgpt_write(zipped: bool) -> Callable[[Path, dict[str, bytes], bool], Cas
         # rejected whole (tests/test_chatgpt_stream.py), which would leave no good conversation to check
         target.write_bytes(_zip_of(raw, zipfile.ZIP_STORED) if zipped else raw)
         beside = {"chatgpt-beside"} if field_mutation else set()
-        return Case(Agent.CHATGPT, home, [folder], target, {str(good): "chatgpt-good"}, beside)
+        return Case(Agent("chatgpt"), home, [folder], target, {str(good): "chatgpt-good"}, beside)
 
     return write
 
@@ -482,18 +482,18 @@ def _chatgpt_write(zipped: bool) -> Callable[[Path, dict[str, bytes], bool], Cas
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
-        Format("claude", Agent.CLAUDE, lambda: {"session.jsonl": Doc("jsonl", _claude_records(CLAUDE_T))},
+        Format("claude", Agent("claude"), lambda: {"session.jsonl": Doc("jsonl", _claude_records(CLAUDE_T))},
                _claude_write),
-        Format("codex", Agent.CODEX, _codex_docs, _codex_write),
-        Format("grok", Agent.GROK, _grok_docs, _grok_write),
-        Format("gemini-json", Agent.GEMINI, lambda: {"session.json": Doc("json", _gemini_json("target"))},
+        Format("codex", Agent("codex"), _codex_docs, _codex_write),
+        Format("grok", Agent("grok"), _grok_docs, _grok_write),
+        Format("gemini-json", Agent("gemini"), lambda: {"session.json": Doc("json", _gemini_json("target"))},
                _gemini_write("json")),
-        Format("gemini-jsonl", Agent.GEMINI, lambda: {"session.jsonl": Doc("jsonl", _gemini_jsonl("target"))},
+        Format("gemini-jsonl", Agent("gemini"), lambda: {"session.jsonl": Doc("jsonl", _gemini_jsonl("target"))},
                _gemini_write("jsonl")),
-        Format("opencode-db", Agent.OPENCODE, _opencode_db_docs, _opencode_db_write),
-        Format("opencode-storage", Agent.OPENCODE, _opencode_storage_docs, _opencode_storage_write),
-        Format("chatgpt-json", Agent.CHATGPT, _chatgpt_docs, _chatgpt_write(zipped=False)),
-        Format("chatgpt-zip", Agent.CHATGPT, _chatgpt_docs, _chatgpt_write(zipped=True)),
+        Format("opencode-db", Agent("opencode"), _opencode_db_docs, _opencode_db_write),
+        Format("opencode-storage", Agent("opencode"), _opencode_storage_docs, _opencode_storage_write),
+        Format("chatgpt-json", Agent("chatgpt"), _chatgpt_docs, _chatgpt_write(zipped=False)),
+        Format("chatgpt-zip", Agent("chatgpt"), _chatgpt_docs, _chatgpt_write(zipped=True)),
     ]
 }  # fmt: skip
 
@@ -571,7 +571,7 @@ def check_case(case: Case, limits: Limits = SETTLED) -> list[Outcome]:
     sources = {s.path: s for s in discover(case)}
     assert str(case.target) in sources, f"the hostile target was not discovered: {sorted(sources)}"
     assert set(case.good) <= set(sources), f"a good source was not discovered: {sorted(sources)}"
-    versions = {case.agent: extractor(case.agent).PARSER_VERSION}
+    versions = {case.agent: extractor(case.agent).SPEC.parser_version}
     size = input_bytes(case)
     found: dict[str, list[Outcome]] = {}
     with resident_peak() as peak:

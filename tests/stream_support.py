@@ -14,14 +14,15 @@ import pytest
 from extractors import registry
 from extractors.bounded import Limits
 from extractors.errors import DeferCode, DeferError
-from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Source, Streamed
+from extractors.model import Deferred, Loaded, Outcome, Rejected, Source, Streamed
+from extractors.registry import agents
 from flows.settings import Settings, load_settings
 from tests.support import SETTLED
 from transforms.normalize import SessionStream, session_tables
 from transforms.redact import Redactor
 
 STREAMED = dataclasses.replace(SETTLED, stream_source_bytes=0, stream_part_bytes=40)  # every file, tiny parts
-VERSIONS = {agent: "1" for agent in Agent}
+VERSIONS = {agent: "1" for agent in agents()}
 KEY = bytes(range(32))
 
 Reader = Callable[[Source, Limits], Iterator[Outcome]]

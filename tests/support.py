@@ -25,12 +25,12 @@ SHARED_FIXTURES = Path(os.environ.get("TRANSCRIPTS_SHARED_FIXTURES", TESTS.paren
 
 # Folder name under shared/fixtures -> agent.
 SHARED_DIRS: dict[str, Agent] = {
-    "claude-code": Agent.CLAUDE,
-    "codex": Agent.CODEX,
-    "grok": Agent.GROK,
-    "gemini": Agent.GEMINI,
-    "opencode": Agent.OPENCODE,
-    "chatgpt": Agent.CHATGPT,
+    "claude-code": Agent("claude"),
+    "codex": Agent("codex"),
+    "grok": Agent("grok"),
+    "gemini": Agent("gemini"),
+    "opencode": Agent("opencode"),
+    "chatgpt": Agent("chatgpt"),
 }
 
 

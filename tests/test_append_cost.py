@@ -276,7 +276,7 @@ def test_reader_bugs_in_the_snapshot_are_counted_as_before(tmp_path: Path, monke
         raise ValueError("a bug")
         yield  # pragma: no cover - a generator, like every reader
 
-    monkeypatch.setattr(extractor(Agent.CODEX), "read", broken)
+    monkeypatch.setattr(extractor(Agent("codex")), "read", broken)
     codex_rollout(home, T1, 3)  # changed: read again, by the broken reader
     run(settings)
     assert_figures_exact(settings.data_dir, monkeypatch)

@@ -15,7 +15,7 @@ import pytest
 
 from bench import codex_gen
 from bench.claude_gen import append_exchange
-from bench.generate import MANIFEST, generate, load_summary, parse_mix
+from bench.generate import AGENTS, MANIFEST, generate, load_summary, parse_mix
 from bench.material import Material
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Rejected
@@ -97,36 +97,36 @@ def test_mix_parsing() -> None:
         parse_mix("cursor=1")
 
 
-@pytest.mark.parametrize("agent", [Agent.CLAUDE, Agent.CODEX, Agent.GROK, Agent.GEMINI, Agent.OPENCODE])
+@pytest.mark.parametrize("agent", [Agent(name) for name in AGENTS])
 def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     """Zero rejections, except the `duplicate`s the generator means: OpenCode JSON sessions also in opencode.db."""
     if agent not in registered():
-        pytest.skip(f"no extractors/{agent.value}.py on this branch yet")
-    summary = generate(tmp_path, 3.0 if agent.value in MIX else 6.0, seed=3, mix=MIX if agent.value in MIX else ALL)
+        pytest.skip(f"no extractors/{agent}.py on this branch yet")
+    summary = generate(tmp_path, 3.0 if agent in MIX else 6.0, seed=3, mix=MIX if agent in MIX else ALL)
     roots = [root for root in extractor(agent).default_roots(tmp_path, {}) if root.exists()]
     assert roots
     outcomes = [o for root in roots for group in outcomes_under(agent, root).values() for o in group]
     duplicates = [o for o in outcomes if isinstance(o, Rejected) and o.code is RejectCode.DUPLICATE]
     problems = [o for o in outcomes if not isinstance(o, Loaded) and o not in duplicates]
     assert not problems, problems[:3]
-    assert len(duplicates) == summary.agents[agent.value].expected_duplicates
-    if agent is Agent.OPENCODE:
+    assert len(duplicates) == summary.agents[agent].expected_duplicates
+    if agent == Agent("opencode"):
         assert duplicates
         assert all("/storage/session/" in o.source.path for o in duplicates)
     sessions = [o.session for o in outcomes if isinstance(o, Loaded)]
     assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
     assert any(s.tool_calls for s in sessions)
-    if agent is not Agent.GROK:  # Grok's chat_history.jsonl has no token counts (docs/agents/grok.md "Token usage")
+    if agent != Agent("grok"):  # Grok's chat_history.jsonl has no token counts (docs/agents/grok.md "Token usage")
         assert any(s.usage for s in sessions)
 
 
 def test_appended_session_still_loads_as_the_same_session(tmp_path: Path) -> None:
     summary = generate(tmp_path, 1.0, seed=5)
     path = tmp_path / summary.append_candidate
-    before = outcomes_under(Agent.CLAUDE, path.parent)[path.name]
+    before = outcomes_under(Agent("claude"), path.parent)[path.name]
     added = append_exchange(Material(5), random.Random("append"), path)
-    after = outcomes_under(Agent.CLAUDE, path.parent)[path.name]
+    after = outcomes_under(Agent("claude"), path.parent)[path.name]
     assert added > 0
     (old,), (new,) = before, after
     assert isinstance(old, Loaded) and isinstance(new, Loaded)
@@ -146,7 +146,7 @@ def test_small_shape_puts_many_sessions_with_subagents_in_one_project_folder(tmp
     assert len(mains) == summary.agents["claude"].sessions >= 8
     assert len(subagents) >= len(mains), "every Claude session spawned a subagent"
     assert any((grok_folders[0] / d.name / "subagents").is_dir() for d in grok_folders[0].iterdir())
-    for agent in (Agent.CLAUDE, Agent.GROK):
+    for agent in (Agent("claude"), Agent("grok")):
         roots = [root for root in extractor(agent).default_roots(tmp_path, {}) if root.exists()]
         outcomes = [o for root in roots for group in outcomes_under(agent, root).values() for o in group]
         assert outcomes and all(isinstance(o, Loaded) for o in outcomes), agent
@@ -167,9 +167,9 @@ def test_big_codex_shape_is_one_rollout_and_takes_an_appended_exchange(tmp_path:
     assert stats.sessions == stats.files == 1 and 2_000_000 <= stats.bytes_sources < 2_500_000
     path = tmp_path / summary.append_candidate
     assert path.name.startswith("rollout-")
-    (old,) = outcomes_under(Agent.CODEX, path.parent)[path.name]
+    (old,) = outcomes_under(Agent("codex"), path.parent)[path.name]
     added = codex_gen.append_exchange(Material(4), random.Random("append"), path)
-    (new,) = outcomes_under(Agent.CODEX, path.parent)[path.name]
+    (new,) = outcomes_under(Agent("codex"), path.parent)[path.name]
     assert added > 4_000 and isinstance(old, Loaded) and isinstance(new, Loaded)
     assert new.session.session_id == old.session.session_id
     assert len(new.session.turns) == len(old.session.turns) + 2

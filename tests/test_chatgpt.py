@@ -90,7 +90,7 @@ def write_export(path: Path, conversations: Any) -> Path:
 
 
 def outcomes(tmp_path: Path, conversations: Any, limits: Limits = SETTLED) -> list[Outcome]:
-    return read_one(Agent.CHATGPT, write_export(tmp_path / "conversations.json", conversations), limits)
+    return read_one(Agent("chatgpt"), write_export(tmp_path / "conversations.json", conversations), limits)
 
 
 def session(tmp_path: Path, conv: dict[str, Any]) -> Session:
@@ -111,7 +111,7 @@ def turns(s: Session) -> list[tuple[int, str, str]]:
 
 # ---------------------------------------------------------------- module contract
 def test_backfill_only_module_contract() -> None:
-    assert chatgpt.AGENT is Agent.CHATGPT and chatgpt.NIGHTLY is False and chatgpt.PARSER_VERSION
+    assert chatgpt.SPEC.name == Agent("chatgpt") and chatgpt.SPEC.nightly is False and chatgpt.SPEC.parser_version
     assert chatgpt.default_roots(Path("/home/x"), {"HOME": "/home/x"}) == []
 
 
@@ -437,7 +437,7 @@ def test_one_malformed_conversation_among_good_ones(tmp_path: Path) -> None:
     bad["mapping"]["n1"]["message"]["content"]["parts"] = {"not": "a list"}
     good2 = conversation([text("user", "three")], cid="c")
     path = write_export(tmp_path / "conversations.json", [good1, bad, good2])
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert [type(o).__name__ for o in found] == ["Loaded", "Rejected", "Loaded"]
     rej = found[1]
     assert isinstance(rej, Rejected)
@@ -449,7 +449,7 @@ def test_one_malformed_conversation_among_good_ones(tmp_path: Path) -> None:
 def test_single_object_is_one_conversation(tmp_path: Path) -> None:
     path = tmp_path / "one.json"
     path.write_bytes(orjson.dumps(conversation([text("user", "solo")], cid="solo")))
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert len(found) == 1 and isinstance(found[0], Loaded) and found[0].session.session_id == "chatgpt-solo"
 
 
@@ -467,7 +467,7 @@ def test_single_object_is_one_conversation(tmp_path: Path) -> None:
 def test_reject_source_not_an_export(tmp_path: Path, raw: bytes, code: RejectCode) -> None:
     path = tmp_path / "conversations.json"
     path.write_bytes(raw)
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert len(found) == 1 and isinstance(found[0], Rejected) and found[0].code is code
 
 
@@ -476,7 +476,7 @@ def test_invalid_json_mid_array_keeps_earlier_and_rejects_the_rest(tmp_path: Pat
     broken = b'{"conversation_id": "b", "mapping": {tru}}'
     path = tmp_path / "conversations.json"
     path.write_bytes(b"[" + first + b", " + broken + b", " + orjson.dumps(conversation([text("user", "x")])) + b"]")
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert [type(o).__name__ for o in found] == ["Loaded", "Rejected"]
     rej = found[1]
     assert isinstance(rej, Rejected) and rej.code is RejectCode.INVALID_JSON
@@ -487,7 +487,7 @@ def test_truncated_export_rejects_the_tail(tmp_path: Path) -> None:
     whole = orjson.dumps([conversation([text("user", "one")], cid="a"), conversation([text("user", "two")], cid="b")])
     path = tmp_path / "conversations.json"
     path.write_bytes(whole[: len(whole) - 40])
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert [type(o).__name__ for o in found] == ["Loaded", "Rejected"]
     assert isinstance(found[1], Rejected) and found[1].code is RejectCode.TRUNCATED_TAIL
 

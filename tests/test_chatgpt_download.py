@@ -23,11 +23,11 @@ def _cut_export(tmp_path: Path) -> Path:
 
 
 def test_defer_write_in_progress_for_a_fresh_export_cut_short(tmp_path: Path) -> None:
-    found = read_one(Agent.CHATGPT, _cut_export(tmp_path), Limits(settle_seconds=600))
+    found = read_one(Agent("chatgpt"), _cut_export(tmp_path), Limits(settle_seconds=600))
     assert isinstance(found[-1], Deferred) and found[-1].code is DeferCode.WRITE_IN_PROGRESS
     assert "ends early" in found[-1].detail
 
 
 def test_reject_truncated_tail_for_an_old_export_cut_short(tmp_path: Path) -> None:
-    found = read_one(Agent.CHATGPT, _cut_export(tmp_path), SETTLED)
+    found = read_one(Agent("chatgpt"), _cut_export(tmp_path), SETTLED)
     assert isinstance(found[-1], Rejected) and found[-1].code is RejectCode.TRUNCATED_TAIL

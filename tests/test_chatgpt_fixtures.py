@@ -21,7 +21,7 @@ def _outcomes() -> dict[str, list[Loaded | Rejected]]:
     # `conversations.json` and `*.zip`, and these fixtures are per-conversation dumps with other names.
     found: dict[str, list[Loaded | Rejected]] = {}
     for path in sorted(p for p in ROOT.rglob("*") if p.is_file()):
-        for rel, outs in outcomes_under(Agent.CHATGPT, path).items():
+        for rel, outs in outcomes_under(Agent("chatgpt"), path).items():
             found[path.relative_to(ROOT).as_posix()] = [o for o in outs if isinstance(o, Loaded | Rejected)]
             assert rel == ".", rel
     return found

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from extractors import chatgpt
 from extractors.bounded import Limits
-from extractors.bounded_json import iter_json_elements
-from extractors.bounded_zip import MemberStream, unsafe_name
+from extractors.bounded.json_array import iter_json_elements
+from extractors.bounded.zip_member import MemberStream, unsafe_name
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected
 from extractors.registry import read_source
@@ -151,7 +151,7 @@ def _export_bytes() -> bytes:
 @pytest.mark.parametrize("member", ["conversations.json", "chatgpt-export-2025/conversations.json"])
 def test_ok_zip_export_at_top_or_under_one_folder(tmp_path: Path, member: str) -> None:
     path = _zip(tmp_path / "export.zip", {"user.json": b"{}", member: _export_bytes(), "chat.html": b"<html>"})
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert [o.session.session_id for o in found if isinstance(o, Loaded)] == ["chatgpt-a", "chatgpt-b"]
     assert turns(found[0].session) == [(1, "user", "Q"), (2, "assistant", "A")]  # type: ignore[union-attr]
 
@@ -159,13 +159,13 @@ def test_ok_zip_export_at_top_or_under_one_folder(tmp_path: Path, member: str) -
 def test_zip_rejects_per_conversation_with_offset_in_the_member(tmp_path: Path) -> None:
     good = orjson.dumps(conversation([text("user", "Q")], cid="a"))
     raw = b"[" + good + b"," + orjson.dumps({"id": "b", "mapping": []}) + b"]"
-    found = read_one(Agent.CHATGPT, _zip(tmp_path / "e.zip", {"conversations.json": raw}))
+    found = read_one(Agent("chatgpt"), _zip(tmp_path / "e.zip", {"conversations.json": raw}))
     assert isinstance(found[1], Rejected)
     assert (found[1].code, found[1].offset, found[1].session_hint) == (RejectCode.BAD_SHAPE, len(good) + 2, "chatgpt-b")
 
 
 def _only_rejection(path: Path, limits: Limits = SETTLED) -> Rejected:
-    found = read_one(Agent.CHATGPT, path, limits)
+    found = read_one(Agent("chatgpt"), path, limits)
     assert len(found) == 1 and isinstance(found[0], Rejected), found
     return found[0]
 
@@ -234,7 +234,7 @@ def test_reject_damaged_zip(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[60:90] = b"\x00" * 30  # inside the deflated data
     path.write_bytes(bytes(data))
-    found = read_one(Agent.CHATGPT, path)
+    found = read_one(Agent("chatgpt"), path)
     assert isinstance(found[-1], Rejected) and found[-1].code is RejectCode.SOURCE_UNREADABLE
 
 
@@ -329,7 +329,7 @@ def test_id_stability_appending_messages_keeps_turn_ids(
         conv = conversation([text(role, words) for role, words in messages])
         path = tmp_path / "conversations.json"
         path.write_bytes(orjson.dumps([conv]))
-        found = read_one(Agent.CHATGPT, path)
+        found = read_one(Agent("chatgpt"), path)
         return [(t.index, t.role.value, t.text) for o in found if isinstance(o, Loaded) for t in o.session.turns]
 
     before = turn_ids(first)

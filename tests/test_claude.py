@@ -29,7 +29,7 @@ from tests.support import read_one, write_jsonl
 
 
 def test_module_constants() -> None:
-    assert (claude.AGENT, claude.NIGHTLY, claude.PARSER_VERSION) == (Agent.CLAUDE, True, "3")
+    assert (claude.SPEC.name, claude.SPEC.nightly, claude.SPEC.parser_version) == (Agent("claude"), True, "3")
 
 
 def test_default_roots_without_env(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_discover_lists_main_subagent_flat_and_compaction_files_only(tmp_path: P
         (root / rel).write_text("{}\n")
     found = list(claude.discover(root))
     assert [os.path.relpath(s.path, root) for s in found] == sorted(wanted)
-    assert all(s.agent is Agent.CLAUDE and s.size == 3 and s.root == str(root) for s in found)
+    assert all(s.agent == Agent("claude") and s.size == 3 and s.root == str(root) for s in found)
 
 
 def test_discover_missing_root_is_empty(tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def _subagent_lines(agent_id: str, first: str = "Find the TODOs") -> list[dict[s
 
 def test_ok_nested_subagent_is_its_own_session_linked_to_its_parent(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "proj" / SID / "subagents" / "agent-a881341.jsonl", _subagent_lines("a881341"))
-    [outcome] = read_one(Agent.CLAUDE, path)
+    [outcome] = read_one(Agent("claude"), path)
     session = outcome.session  # type: ignore[union-attr]
     assert session.session_id == f"claude-{SID}-agent-a881341"
     assert session.parent_session_id == f"claude-{SID}"
@@ -146,7 +146,7 @@ def test_ok_compaction_helper_is_linked_as_compaction(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "proj" / SID / "subagents" / "agent-acompact-fffbd0.jsonl", _subagent_lines("acompact-fffbd0")
     )
-    [outcome] = read_one(Agent.CLAUDE, path)
+    [outcome] = read_one(Agent("claude"), path)
     session = outcome.session  # type: ignore[union-attr]
     assert session.session_id == f"claude-{SID}-agent-acompact-fffbd0"
     assert session.links == (SessionLink(f"claude-{SID}", LinkKind.COMPACTION),)

@@ -124,7 +124,7 @@ HAND_WRITTEN: dict[str, str | RejectCode] = {
 @pytest.fixture(scope="module")
 def shared() -> dict[str, list[Outcome]]:
     shared_fixtures()
-    return outcomes_under(Agent.CLAUDE, CLAUDE_FIXTURES)
+    return outcomes_under(Agent("claude"), CLAUDE_FIXTURES)
 
 
 def test_every_shared_fixture_file_is_a_source_with_an_outcome_or_listed_as_not_one(
@@ -219,7 +219,7 @@ def test_any_bytes_give_the_outcome_they_must_and_the_good_session_loads(data: b
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
         write_jsonl(root / "-p" / f"{GOOD}.jsonl", [user("hi", sid=GOOD), assistant([text("hello")], sid=GOOD)])
-        found = outcomes_under(Agent.CLAUDE, root)
+        found = outcomes_under(Agent("claude"), root)
         assert sorted(found) == sorted([*hostile, f"-p/{GOOD}.jsonl"])
         [good] = found[f"-p/{GOOD}.jsonl"]
         assert isinstance(good, Loaded) and good.session.session_id == f"claude-{GOOD}", good
@@ -257,9 +257,9 @@ def test_appending_lines_never_changes_existing_turn_ids(spec: list[tuple[int, i
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "-p" / f"{SID}.jsonl"
         write_jsonl(path, records[:cut])
-        before = read_one(Agent.CLAUDE, path, SETTLED)
+        before = read_one(Agent("claude"), path, SETTLED)
         write_jsonl(path, records)
-        after = read_one(Agent.CLAUDE, path, SETTLED)
+        after = read_one(Agent("claude"), path, SETTLED)
     [old], [new] = before, after
     for outcome in (old, new):  # a prefix, or all of it, may hold no conversation (yet): that, and nothing else
         if not isinstance(outcome, Loaded):
@@ -279,8 +279,8 @@ def test_appending_lines_never_changes_existing_turn_ids(spec: list[tuple[int, i
 def test_module_reads_through_the_registry() -> None:
     from extractors.registry import extractor
 
-    assert extractor(Agent.CLAUDE) is claude
-    assert json.dumps(claude.PARSER_VERSION) == '"3"'
+    assert extractor(Agent("claude")) is claude
+    assert json.dumps(claude.SPEC.parser_version) == '"3"'
 
 
 def test_real_response_usage_is_its_last_snapshot(shared: dict[str, list[Outcome]]) -> None:

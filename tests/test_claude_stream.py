@@ -87,7 +87,7 @@ def big_session_records() -> list[dict[str, Any]]:
 
 def source_of(path: Path) -> Source:
     st = path.stat()
-    return Source(Agent.CLAUDE, str(path), st.st_size, st.st_mtime_ns, str(path.parent.parent))
+    return Source(Agent("claude"), str(path), st.st_size, st.st_mtime_ns, str(path.parent.parent))
 
 
 def write_session(tmp_path: Path, records: list[dict[str, Any]] | list[str]) -> Path:

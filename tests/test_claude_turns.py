@@ -279,7 +279,7 @@ def test_ok_tool_input_and_output_are_clipped(tmp_path: Path) -> None:
     records = [assistant([tool_use("toolu_1", command="x" * 5000)]), user([tool_result("toolu_1", "y" * 5000)])]
     outcomes = read_file(tmp_path, "ok_clipped.jsonl", records)
     path = tmp_path / "-home-u-proj" / "ok_clipped.jsonl"
-    [outcome] = read_one(Agent.CLAUDE, path, Limits(settle_seconds=0, max_field_bytes=1000))
+    [outcome] = read_one(Agent("claude"), path, Limits(settle_seconds=0, max_field_bytes=1000))
     [call] = outcome.session.tool_calls  # type: ignore[union-attr]
     assert call.input is not None and call.output is not None
     assert "clipped" in call.input and len(call.input) < 1200
@@ -406,13 +406,13 @@ def test_reject_invalid_json_mid_file_with_its_line(tmp_path: Path) -> None:
 def test_defer_fresh_partial_last_line(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p" / "defer.jsonl", [json.dumps(user("q")), '{"type":"assist'], newline_at_end=False)
     os.utime(path, (time.time(), time.time()))
-    [outcome] = read_one(Agent.CLAUDE, path, Limits(settle_seconds=3600))
+    [outcome] = read_one(Agent("claude"), path, Limits(settle_seconds=3600))
     assert isinstance(outcome, Deferred) and outcome.code is DeferCode.WRITE_IN_PROGRESS
 
 
 def test_reject_stale_partial_last_line_as_truncated_tail(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "p" / "stale.jsonl", [json.dumps(user("q")), '{"type":"assist'], newline_at_end=False)
-    [outcome] = read_one(Agent.CLAUDE, path)
+    [outcome] = read_one(Agent("claude"), path)
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.TRUNCATED_TAIL
 
 

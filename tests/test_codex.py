@@ -83,13 +83,13 @@ def rollout(tmp_path: Path, records: list[Any], name: str = f"rollout-2026-05-11
 
 
 def load(path: Path) -> Session:
-    outcomes = read_one(Agent.CODEX, path)
+    outcomes = read_one(Agent("codex"), path)
     assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded), outcomes
     return outcomes[0].session
 
 
 def reject(path: Path) -> Rejected:
-    outcomes = read_one(Agent.CODEX, path)
+    outcomes = read_one(Agent("codex"), path)
     assert len(outcomes) == 1 and isinstance(outcomes[0], Rejected), outcomes
     return outcomes[0]
 
@@ -127,12 +127,12 @@ def test_reject_duplicate_archived_copy_when_the_live_rollout_exists(tmp_path: P
     records = [meta(), user_event("hello"), assistant("hi")]
     write_jsonl(tmp_path / "sessions/2026/05/11" / name, records)
     write_jsonl(tmp_path / "archived_sessions" / name, records)
-    live = outcomes_under(Agent.CODEX, tmp_path / "sessions")
-    archived = outcomes_under(Agent.CODEX, tmp_path / "archived_sessions")
+    live = outcomes_under(Agent("codex"), tmp_path / "sessions")
+    archived = outcomes_under(Agent("codex"), tmp_path / "archived_sessions")
     assert [type(o) for outs in live.values() for o in outs] == [Loaded]
     [[dup]] = archived.values()
     assert isinstance(dup, Rejected) and dup.code is RejectCode.DUPLICATE
-    assert dup.session_hint == session_id(Agent.CODEX, OWN)
+    assert dup.session_hint == session_id(Agent("codex"), OWN)
 
 
 def test_ok_archived_rollout_without_a_live_copy_is_loaded_as_archived(tmp_path: Path) -> None:

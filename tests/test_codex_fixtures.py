@@ -36,7 +36,7 @@ def _needs_fixtures() -> None:
 
 
 def _session(relative: str) -> Session:
-    [outcome] = read_one(Agent.CODEX, CODEX / relative)
+    [outcome] = read_one(Agent("codex"), CODEX / relative)
     assert isinstance(outcome, Loaded), outcome
     return outcome.session
 
@@ -46,7 +46,7 @@ def test_contract_every_shared_fixture_reaches_its_outcome() -> None:
     files = sorted(p.relative_to(CODEX).as_posix() for p in CODEX.rglob("*") if p.is_file())
     assert files == sorted(EXPECTED), "a shared Codex fixture without an expected outcome"
     for relative, expected in EXPECTED.items():
-        outcomes = read_one(Agent.CODEX, CODEX / relative)
+        outcomes = read_one(Agent("codex"), CODEX / relative)
         assert len(outcomes) == 1
         [outcome] = outcomes
         if expected == "loaded":
@@ -62,7 +62,7 @@ def test_contract_discovery_over_a_real_layout_copy(tmp_path: Path) -> None:
     shutil.copy(CODEX / REAL, day / Path(REAL).name)
     shutil.copy(CODEX / REAL, tmp_path / "sessions" / "rollout-2026-05-11T13-28-45-legacy-flat-copy.jsonl")
     assert len(list(discover(tmp_path / "sessions"))) == 2
-    outcomes = outcomes_under(Agent.CODEX, tmp_path / "sessions")
+    outcomes = outcomes_under(Agent("codex"), tmp_path / "sessions")
     assert all(isinstance(o, Loaded) for outs in outcomes.values() for o in outs)
 
 
@@ -126,7 +126,7 @@ def test_schema_coverage_prefix_of_small_loads(tmp_path: Path) -> None:
     lines = (CODEX / "jazzyalex__agent-sessions/small.jsonl").read_text(encoding="utf-8").splitlines()[:28]
     path = tmp_path / "rollout-2026-08-03T10-48-56-019fc8be-3658-7ca3-9e29-000000000000.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    [outcome] = read_one(Agent.CODEX, path)
+    [outcome] = read_one(Agent("codex"), path)
     assert isinstance(outcome, Loaded), outcome
     session = outcome.session
     assert [(t.index, t.role, t.text) for t in session.turns] == [
@@ -219,7 +219,7 @@ _records = st.fixed_dictionaries(
 
 
 def _classified(path: Path) -> None:
-    outcomes = read_one(Agent.CODEX, path, SETTLED)
+    outcomes = read_one(Agent("codex"), path, SETTLED)
     assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded | Rejected | Deferred)
     if isinstance(outcomes[0], Loaded):
         # The census counts every record exactly once.
@@ -250,5 +250,5 @@ def test_property_arbitrary_rollout_shaped_records_give_a_classified_outcome(
 def test_reject_invalid_json_mid_file_is_classified(tmp_path: Path) -> None:
     path = tmp_path / "rollout-x.jsonl"
     path.write_text('{"type":"session_meta","payload":{"id":"a","timestamp":"2026-05-11T10:00:00Z"}}\n{nope\n{}\n')
-    [outcome] = read_one(Agent.CODEX, path)
+    [outcome] = read_one(Agent("codex"), path)
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.INVALID_JSON and outcome.line == 1

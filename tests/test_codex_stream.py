@@ -99,7 +99,7 @@ def big_rollout_records() -> list[dict[str, Any]]:
 
 def source_of(path: Path) -> Source:
     st = path.stat()
-    return Source(Agent.CODEX, str(path), st.st_size, st.st_mtime_ns, str(path.parent))
+    return Source(Agent("codex"), str(path), st.st_size, st.st_mtime_ns, str(path.parent))
 
 
 def write_rollout(tmp_path: Path, records: list[dict[str, Any]] | list[str], name: str = NAME) -> Path:

@@ -26,22 +26,22 @@ import pytest
 from extractors.bounded import Limits
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Disposition, Loaded, Outcome, Rejected, Role, Session, Source
-from extractors.registry import detect_format, read_source, read_streaming, registered
+from extractors.registry import detect_format, read_source, read_streaming, registered, spec
 from tests.support import SETTLED, SHARED_DIRS, canonical, shared_fixtures
 
 AGENTS_DIR = Path(__file__).resolve().parent / "agents"
-AGENTS = sorted(registered(), key=lambda agent: agent.value)
+AGENTS = sorted(registered())
 # A time long before any fixture's: the files' mtimes are set to it, so a time read from the file system shows.
 OLD_MTIME_NS = 978_307_200 * 10**9  # 2001-01-01T00:00:00Z
 
 
 def by_agent(test: Any) -> Any:
     """Parametrise a check over every registered agent (ids are the agent values: `-k codex`)."""
-    return pytest.mark.parametrize("agent", AGENTS, ids=[a.value for a in AGENTS])(test)
+    return pytest.mark.parametrize("agent", AGENTS, ids=list(AGENTS))(test)
 
 
 def contract(agent: Agent) -> dict[str, Any]:
-    path = AGENTS_DIR / agent.value / "contract.toml"
+    path = AGENTS_DIR / agent / "contract.toml"
     assert path.is_file(), f"no {path}: see tests/agents/README.md"
     with path.open("rb") as f:
         return tomllib.load(f)
@@ -59,7 +59,7 @@ def materialise(agent: Agent, where: Path, *, patch: dict[str, Any] | None = Non
     (`file` relative to the agent folder: a file of the home or a build script; `edit`: see `_patched`). Returns the
     home."""
     facts = contract(agent)
-    folder = AGENTS_DIR / agent.value
+    folder = AGENTS_DIR / agent
     home = where / "home"
     shutil.copytree(folder / facts["home"], home)
     patched = _patched(folder, patch)
@@ -151,12 +151,12 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, int]]:
 
 
 def test_every_registered_agent_has_a_fixture_folder() -> None:
-    missing = [a.value for a in AGENTS if not (AGENTS_DIR / a.value / "contract.toml").is_file()]
+    missing = [a for a in AGENTS if not (AGENTS_DIR / a / "contract.toml").is_file()]
     assert not missing, (
         f"registered agents without tests/agents/<agent>/contract.toml: {missing}. Add the folder with small "
         "hand-written sources in the agent's on-disk layout and a contract.toml (tests/agents/README.md)"
     )
-    strays = sorted(p.name for p in AGENTS_DIR.iterdir() if p.is_dir() and p.name not in {a.value for a in AGENTS})
+    strays = sorted(p.name for p in AGENTS_DIR.iterdir() if p.is_dir() and p.name not in set(AGENTS))
     assert not strays, f"fixture folders of no registered agent (a typo?): {strays}"
 
 
@@ -241,7 +241,7 @@ def test_harness_text_is_never_a_persons_turn(agent: Agent, tmp_path: Path) -> N
     assert harness, "name the harness texts the sample holds"
     home = materialise(agent, tmp_path)
     written = (home / facts["sample"]).read_bytes() + b"".join(
-        (AGENTS_DIR / agent.value / b["script"]).read_bytes() for b in facts.get("build", [])
+        (AGENTS_DIR / agent / b["script"]).read_bytes() for b in facts.get("build", [])
     )
     for text in harness:
         assert text.encode() in written, f"the sample holds no {text!r}: the check would prove nothing"
@@ -253,8 +253,7 @@ def test_harness_text_is_never_a_persons_turn(agent: Agent, tmp_path: Path) -> N
 
 @by_agent
 def test_unknown_record_kind_follows_the_declared_policy(agent: Agent, tmp_path: Path) -> None:
-    policy = getattr(module(agent), "UNKNOWN_RECORDS", None)
-    assert policy in {"skip", "reject"}, f"extractors.{agent.value} declares no UNKNOWN_RECORDS = 'skip' | 'reject'"
+    policy = spec(agent).unknown_records  # declared in the agent's SPEC
     facts = contract(agent)["unknown"]
     good = good_sessions(agent, tmp_path / "good")[0]  # the record is injected into the first session
     outcomes = read(agent, materialise(agent, tmp_path / "unknown", patch=facts))
@@ -273,21 +272,21 @@ def test_unknown_record_kind_follows_the_declared_policy(agent: Agent, tmp_path:
 
 @by_agent
 def test_detection_never_claims_another_agents_source(agent: Agent, tmp_path: Path) -> None:
-    own = materialise(agent, tmp_path / agent.value) / contract(agent)["sample"]
+    own = materialise(agent, tmp_path / agent) / contract(agent)["sample"]
     if contract(agent)["detected"]:
-        assert detect_format(own) is agent
+        assert detect_format(own) == agent
     else:
         with pytest.raises(ValueError, match="--format"):
             detect_format(own)
-    others = [other for other in AGENTS if other is not agent]
+    others = [other for other in AGENTS if other != agent]
     assert others, "one registered agent: nothing to be told apart from"
     for other in others:
-        path = materialise(other, tmp_path / other.value) / contract(other)["sample"]
+        path = materialise(other, tmp_path / other) / contract(other)["sample"]
         try:
             answer = detect_format(path)
         except ValueError:
             continue
-        assert answer is not agent, f"{other.value}'s sample {path} was taken for {agent.value}"
+        assert answer != agent, f"{other}'s sample {path} was taken for {agent}"
 
 
 def tiny_limits(agent: Agent) -> tuple[Limits, str]:
@@ -353,7 +352,7 @@ def test_discovery_under_the_default_roots_finds_exactly_the_session_files(agent
     for rel in facts["not_sources"]:
         assert rel in on_disk, f"{rel} is not in the fixture home: the check would prove nothing"
         assert rel not in found
-    assert module(agent).NIGHTLY is bool(module(agent).default_roots(home, {}))
+    assert spec(agent).nightly is bool(module(agent).default_roots(home, {}))
 
 
 # --- real captures ---------------------------------------------------------------------------------------------------
@@ -362,9 +361,9 @@ def test_discovery_under_the_default_roots_finds_exactly_the_session_files(agent
 def real_captures(agent: Agent, tmp_path: Path) -> Iterator[tuple[dict[str, Any], list[Outcome]]]:
     """Each capture of the agent's `real_captures.toml` with its outcomes, read from the shared fixtures (or from a
     copy of the capture's folder at `copy_to` under `tmp_path`, for a capture kept outside its real layout)."""
-    folder = next(name for name, a in SHARED_DIRS.items() if a is agent)
+    folder = next(name for name, a in SHARED_DIRS.items() if a == agent)
     base = shared_fixtures(folder)
-    with (AGENTS_DIR / agent.value / "real_captures.toml").open("rb") as f:
+    with (AGENTS_DIR / agent / "real_captures.toml").open("rb") as f:
         captures = tomllib.load(f)["capture"]
     for capture in captures:
         path = base / capture["path"]
@@ -397,7 +396,7 @@ def test_real_captures_give_the_counts_checked_by_hand(agent: Agent, tmp_path: P
             users = sum(t.role is Role.USER for t in session.turns)
             assistants = sum(t.role is Role.ASSISTANT for t in session.turns)
             assert (users, assistants, len(session.tool_calls)) == (w["user"], w["assistant"], w["tools"]), where
-    assert seen, f"tests/agents/{agent.value}/real_captures.toml lists no capture"
+    assert seen, f"tests/agents/{agent}/real_captures.toml lists no capture"
     assert checked, "say (`checked`) how at least one capture's counts were verified by hand"
 
 
@@ -406,4 +405,4 @@ def test_reject_codes_in_the_contracts_are_known_codes() -> None:
     for agent in AGENTS:
         facts = contract(agent)
         codes = [facts["truncated"]["code"], facts["limits"]["code"], *(c["code"] for c in facts["corrupt"])]
-        assert set(codes) <= known, (agent.value, set(codes) - known)
+        assert set(codes) <= known, (agent, set(codes) - known)

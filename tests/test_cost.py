@@ -268,10 +268,10 @@ def _publish(data: Path, sessions: list[Session]) -> None:
         tables = session_tables(
             [Loaded(Source(agent, f"/x/{session.native_id}", 1, 1), session)], {agent: "1"}, Redactor(None)
         )
-        version.buckets[agent.value] = 1
+        version.buckets[agent] = 1
         for name, table in tables.items():
             if name in ("sessions", "turns", "usage", "tool_calls", "session_links", "record_kinds"):
-                version.put(FileKey(name, agent.value, 0), table)
+                version.put(FileKey(name, agent, 0), table)
     version.publish()
 
 
@@ -292,9 +292,9 @@ def test_an_incremental_load_prices_a_model_it_brings_in(tmp_path: Path, monkeyp
     # this run is priced, and the earlier sessions' costs are unchanged.
     data = tmp_path / "data"
     data.mkdir()
-    _publish(data, [_session(Agent.CLAUDE, "c1", "claude-opus-4-6")])
+    _publish(data, [_session(Agent("claude"), "c1", "claude-opus-4-6")])
     warehouse.refresh(data, Store(data), "r1", previous_version=0, replaced=None)
-    codex = _session(Agent.CODEX, "x1", "gpt-5.4")
+    codex = _session(Agent("codex"), "x1", "gpt-5.4")
     _publish(data, [codex])
 
     def no_rebuild(*args: object) -> None:
@@ -321,7 +321,7 @@ def test_an_incremental_load_reads_the_price_database_only_when_the_package_chan
     # but a new package version (new or corrected prices) must reach the warehouse.
     data = tmp_path / "data"
     data.mkdir()
-    _publish(data, [_session(Agent.CLAUDE, "c1", "claude-opus-4-6")])
+    _publish(data, [_session(Agent("claude"), "c1", "claude-opus-4-6")])
     warehouse.refresh(data, Store(data), "r1", previous_version=0, replaced=None)
     reads: list[str] = []
     real = prices.price_table
@@ -331,12 +331,12 @@ def test_an_incremental_load_reads_the_price_database_only_when_the_package_chan
         return real()
 
     monkeypatch.setattr(prices, "price_table", counted)
-    codex = _session(Agent.CODEX, "x1", "gpt-5.4")
+    codex = _session(Agent("codex"), "x1", "gpt-5.4")
     _publish(data, [codex])
     warehouse.refresh(data, Store(data), "r2", previous_version=1, replaced={"codex": {codex.session_id}})
     assert reads == [], "same package: the prices table is kept"
     monkeypatch.setattr(prices, "source_version", lambda: "genai-prices 999.0")
-    more = _session(Agent.CODEX, "x2", "gpt-5.4")
+    more = _session(Agent("codex"), "x2", "gpt-5.4")
     _publish(data, [more])
     warehouse.refresh(data, Store(data), "r3", previous_version=2, replaced={"codex": {more.session_id}})
     assert reads == ["genai-prices 999.0"], "a new package version re-reads its prices"

@@ -65,7 +65,7 @@ def test_a_load_is_cut_into_batches_that_keep_every_worker_busy_the_largest_firs
 
     mib = 1024 * 1024
     sizes = [30 * mib] + [mib] * 70 + [5 * mib, 2 * mib]  # one big session among many small ones: 107 MiB
-    sources = [Source(Agent.CLAUDE, f"/r/{i:03d}.jsonl", size, 0, "/r") for i, size in enumerate(sizes)]
+    sources = [Source(Agent("claude"), f"/r/{i:03d}.jsonl", size, 0, "/r") for i, size in enumerate(sizes)]
 
     work = pipeline.work_of(sources, 64 * mib, 400, workers=2)
     sent = [sum(s.size for s in batch) for batch in work]

@@ -204,7 +204,7 @@ def _run(tmp_path: Path, home: Path) -> dict[str, set[str]]:
     run_etl(settings, as_tasks=False)
     exports = home / "exports"
     if exports.is_dir():
-        run_etl(settings, as_tasks=False, explicit=pipeline.explicit_sources(Agent.CHATGPT, [exports]))
+        run_etl(settings, as_tasks=False, explicit=pipeline.explicit_sources(Agent("chatgpt"), [exports]))
     sessions = {r[0] for r in table_rows(tmp_path / "data", "sessions")}
     rejected = {Path(r[0]).name for r in table_rows(tmp_path / "data", "rejects")}
     return {"sessions": sessions, "rejected": rejected}

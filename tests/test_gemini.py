@@ -38,12 +38,12 @@ def legacy(path: Path, messages: list[dict[str, Any]], **meta: Any) -> Path:
 
 
 def one(path: Path) -> Session:
-    [session] = loaded_sessions(read_one(Agent.GEMINI, path))
+    [session] = loaded_sessions(read_one(Agent("gemini"), path))
     return session
 
 
 def rejected(path: Path) -> Rejected:
-    [outcome] = read_one(Agent.GEMINI, path)
+    [outcome] = read_one(Agent("gemini"), path)
     assert isinstance(outcome, Rejected), outcome
     return outcome
 
@@ -187,7 +187,7 @@ def test_reject_duplicate_legacy_json_continued_in_jsonl(tmp_path: Path) -> None
     write_jsonl(tmp_path / "chats" / "session-x.jsonl", [META, msg("m0", "user", "hi")])
     outcome = rejected(path)
     assert outcome.code is RejectCode.DUPLICATE
-    assert len(loaded_sessions(read_one(Agent.GEMINI, tmp_path / "chats" / "session-x.jsonl"))) == 1
+    assert len(loaded_sessions(read_one(Agent("gemini"), tmp_path / "chats" / "session-x.jsonl"))) == 1
 
 
 # --- the JSONL fold -------------------------------------------------------------------------------------------------
@@ -329,23 +329,23 @@ def test_reject_invalid_json_before_the_last_line(tmp_path: Path) -> None:
 
 def test_defer_write_in_progress_partial_last_line(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "chats" / "s.jsonl", [json.dumps(META), '{"id": "u1", "ty'], newline_at_end=False)
-    [outcome] = read_one(Agent.GEMINI, path, Limits(settle_seconds=3600))
+    [outcome] = read_one(Agent("gemini"), path, Limits(settle_seconds=3600))
     assert isinstance(outcome, Deferred) and outcome.code is DeferCode.WRITE_IN_PROGRESS
     old = time.time() - 7200
     os.utime(path, (old, old))
-    [late] = read_one(Agent.GEMINI, path, Limits(settle_seconds=3600))
+    [late] = read_one(Agent("gemini"), path, Limits(settle_seconds=3600))
     assert isinstance(late, Rejected) and late.code is RejectCode.TRUNCATED_TAIL
 
 
 def test_reject_limit_exceeded_too_many_legacy_messages(tmp_path: Path) -> None:
     path = legacy(tmp_path / "chats" / "session-x.json", [msg(f"m{i}", "user", "x") for i in range(5)])
-    [outcome] = read_one(Agent.GEMINI, path, Limits(settle_seconds=0, max_records=4))
+    [outcome] = read_one(Agent("gemini"), path, Limits(settle_seconds=0, max_records=4))
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.LIMIT_EXCEEDED
 
 
 def test_ok_outcomes_under_a_project_tree(tmp_path: Path) -> None:
     legacy(tmp_path / "p" / "chats" / "session-x.json", [msg("m0", "user", "hi")])
-    outcomes = outcomes_under(Agent.GEMINI, tmp_path)
+    outcomes = outcomes_under(Agent("gemini"), tmp_path)
     assert [type(o) for o in outcomes["p/chats/session-x.json"]] == [Loaded]
 
 

@@ -38,9 +38,9 @@ def _tree() -> dict[str, str]:
 def shared() -> dict[str, list[Outcome]]:
     shared_fixtures()
     before = _tree()
-    outcomes = outcomes_under(Agent.GEMINI, FIXTURES)
+    outcomes = outcomes_under(Agent("gemini"), FIXTURES)
     for rel in ("jazzyalex__agent-sessions/jsonl_v040.jsonl", "jazzyalex__agent-sessions/small.json"):
-        outcomes[rel] = read_one(Agent.GEMINI, FIXTURES / rel)
+        outcomes[rel] = read_one(Agent("gemini"), FIXTURES / rel)
     assert _tree() == before
     return outcomes
 
@@ -48,7 +48,7 @@ def shared() -> dict[str, list[Outcome]]:
 def test_contract_every_shared_file_reaches_an_outcome_or_is_listed(shared: dict[str, list[Outcome]]) -> None:
     for rel in _tree():
         assert rel in shared or rel in NOT_SOURCES, f"{rel}: no outcome and not listed"
-    assert list(outcomes_under(Agent.GEMINI, FIXTURES)) == [REAL]  # logs.json is never discovered
+    assert list(outcomes_under(Agent("gemini"), FIXTURES)) == [REAL]  # logs.json is never discovered
     assert {rel: [type(o).__name__ for o in found] for rel, found in shared.items()} == {
         REAL: ["Loaded"],
         "jazzyalex__agent-sessions/jsonl_v040.jsonl": ["Loaded"],
@@ -124,7 +124,7 @@ def test_property_arbitrary_bytes_as_a_recording_are_rejected_with_a_reason(raw:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(raw)
         _with_good_beside(Path(tmp) / "proj" / "chats")
-        found = outcomes_under(Agent.GEMINI, Path(tmp))
+        found = outcomes_under(Agent("gemini"), Path(tmp))
         _good_loaded(found)
         [outcomes] = [v for k, v in found.items() if k.endswith(name)]
         assert len(outcomes) == 1 and isinstance(outcomes[0], Rejected), outcomes
@@ -162,7 +162,7 @@ def test_property_any_fold_gives_unique_turn_indexes(records: list[dict[str, obj
         path.parent.mkdir(parents=True)
         meta = {"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"}
         path.write_text("".join(json.dumps(r) + "\n" for r in [meta, *records]), encoding="utf-8")
-        [outcome] = read_one(Agent.GEMINI, path)
+        [outcome] = read_one(Agent("gemini"), path)
         # The metadata line is valid and every record is well-formed: the fold always gives a session.
         assert isinstance(outcome, Loaded), outcome
         indexes = [t.index for t in outcome.session.turns]
@@ -215,7 +215,7 @@ def test_property_any_json_in_message_fields_is_classified(fields: dict[str, obj
         path.parent.mkdir(parents=True)
         message = {"id": "m", "type": kind, **fields}
         path.write_text(json.dumps({"sessionId": "s", "startTime": "2026-01-01T00:00:00Z", "messages": [message]}))
-        [outcome] = read_one(Agent.GEMINI, path)
+        [outcome] = read_one(Agent("gemini"), path)
         # Any JSON in a message field: the session loads, or is rejected as bad_shape naming the field.
         assert isinstance(outcome, Loaded) or (
             isinstance(outcome, Rejected) and outcome.code is RejectCode.BAD_SHAPE

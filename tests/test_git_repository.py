@@ -80,7 +80,7 @@ def test_ok_codex_pre_envelope_header_git(tmp_path: Path) -> None:
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
     ]
     path = write_jsonl(tmp_path / f"rollout-{codex_records.OWN}.jsonl", records)
-    [outcome] = read_one(Agent.CODEX, path)
+    [outcome] = read_one(Agent("codex"), path)
     assert isinstance(outcome, Loaded)
     assert outcome.session.git_repository == "github.com/acme/legacy"
 

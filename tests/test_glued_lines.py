@@ -23,9 +23,9 @@ _GROK_SID = "019f6851-7ec4-7ef0-97d3-03f3eee38755"
 
 # golden file -> (agent, the JSONL input under the shared fixtures)
 GOLDEN_JSONL: dict[str, tuple[Agent, Path]] = {
-    "claude_spotter_short": (Agent.CLAUDE, SHARED_FIXTURES / "claude-code" / "marot__spotter" / "short.jsonl"),
+    "claude_spotter_short": (Agent("claude"), SHARED_FIXTURES / "claude-code" / "marot__spotter" / "short.jsonl"),
     "claude_codemie_v2_0_64": (
-        Agent.CLAUDE,
+        Agent("claude"),
         SHARED_FIXTURES
         / "claude-code"
         / "codemie-ai__codemie-code"
@@ -33,23 +33,23 @@ GOLDEN_JSONL: dict[str, tuple[Agent, Path]] = {
         / "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl",
     ),
     "codex_real_rollout_019e1695": (
-        Agent.CODEX,
+        Agent("codex"),
         SHARED_FIXTURES
         / "codex"
         / "codemie-ai__codemie-code"
         / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl",
     ),
-    "grok_agent_sessions_019f6851": (Agent.GROK, _GROK_SESSION / "chat_history.jsonl"),
+    "grok_agent_sessions_019f6851": (Agent("grok"), _GROK_SESSION / "chat_history.jsonl"),
 }
 
 
 def _place(agent: Agent, source: Path, tmp_path: Path) -> Path:
     """A copy of the source where its reader expects it (Grok: the session folder with its summary.json)."""
-    if agent is Agent.GROK:
+    if agent == Agent("grok"):
         folder = tmp_path / ".grok" / "sessions" / "%2Ftmp%2Fproject" / _GROK_SID
         folder.mkdir(parents=True)
         shutil.copy(_GROK_SESSION / "summary.json", folder / "summary.json")
-    elif agent is Agent.CLAUDE:
+    elif agent == Agent("claude"):
         folder = tmp_path / "-tmp-project"
         folder.mkdir(parents=True)
     else:
@@ -103,12 +103,12 @@ def test_ok_last_two_lines_glued_keep_every_other_turn_id(tmp_path: Path, golden
 def test_ok_gemini_jsonl_last_two_lines_glued_keep_every_other_turn_id(tmp_path: Path) -> None:
     # Gemini CLI's `.jsonl` recording has no golden file; its own unglued reading is the reference.
     source = SHARED_FIXTURES / "gemini" / "jazzyalex__agent-sessions" / "jsonl_v040.jsonl"
-    plain = _turns(_read(Agent.GEMINI, _place(Agent.GEMINI, source, tmp_path / "plain")))
-    path = _place(Agent.GEMINI, source, tmp_path / "glued")
+    plain = _turns(_read(Agent("gemini"), _place(Agent("gemini"), source, tmp_path / "plain")))
+    path = _place(Agent("gemini"), source, tmp_path / "glued")
     lines = path.read_bytes().splitlines(keepends=True)
     last = len(lines) - 1
     path.write_bytes(b"".join(lines[:-2]) + lines[-2].rstrip(b"\r\n") + lines[-1])
-    session = _read(Agent.GEMINI, path)
+    session = _read(Agent("gemini"), path)
     moved = glued_index(last - 1, 1)
     assert plain and sorted(_turns(session)) == sorted((moved if i == last else i, r, t) for i, r, t in plain)
     assert session.census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] == 1

@@ -58,7 +58,7 @@ def session_dir(
 
 
 def outcomes(home: Path) -> list[Any]:
-    return [o for outs in outcomes_under(Agent.GROK, home).values() for o in outs]
+    return [o for outs in outcomes_under(Agent("grok"), home).values() for o in outs]
 
 
 def load(home: Path) -> Session:
@@ -114,7 +114,7 @@ def test_reject_unsupported_format_for_the_community_grok_db(tmp_path: Path) -> 
     db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
     before = db.read_bytes()
     session_dir(tmp_path, [user("hi")], summary())
-    found = outcomes_under(Agent.GROK, tmp_path)
+    found = outcomes_under(Agent("grok"), tmp_path)
     [rejected] = found["grok.db"]
     assert isinstance(rejected, Rejected) and rejected.code is RejectCode.UNSUPPORTED_FORMAT
     assert "grok.db from superagent-ai/grok-cli is not supported yet" in rejected.detail

@@ -43,7 +43,7 @@ def _home(tmp_path: Path) -> Path:
 
 
 def _session(tmp_path: Path) -> Session:
-    found = outcomes_under(Agent.GROK, _home(tmp_path))
+    found = outcomes_under(Agent("grok"), _home(tmp_path))
     assert list(found) == [f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
     [outcome] = found[f"sessions/{BUCKET}/{SID}/chat_history.jsonl"]
     assert isinstance(outcome, Loaded), outcome
@@ -55,7 +55,7 @@ def test_contract_every_shared_fixture_reaches_a_defined_outcome(tmp_path: Path)
     files = sorted(p.relative_to(GROK).as_posix() for p in GROK.rglob("*") if p.is_file())
     assert files == ["jazzyalex__agent-sessions/session/chat_history.jsonl", *NOT_SOURCES]
     # Read where it lies, its folder is named `session`, not the id in summary.json: an inconsistent source.
-    [in_place] = read_one(Agent.GROK, SESSION / "chat_history.jsonl")
+    [in_place] = read_one(Agent("grok"), SESSION / "chat_history.jsonl")
     assert isinstance(in_place, Rejected) and in_place.code is RejectCode.INCONSISTENT_SOURCE
     # Laid out as Grok writes it, it loads.
     assert _session(tmp_path).session_id == f"grok-{SID}"
@@ -97,7 +97,7 @@ def _outcomes_with_good_beside(root: Path) -> list[Outcome]:
     good.mkdir(parents=True, exist_ok=True)
     (good / "chat_history.jsonl").write_text('{"type":"user","content":"hi","prompt_index":0}\n')
     (good / "summary.json").write_text(json.dumps({"info": {"id": GOOD}, "created_at": "2026-07-31T10:13:27Z"}))
-    found = outcomes_under(Agent.GROK, root, SETTLED)
+    found = outcomes_under(Agent("grok"), root, SETTLED)
     hostile = f"sessions/{BUCKET}/{SID}/chat_history.jsonl"
     assert sorted(found) == sorted([hostile, f"sessions/{BUCKET}/{GOOD}/chat_history.jsonl"])
     [good_outcome] = found[f"sessions/{BUCKET}/{GOOD}/chat_history.jsonl"]

@@ -18,7 +18,7 @@ from tests.support import SETTLED
 def _source(tmp_path: Path) -> Source:
     path = tmp_path / "rollout-x.jsonl"
     path.write_text("{}\n")
-    return Source(Agent.CODEX, str(path), 3, 0, str(tmp_path))
+    return Source(Agent("codex"), str(path), 3, 0, str(tmp_path))
 
 
 def test_an_unexpected_exception_becomes_one_source_unreadable_rejection(
@@ -28,7 +28,7 @@ def test_an_unexpected_exception_becomes_one_source_unreadable_rejection(
         raise ValueError("a bug")
         yield  # pragma: no cover - makes this a generator like every reader
 
-    monkeypatch.setattr(extractor(Agent.CODEX), "read", broken)
+    monkeypatch.setattr(extractor(Agent("codex")), "read", broken)
     with caplog.at_level(logging.DEBUG, logger="transcripts.extract"):
         outcomes = list(read_source(_source(tmp_path), SETTLED))
     assert len(outcomes) == 1
@@ -50,7 +50,7 @@ def test_sessions_yielded_before_the_bug_stay(tmp_path: Path, monkeypatch: pytes
         yield first
         raise KeyError("later")
 
-    monkeypatch.setattr(extractor(Agent.CODEX), "read", half)
+    monkeypatch.setattr(extractor(Agent("codex")), "read", half)
     outcomes = list(read_source(source, SETTLED))
     assert outcomes[0] is first
     assert isinstance(outcomes[1], Rejected) and outcomes[1].detail.startswith("unexpected KeyError in the codex")
@@ -65,7 +65,7 @@ def test_process_level_errors_still_propagate(
         raise error
         yield  # pragma: no cover
 
-    monkeypatch.setattr(extractor(Agent.CODEX), "read", fatal)
+    monkeypatch.setattr(extractor(Agent("codex")), "read", fatal)
     with pytest.raises(type(error)):
         list(read_source(_source(tmp_path), SETTLED))
 
@@ -75,7 +75,7 @@ def test_classified_errors_are_unchanged(tmp_path: Path, monkeypatch: pytest.Mon
         raise RejectError(RejectCode.BAD_SHAPE, "shape", line=4)
         yield  # pragma: no cover
 
-    monkeypatch.setattr(extractor(Agent.CODEX), "read", rejects)
+    monkeypatch.setattr(extractor(Agent("codex")), "read", rejects)
     [out] = list(read_source(_source(tmp_path), SETTLED))
     assert isinstance(out, Rejected) and (out.code, out.detail, out.line) == (RejectCode.BAD_SHAPE, "shape", 4)
     assert not isinstance(out, Loaded)

@@ -38,7 +38,7 @@ class Layout:
 def _claude(tmp: Path) -> Layout:
     good = write_session(tmp, S1, claude_exchange(S1, 2))
     root = tmp / ".claude" / "projects"
-    return Layout(Agent.CLAUDE, root, good, good.with_name(f"{UUID2}.jsonl"))
+    return Layout(Agent("claude"), root, good, good.with_name(f"{UUID2}.jsonl"))
 
 
 def _codex(tmp: Path) -> Layout:
@@ -48,7 +48,7 @@ def _codex(tmp: Path) -> Layout:
     good = folder / "rollout-2026-05-11T09-00-00-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
     good.write_text("{}\n")
     odd = folder / "rollout-2026-05-11T09-00-01-019e1695-0522-7c83-8b39-0dd37979aaaa.jsonl"
-    return Layout(Agent.CODEX, root, good, odd)
+    return Layout(Agent("codex"), root, good, odd)
 
 
 def _gemini(tmp: Path) -> Layout:
@@ -57,7 +57,7 @@ def _gemini(tmp: Path) -> Layout:
     chats.mkdir(parents=True)
     good = chats / "session-2026-01-01T10-00-aaaa.json"
     good.write_text("{}")
-    return Layout(Agent.GEMINI, root, good, chats / "session-2026-01-01T10-01-bbbb.jsonl")
+    return Layout(Agent("gemini"), root, good, chats / "session-2026-01-01T10-01-bbbb.jsonl")
 
 
 def _grok(tmp: Path) -> Layout:
@@ -67,7 +67,7 @@ def _grok(tmp: Path) -> Layout:
     (bucket / "s2").mkdir(parents=True)
     good = bucket / "s1" / "chat_history.jsonl"
     good.write_text("{}\n")
-    return Layout(Agent.GROK, root, good, bucket / "s2" / "chat_history.jsonl")
+    return Layout(Agent("grok"), root, good, bucket / "s2" / "chat_history.jsonl")
 
 
 def _opencode(tmp: Path) -> Layout:
@@ -76,7 +76,7 @@ def _opencode(tmp: Path) -> Layout:
     add_session(conn, "ses_1")
     add_exchange(conn, "ses_1", 1)
     conn.close()
-    return Layout(Agent.OPENCODE, root, root / "opencode.db", root / "opencode-b.db")
+    return Layout(Agent("opencode"), root, root / "opencode.db", root / "opencode-b.db")
 
 
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
@@ -177,7 +177,7 @@ def test_an_unreadable_folder_is_logged_and_the_rest_is_found(
     layout: Layout, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # chmod 0 proves nothing as root (CI runs as root): the folder's listing is refused at the call instead.
-    blocked = (layout.good.parent if layout.agent is Agent.OPENCODE else layout.good.parent.parent) / "blocked"
+    blocked = (layout.good.parent if layout.agent == Agent("opencode") else layout.good.parent.parent) / "blocked"
     blocked.mkdir()
     real_scandir = os.scandir
 
@@ -189,7 +189,7 @@ def test_an_unreadable_folder_is_logged_and_the_rest_is_found(
     monkeypatch.setattr(os, "scandir", refuse)
     found = listed(layout)
     assert str(layout.good) in found
-    if layout.agent is Agent.OPENCODE:
+    if layout.agent == Agent("opencode"):
         assert discovery.drain_skips() == {}  # databases sit directly in the root: a subfolder is never listed
     else:
         assert discovery.drain_skips() == {"unreadable_folder": 1}
@@ -234,7 +234,7 @@ def test_the_good_session_beside_the_oddities_still_loads(tmp_path: Path) -> Non
     os.mkfifo(lay.odd)
     os.symlink(".", lay.good.parent / "loop")
     os.symlink("nowhere.jsonl", lay.good.with_name(f"{S2}.jsonl"))
-    [source] = list(extractor(Agent.CLAUDE).discover(lay.root))
+    [source] = list(extractor(Agent("claude")).discover(lay.root))
     [outcome] = list(read_source(source, SETTLED))
     assert isinstance(outcome, Loaded) and outcome.session.native_id == S1
     assert discovery.drain_skips() == {"dangling_link": 1, "fifo": 1}
@@ -252,7 +252,7 @@ def test_the_run_lists_a_file_once_across_roots_and_counts_skips(tmp_path: Path)
     found = discover(settings)
     assert [s.path for s in found.sources] == [str(good)]
     assert found.skipped == {"fifo": 2}  # seen once under each root, counted each time
-    assert sorted(found.scanned[Agent.CLAUDE]) == sorted([str(projects), str(alias)])
+    assert sorted(found.scanned[Agent("claude")]) == sorted([str(projects), str(alias)])
 
 
 def test_a_root_whose_listing_fails_is_left_out_not_taken_for_deleted(
@@ -260,7 +260,7 @@ def test_a_root_whose_listing_fails_is_left_out_not_taken_for_deleted(
 ) -> None:
     home = tmp_path / "home"
     write_session(home, S1, claude_exchange(S1, 2))
-    module = extractor(Agent.CLAUDE)
+    module = extractor(Agent("claude"))
 
     def broken(_root: Path) -> Iterator[Any]:
         raise OSError(errno.EIO, "Input/output error")
@@ -283,12 +283,12 @@ def test_a_bug_in_a_discovery_costs_its_root_not_the_run(tmp_path: Path, monkeyp
         raise ValueError("a bug")
         yield  # pragma: no cover
 
-    monkeypatch.setattr(extractor(Agent.CODEX), "discover", buggy)
+    monkeypatch.setattr(extractor(Agent("codex")), "discover", buggy)
     env = {"HOME": str(home)}
     settings = load_settings(home=home, data_dir=tmp_path / "data", sources=["claude", "codex"], env=env)
     found = discover(settings)
     assert [s.path for s in found.sources] == [str(good)]
-    assert found.skipped == {"root_unlisted": 1} and Agent.CODEX not in found.scanned
+    assert found.skipped == {"root_unlisted": 1} and Agent("codex") not in found.scanned
 
 
 def test_an_opencode_symlink_loop_does_not_stop_the_run(tmp_path: Path) -> None:

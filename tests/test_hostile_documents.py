@@ -88,7 +88,7 @@ def test_a_gemini_json_cut_short(tmp_path: Path, fresh: bool) -> None:
         age(chats / name, 3600)
     cut(chats / "session-2026-01-02T03-04-bad.json")
     age(chats / "session-2026-01-02T03-04-bad.json", 1 if fresh else 3600)
-    found = outcomes_under(Agent.GEMINI, tmp_path, FRESH)
+    found = outcomes_under(Agent("gemini"), tmp_path, FRESH)
     assert_outcome(only(found, "bad.json"), fresh)
     assert isinstance(only(found, "good.json"), Loaded)
 
@@ -114,7 +114,7 @@ def test_an_opencode_storage_file_cut_short(tmp_path: Path, fresh: bool, which: 
         age(path, 3600)
     cut(target)
     age(target, 1 if fresh else 3600)
-    found = outcomes_under(Agent.OPENCODE, tmp_path, FRESH)
+    found = outcomes_under(Agent("opencode"), tmp_path, FRESH)
     assert_outcome(only(found, "ses_bad.json"), fresh)
     good = only(found, "ses_good.json")
     assert isinstance(good, Loaded) and len(good.session.turns) == 2
@@ -128,7 +128,7 @@ def test_a_grok_summary_cut_short(tmp_path: Path, fresh: bool) -> None:
         age(path, 3600)
     cut(bad / "summary.json")
     age(bad / "summary.json", 1 if fresh else 3600)
-    found = outcomes_under(Agent.GROK, tmp_path / ".grok", FRESH)
+    found = outcomes_under(Agent("grok"), tmp_path / ".grok", FRESH)
     assert_outcome(only(found, f"{BAD_GROK}/chat_history.jsonl"), fresh)
     assert isinstance(only(found, f"{GOOD_GROK}/chat_history.jsonl"), Loaded)
 
@@ -137,7 +137,7 @@ def test_a_document_broken_before_its_end_is_invalid_json_even_when_fresh(tmp_pa
     grok_session(tmp_path, GOOD_GROK, 1)
     bad = grok_session(tmp_path, BAD_GROK, 1)
     (bad / "summary.json").write_text('{"created_at": "2026-07-31T10:13:27Z" oops}')
-    found = outcomes_under(Agent.GROK, tmp_path / ".grok", FRESH)
+    found = outcomes_under(Agent("grok"), tmp_path / ".grok", FRESH)
     outcome = only(found, f"{BAD_GROK}/chat_history.jsonl")
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.INVALID_JSON
 
@@ -147,7 +147,7 @@ def test_an_empty_grok_history_is_no_conversation(tmp_path: Path, content: str) 
     grok_session(tmp_path, GOOD_GROK, 1)
     bad = grok_session(tmp_path, BAD_GROK, 1)
     (bad / "chat_history.jsonl").write_text(content)
-    found = outcomes_under(Agent.GROK, tmp_path / ".grok")
+    found = outcomes_under(Agent("grok"), tmp_path / ".grok")
     outcome = only(found, f"{BAD_GROK}/chat_history.jsonl")
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.NO_CONVERSATION
     assert outcome.session_hint == f"grok-{BAD_GROK}"

@@ -13,10 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from extractors.bounded.numbers import OUT_OF_RANGE_KIND, fit_float, fit_int, whole_number
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected
-from extractors.numbers import OUT_OF_RANGE_KIND, fit_float, fit_int, whole_number
-from extractors.registry import extractor, read_source
+from extractors.registry import agents, extractor, read_source
 from extractors.timeutil import from_epoch_ms, from_epoch_seconds, parse_any
 from tests.corpus import S1, claude_exchange, codex_rollout, write_session
 from tests.opencode_support import T0, add_message, add_part, add_session, assistant, create_db, text, user
@@ -26,7 +26,7 @@ from transforms.redact import Redactor
 
 HUGE = 2**63  # one past int64
 DIGITS_30 = 10**29 + 7  # a 30-digit literal
-VERSIONS = {agent: extractor(agent).PARSER_VERSION for agent in Agent}
+VERSIONS = {agent: extractor(agent).SPEC.parser_version for agent in agents()}
 
 
 def tables(outcomes: list[Outcome]) -> dict[str, pa.Table]:
@@ -122,7 +122,7 @@ def test_claude_token_counts_past_int64_are_null_and_counted(tmp_path: Path) -> 
     record["message"]["usage"]["input_tokens"] = HUGE
     record["message"]["usage"]["output_tokens"] = DIGITS_30
     lines[1] = json.dumps(record)
-    built = tables(read_one(Agent.CLAUDE, write_session(tmp_path, S1, lines)))
+    built = tables(read_one(Agent("claude"), write_session(tmp_path, S1, lines)))
     first, second = sorted(usage_rows(built), key=lambda r: r["turn_index"])
     assert (first["input_tokens"], first["output_tokens"], first["cache_read_tokens"]) == (None, None, 100)
     assert (second["input_tokens"], second["output_tokens"]) == (10, 5)
@@ -136,7 +136,7 @@ def test_claude_session_with_a_time_past_utc_loads_whole(tmp_path: Path) -> None
     record = json.loads(lines[2])
     record["timestamp"] = "0001-01-01T00:00:00+05:00"  # the second prompt's
     lines[2] = json.dumps(record)
-    outcomes = read_one(Agent.CLAUDE, write_session(tmp_path, S1, lines))
+    outcomes = read_one(Agent("claude"), write_session(tmp_path, S1, lines))
     assert not [o for o in outcomes if isinstance(o, Rejected)], outcomes  # was: unexpected OverflowError
     built = tables(outcomes)
     assert built["turns"].num_rows == 4
@@ -150,7 +150,7 @@ def test_codex_totals_past_int64_are_null_and_counted(tmp_path: Path) -> None:
     last["payload"]["info"]["total_token_usage"]["output_tokens"] = HUGE * 4
     lines[-1] = json.dumps(last)
     path.write_text("\n".join(lines) + "\n")
-    built = tables(read_one(Agent.CODEX, path))
+    built = tables(read_one(Agent("codex"), path))
     rows = sorted(usage_rows(built), key=lambda r: r["turn_index"])
     assert rows[-1]["output_tokens"] is None and rows[-1]["input_tokens"] == 50  # (200 - 100) net of cache
     assert rows[0]["output_tokens"] == 10
@@ -163,7 +163,7 @@ def test_codex_non_integer_token_counts_stay_a_bad_shape(tmp_path: Path) -> None
     path = codex_rollout(tmp_path, "019e1695-0522-7c83-8b39-0dd379793f80", 1)
     path.write_text(path.read_text().replace('"output_tokens":10,', '"output_tokens":1e400,'))
     assert "1e400" in path.read_text()
-    [outcome] = read_one(Agent.CODEX, path)
+    [outcome] = read_one(Agent("codex"), path)
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.BAD_SHAPE
 
 
@@ -199,7 +199,7 @@ def test_gemini_30_digit_infinite_and_nan_token_counts_are_null_and_counted(tmp_
         path.write_text(f'{meta[:-1]}, "messages": [{", ".join(messages)}]}}')
     else:
         path.write_text("\n".join([json.dumps({**GEMINI_META, "kind": "main"}), *messages]) + "\n")
-    built = tables(read_one(Agent.GEMINI, path))
+    built = tables(read_one(Agent("gemini"), path))
     [row] = usage_rows(built)
     assert (row["input_tokens"], row["output_tokens"], row["reasoning_tokens"]) == (None, None, None)
     assert row["cache_read_tokens"] == 0
@@ -221,7 +221,7 @@ def _opencode_db(root: Path, tokens: dict[str, Any] | str, cost: Any) -> Path:
 
 
 def _read_opencode(root: Path) -> list[Outcome]:
-    [source] = list(extractor(Agent.OPENCODE).discover(root))
+    [source] = list(extractor(Agent("opencode")).discover(root))
     return list(read_source(source, SETTLED))
 
 
@@ -262,7 +262,7 @@ def test_chatgpt_times_past_any_range_are_not_a_crash(tmp_path: Path) -> None:
     timeless = good.replace("1700000000.5", "NaN").replace("c1", "c2")
     path = tmp_path / "conversations.json"
     path.write_text(f"[{good}, {timeless}]")
-    loaded, rejected = read_one(Agent.CHATGPT, path)
+    loaded, rejected = read_one(Agent("chatgpt"), path)
     assert isinstance(loaded, Loaded) and [t.timestamp for t in loaded.session.turns] == [None, None]
     assert isinstance(rejected, Rejected) and rejected.code is RejectCode.MISSING_TIMESTAMP
     built = tables([loaded])

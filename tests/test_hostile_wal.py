@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from extractors import bounded_sqlite
+from extractors.bounded import sqlite_db
 from extractors.errors import DeferCode, RejectCode
 from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected
 from extractors.registry import extractor, read_source
@@ -27,7 +27,7 @@ def state(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def read_root(root: Path) -> list[Outcome]:
-    [source] = list(extractor(Agent.OPENCODE).discover(root))
+    [source] = list(extractor(Agent("opencode")).discover(root))
     return list(read_source(source, SETTLED))
 
 
@@ -115,7 +115,7 @@ def test_a_database_that_keeps_changing_while_it_is_copied_is_deferred(
     root = tmp_path / "opencode"
     _writer_left_open(root)
     wal = root / "opencode.db-wal"
-    real_copy = bounded_sqlite._copy_bounded
+    real_copy = sqlite_db._copy_bounded
     copies: list[Path] = []
 
     def busy_writer(source: Path, target: Path, budget: int) -> int:
@@ -125,17 +125,17 @@ def test_a_database_that_keeps_changing_while_it_is_copied_is_deferred(
             os.utime(wal, ns=(wal.stat().st_atime_ns, wal.stat().st_mtime_ns + 1_000_000))  # a write landed
         return left
 
-    monkeypatch.setattr(bounded_sqlite, "_copy_bounded", busy_writer)
+    monkeypatch.setattr(sqlite_db, "_copy_bounded", busy_writer)
     [outcome] = read_root(root)
     assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
-    assert len(copies) == 2 * bounded_sqlite.COPY_ATTEMPTS
+    assert len(copies) == 2 * sqlite_db.COPY_ATTEMPTS
 
 
 def test_one_change_during_the_copy_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "opencode"
     _writer_left_open(root)
     wal = root / "opencode.db-wal"
-    real_copy = bounded_sqlite._copy_bounded
+    real_copy = sqlite_db._copy_bounded
     moved: list[bool] = []
 
     def once(source: Path, target: Path, budget: int) -> int:
@@ -145,7 +145,7 @@ def test_one_change_during_the_copy_is_retried(tmp_path: Path, monkeypatch: pyte
             os.utime(wal, ns=(wal.stat().st_atime_ns, wal.stat().st_mtime_ns + 1_000_000))
         return left
 
-    monkeypatch.setattr(bounded_sqlite, "_copy_bounded", once)
+    monkeypatch.setattr(sqlite_db, "_copy_bounded", once)
     assert native_ids(read_root(root)) == ["ses_in_wal", "ses_main"]
     assert moved == [True]
 
@@ -154,8 +154,8 @@ def test_the_copy_is_bounded_by_max_source_bytes(tmp_path: Path) -> None:
     root = tmp_path / "opencode"
     _writer_left_open(root)
     total = sum((root / n).stat().st_size for n in NAMES[:2])
-    [source] = list(extractor(Agent.OPENCODE).discover(root))
-    [outcome] = list(read_source(source, bounded_sqlite.Limits(settle_seconds=0.0, max_source_bytes=total - 1)))
+    [source] = list(extractor(Agent("opencode")).discover(root))
+    [outcome] = list(read_source(source, sqlite_db.Limits(settle_seconds=0.0, max_source_bytes=total - 1)))
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.LIMIT_EXCEEDED
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extractors import opencode
-from extractors.bounded_sqlite import SQLITE_MAGIC
+from extractors.bounded.sqlite_db import SQLITE_MAGIC
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected, Role, Source
 from extractors.opencode import storage
@@ -129,7 +129,7 @@ def test_contract_every_shared_file_reaches_an_outcome_or_is_listed(
 def test_contract_non_canonical_test_db_is_one_clear_rejection() -> None:
     path = shared_fixtures("opencode", "shuv1337__oc-manager", "test.db")
     st = path.stat()
-    source = Source(Agent.OPENCODE, str(path), st.st_size, st.st_mtime_ns, str(path.parent), "database")
+    source = Source(Agent("opencode"), str(path), st.st_size, st.st_mtime_ns, str(path.parent), "database")
     [outcome] = list(read_source(source, SETTLED))
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.SOURCE_UNREADABLE
     # `sqlite3 -readonly test.db .schema`: created_at/updated_at instead of time_created; part has no time columns.

@@ -29,7 +29,7 @@ from tests.support import SETTLED, loaded_sessions
 
 def db_source(path: Path, root: Path | None = None) -> Source:
     size, mtime = (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else (0, 0)
-    return Source(Agent.OPENCODE, str(path), size, mtime, str(root or path.parent), "database")
+    return Source(Agent("opencode"), str(path), size, mtime, str(root or path.parent), "database")
 
 
 def read_db(path: Path, limits: Limits = SETTLED, root: Path | None = None) -> list[Outcome]:
@@ -384,9 +384,9 @@ def test_reject_inconsistent_source_messages_without_a_session_row(tmp_path: Pat
 
 
 def test_ok_locked_rollback_database_is_deferred_not_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from extractors import bounded_sqlite
+    from extractors.bounded import sqlite_db
 
-    monkeypatch.setattr(bounded_sqlite, "BUSY_TIMEOUT_SECONDS", 0.0)
+    monkeypatch.setattr(sqlite_db, "BUSY_TIMEOUT_SECONDS", 0.0)
     db = tmp_path / "opencode.db"
     writer = two_session_db(db, wal=False)
     writer.execute("BEGIN EXCLUSIVE")

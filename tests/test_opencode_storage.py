@@ -29,7 +29,7 @@ def test_ok_current_layout_one_source_per_session(tmp_path: Path) -> None:
     sources = list(opencode.discover(tmp_path))
     assert [Path(s.path).name for s in sources] == ["ses_a.json", "ses_b.json"]
     assert {s.kind for s in sources} == {"directory"}
-    outcomes = outcomes_under(Agent.OPENCODE, tmp_path)
+    outcomes = outcomes_under(Agent("opencode"), tmp_path)
     [session] = loaded_sessions(outcomes["storage/session/global/ses_a.json"])
     assert session.session_id == "opencode-ses_a"
     assert [(t.index, t.role, t.text) for t in session.turns] == [
@@ -41,7 +41,7 @@ def test_ok_current_layout_one_source_per_session(tmp_path: Path) -> None:
 
 def test_ok_older_layout_session_info_message_part(tmp_path: Path) -> None:
     storage_session(tmp_path / "storage", "ses_old", EXCHANGE, older=True)
-    outcomes = outcomes_under(Agent.OPENCODE, tmp_path)
+    outcomes = outcomes_under(Agent("opencode"), tmp_path)
     assert list(outcomes) == ["storage/session/info/ses_old.json"]
     [session] = loaded_sessions(outcomes["storage/session/info/ses_old.json"])
     assert [t.text for t in session.turns] == ["hello from the old days", "hi!"]
@@ -49,7 +49,7 @@ def test_ok_older_layout_session_info_message_part(tmp_path: Path) -> None:
 
 def test_ok_storage_folder_given_directly_as_root(tmp_path: Path) -> None:
     storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
-    outcomes = outcomes_under(Agent.OPENCODE, tmp_path / "storage")
+    outcomes = outcomes_under(Agent("opencode"), tmp_path / "storage")
     assert len(loaded_sessions(outcomes["session/global/ses_a.json"])) == 1
 
 
@@ -61,7 +61,7 @@ def test_ok_ids_come_from_paths_not_json(tmp_path: Path) -> None:
     (storage / "message" / "ses_path" / "msg_1.json").write_text(
         json.dumps({"id": "msg_zzz", "role": "user", "time": {"created": T0}}), encoding="utf-8"
     )
-    [session] = loaded_sessions(outcomes_under(Agent.OPENCODE, tmp_path)["storage/session/global/ses_path.json"])
+    [session] = loaded_sessions(outcomes_under(Agent("opencode"), tmp_path)["storage/session/global/ses_path.json"])
     assert session.native_id == "ses_path"
     assert session.turns[0].text == "hello from the old days"  # parts under part/msg_1 still belong to it
 
@@ -88,7 +88,7 @@ def test_ok_discovery_does_not_parse(tmp_path: Path) -> None:
     (storage / "session" / "global").mkdir(parents=True)
     (storage / "session" / "global" / "ses_x.json").write_bytes(b"\xff not json")
     [source] = opencode.discover(tmp_path)
-    [outcome] = outcomes_under(Agent.OPENCODE, tmp_path)["storage/session/global/ses_x.json"]
+    [outcome] = outcomes_under(Agent("opencode"), tmp_path)["storage/session/global/ses_x.json"]
     assert source.size == 10 and isinstance(outcome, Rejected) and outcome.code is RejectCode.INVALID_UTF8
 
 
@@ -99,7 +99,7 @@ def test_reject_duplicate_when_the_database_holds_the_session(tmp_path: Path) ->
     conn.close()
     storage_session(tmp_path / "storage", "ses_both", EXCHANGE)
     storage_session(tmp_path / "storage", "ses_json_only", EXCHANGE)
-    outcomes = outcomes_under(Agent.OPENCODE, tmp_path)
+    outcomes = outcomes_under(Agent("opencode"), tmp_path)
     [dup] = outcomes["storage/session/global/ses_both.json"]
     assert isinstance(dup, Rejected) and dup.code is RejectCode.DUPLICATE and dup.session_hint == "opencode-ses_both"
     assert [s.native_id for s in loaded_sessions(outcomes["opencode.db"])] == ["ses_both"]
@@ -109,7 +109,7 @@ def test_reject_duplicate_when_the_database_holds_the_session(tmp_path: Path) ->
 def test_ok_json_loads_when_the_database_cannot_be_read(tmp_path: Path) -> None:
     (tmp_path / "opencode.db").write_bytes(b"garbage" * 100)
     storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
-    outcomes = outcomes_under(Agent.OPENCODE, tmp_path)
+    outcomes = outcomes_under(Agent("opencode"), tmp_path)
     assert len(loaded_sessions(outcomes["storage/session/global/ses_a.json"])) == 1
     [bad_db] = outcomes["opencode.db"]
     assert isinstance(bad_db, Rejected) and bad_db.code is RejectCode.SOURCE_UNREADABLE
@@ -117,7 +117,7 @@ def test_ok_json_loads_when_the_database_cannot_be_read(tmp_path: Path) -> None:
 
 def test_reject_limit_exceeded_too_many_files(tmp_path: Path) -> None:
     storage_session(tmp_path / "storage", "ses_a", EXCHANGE)  # 2 messages + 3 parts
-    [outcome] = outcomes_under(Agent.OPENCODE, tmp_path, Limits(settle_seconds=0, max_records=4))[
+    [outcome] = outcomes_under(Agent("opencode"), tmp_path, Limits(settle_seconds=0, max_records=4))[
         "storage/session/global/ses_a.json"
     ]
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.LIMIT_EXCEEDED
@@ -126,7 +126,7 @@ def test_reject_limit_exceeded_too_many_files(tmp_path: Path) -> None:
 
 def test_reject_limit_exceeded_session_bytes(tmp_path: Path) -> None:
     storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
-    [outcome] = outcomes_under(Agent.OPENCODE, tmp_path, Limits(settle_seconds=0, max_conversation_bytes=300))[
+    [outcome] = outcomes_under(Agent("opencode"), tmp_path, Limits(settle_seconds=0, max_conversation_bytes=300))[
         "storage/session/global/ses_a.json"
     ]
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.LIMIT_EXCEEDED
@@ -136,14 +136,14 @@ def test_reject_invalid_json_part_file_with_session_hint(tmp_path: Path) -> None
     storage = tmp_path / "storage"
     storage_session(storage, "ses_a", EXCHANGE)
     (storage / "part" / "msg_2" / "prt_3.json").write_text('{"type": "text", "text": "x" oops}', encoding="utf-8")
-    [outcome] = outcomes_under(Agent.OPENCODE, tmp_path)["storage/session/global/ses_a.json"]
+    [outcome] = outcomes_under(Agent("opencode"), tmp_path)["storage/session/global/ses_a.json"]
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.INVALID_JSON
     assert outcome.session_hint == "opencode-ses_a"
 
 
 def test_reject_missing_timestamp_session_file_without_time(tmp_path: Path) -> None:
     storage_session(tmp_path / "storage", "ses_a", EXCHANGE, session={"title": "no time"})
-    [outcome] = outcomes_under(Agent.OPENCODE, tmp_path)["storage/session/global/ses_a.json"]
+    [outcome] = outcomes_under(Agent("opencode"), tmp_path)["storage/session/global/ses_a.json"]
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.MISSING_TIMESTAMP
 
 
@@ -154,7 +154,7 @@ def test_ok_message_folder_symlinked_outside_the_root_is_not_followed(tmp_path: 
     storage_session(outside, "ses_b", EXCHANGE)
     (data / "storage" / "message" / "ses_b").symlink_to(outside / "message" / "ses_b")
     storage_session(data / "storage", "ses_b", [])
-    [outcome] = outcomes_under(Agent.OPENCODE, data)["storage/session/global/ses_b.json"]
+    [outcome] = outcomes_under(Agent("opencode"), data)["storage/session/global/ses_b.json"]
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.NO_CONVERSATION
 
 
@@ -163,7 +163,7 @@ def test_ok_flat_part_files_are_not_read(tmp_path: Path) -> None:
     storage = tmp_path / "storage"
     storage_session(storage, "ses_a", EXCHANGE[:1])
     (storage / "part" / "prt_flat.json").write_text('{"messageID":"msg_1","type":"text","text":"flat"}', "utf-8")
-    [outcome] = outcomes_under(Agent.OPENCODE, tmp_path, SETTLED)["storage/session/global/ses_a.json"]
+    [outcome] = outcomes_under(Agent("opencode"), tmp_path, SETTLED)["storage/session/global/ses_a.json"]
     assert isinstance(outcome, Loaded) and [t.text for t in outcome.session.turns] == ["hello from the old days"]
 
 

@@ -1,7 +1,7 @@
 """What the readers need from the interpreter gives the same answers on every Python the README names: 3.11.0 to
 3.11.x (Debian 12's system Python is 3.11.2), 3.12 and 3.13. CI runs these on each of them (.ci/run).
 
-- The ChatGPT scanner's regular expressions (extractors/bounded_json.py) against a plain-Python scanner, on tricky
+- The ChatGPT scanner's regular expressions (extractors/bounded/json_array.py) against a plain-Python scanner, on tricky
   and generated input. Before 3.11.5 a possessive repeat accepted an unterminated string as complete (CPython
   gh-106052), so these fail there on the old possessive patterns (checked on 3.11.2).
 - No project regex uses what changed inside 3.11.x: possessive repeats and atomic groups (new in 3.11.0, wrong
@@ -25,12 +25,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractors import bounded_json
-from extractors.bounded_json import _SKIP, _STRING_BODY, _TOP_FIELD, _skip_pattern, _top_fields
+from extractors.bounded import json_array
+from extractors.bounded.json_array import _SKIP, _STRING_BODY, _TOP_FIELD, _skip_pattern, _top_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("extractors", "transforms", "sinks", "flows")
-LEVELS = 4  # what bounded_json builds _SKIP with
+LEVELS = 4  # what json_array builds _SKIP with
 
 _PLAIN = frozenset(range(256)) - set(b'"{}[]')
 _CLOSE = {ord("{"): ord("}"), ord("["): ord("]")}
@@ -276,7 +276,7 @@ def _module_patterns() -> list[tuple[str, re.Pattern[Any]]]:
 def test_no_project_regex_uses_a_construct_that_changed_within_3_11() -> None:
     literal = _literal_patterns()
     compiled = _module_patterns()
-    assert len(literal) > 20 and any(name == "extractors.bounded_json._SKIP" for name, _ in compiled)
+    assert len(literal) > 20 and any(name == "extractors.bounded.json_array._SKIP" for name, _ in compiled)
     bad = [where for where, pattern in literal if _opcodes(pattern) & _CHANGED]
     bad += [where for where, pattern in compiled if _opcodes(pattern.pattern, pattern.flags) & _CHANGED]
     assert bad == []
@@ -286,7 +286,7 @@ def test_the_guard_sees_the_constructs() -> None:
     assert "POSSESSIVE_REPEAT" in _opcodes(rb'(?:[^"]++|"")*+')  # the compiler makes `[^"]++` *_REPEAT_ONE
     assert "ATOMIC_GROUP" in _opcodes("(?>a|ab)c")
     assert "GROUPREF_EXISTS" in _opcodes("(a)?(?(1)b|c)")
-    assert not _opcodes(bounded_json._SKIP.pattern) & _CHANGED
+    assert not _opcodes(json_array._SKIP.pattern) & _CHANGED
 
 
 def test_interpreter_is_one_the_readme_names() -> None:

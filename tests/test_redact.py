@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from extractors.model import Agent, Loaded, Role, Session, Source, ToolCall, Turn
+from extractors.registry import agents
 from tests.secrets_planted import ORDINARY, PLANTED
 from transforms.normalize import session_tables
 from transforms.redact import MARKER_PREFIX, Redactor, RulesError, parse_rules, ruleset, shannon_entropy, version_of
@@ -108,7 +109,7 @@ def test_entropy_is_bits_per_byte() -> None:
 
 
 def _session(agent: Agent, text: str, n: int) -> Loaded:
-    sid = f"{agent.value}-s{n}"
+    sid = f"{agent}-s{n}"
     ses = Session(
         agent=agent,
         session_id=sid,
@@ -150,13 +151,13 @@ def test_recall_every_rule_in_every_text_column_of_every_agent() -> None:
     """Planted: every rule's secret in turn text (both roles), tool input and output, title, and (in some
     sessions) the cwd and git branch, of a session of every agent. None may survive anywhere."""
     loaded, secret_of = [], {}
-    for agent in Agent:
+    for agent in agents():
         for n, rule in enumerate(sorted(PLANTED)):
             text, secret = PLANTED[rule]
             item = _session(agent, text, n)
             loaded.append(item)
             secret_of[item.session.session_id] = (rule, secret)
-    versions = {a: "1+rX" for a in Agent}
+    versions = {a: "1+rX" for a in agents()}
     tables = session_tables(loaded, versions, Redactor(KEY))
     planted = found = 0
     misses = []
@@ -170,7 +171,8 @@ def test_recall_every_rule_in_every_text_column_of_every_agent() -> None:
         else:
             misses.append((sid, column, value))
     print(
-        f"recall: {found}/{planted} planted secrets redacted by their rule ({len(PLANTED)} rules, {len(Agent)} agents)"
+        f"recall: {found}/{planted} planted secrets redacted by their rule ({len(PLANTED)} rules, "
+        f"{len(agents())} agents)"
     )
     assert misses == []
     audit = tables["redactions"]
@@ -189,8 +191,8 @@ def test_recall_every_rule_in_every_text_column_of_every_agent() -> None:
 
 def test_the_audit_names_turn_and_call_and_counts_repeats() -> None:
     text, secret = PLANTED["gitlab-pat"]
-    item = _session(Agent.CODEX, f"{text} and again {secret}", 1)
-    tables = session_tables([item], {Agent.CODEX: "1+rX"}, Redactor(KEY))
+    item = _session(Agent("codex"), f"{text} and again {secret}", 1)
+    tables = session_tables([item], {Agent("codex"): "1+rX"}, Redactor(KEY))
     rows = tables["redactions"].to_pylist()
     by_column = {r["column_name"]: r for r in rows}
     turns = sorted((r["turn_id"], r["tool_call_id"]) for r in rows if r["column_name"] == "turns.text")
@@ -204,7 +206,7 @@ def test_the_audit_names_turn_and_call_and_counts_repeats() -> None:
 
 def test_raw_sessions_have_no_audit_and_keep_their_text() -> None:
     text, _ = PLANTED["aws-access-token"]
-    tables = session_tables([_session(Agent.CLAUDE, text, 1)], {Agent.CLAUDE: "1+raw"}, Redactor(None))
+    tables = session_tables([_session(Agent("claude"), text, 1)], {Agent("claude"): "1+raw"}, Redactor(None))
     assert tables["redactions"].num_rows == 0
     assert text in tables["turns"].column("text").to_pylist()[0]
 

@@ -58,19 +58,23 @@ def _session(agent: Agent, native: str, start: datetime, *, minutes: int, model:
 
 def corpus() -> list[Session]:
     return [
-        _session(Agent.CLAUDE, "a1", T0, minutes=90, model="claude-opus-4-6", cwd="/home/dev/webapp", title=EVIL),
-        _session(Agent.CLAUDE, "a2", T0 + timedelta(days=1), minutes=20, model="claude-opus-4-6", cwd="/home/dev/api"),
-        _session(Agent.CODEX, "b1", T0 + timedelta(days=1, hours=3), minutes=40, model="gpt-5.4", cwd="/home/dev/api"),
+        _session(Agent("claude"), "a1", T0, minutes=90, model="claude-opus-4-6", cwd="/home/dev/webapp", title=EVIL),
+        _session(
+            Agent("claude"), "a2", T0 + timedelta(days=1), minutes=20, model="claude-opus-4-6", cwd="/home/dev/api"
+        ),
+        _session(
+            Agent("codex"), "b1", T0 + timedelta(days=1, hours=3), minutes=40, model="gpt-5.4", cwd="/home/dev/api"
+        ),
         # 23:30 UTC: the 2nd in UTC, the 3rd in Berlin
         _session(
-            Agent.GEMINI,
+            Agent("gemini"),
             "c1",
             datetime(2026, 3, 2, 23, 30, tzinfo=UTC),
             minutes=6,
             model="gemini-2.5-pro",
             cwd="/home/dev/webapp",
         ),
-        _session(Agent.OPENCODE, "d1", T0 + timedelta(days=4), minutes=12, model="no-such-model-x", cwd="/srv/tool"),
+        _session(Agent("opencode"), "d1", T0 + timedelta(days=4), minutes=12, model="no-such-model-x", cwd="/srv/tool"),
     ]
 
 
@@ -78,13 +82,13 @@ def build_warehouse(data: Path, sessions: list[Session]) -> None:
     store = Store(data)
     version = NextVersion(store, "t")
     for agent in sorted({s.agent for s in sessions}):
-        mine = [s for s in sessions if s.agent is agent]
-        source = Source(agent, f"/x/{agent.value}", 1, 1)
+        mine = [s for s in sessions if s.agent == agent]
+        source = Source(agent, f"/x/{agent}", 1, 1)
         tables = session_tables([Loaded(source, s) for s in mine], {agent: "1"}, Redactor(None))
-        version.buckets[agent.value] = 1
+        version.buckets[agent] = 1
         for name, table in tables.items():
             if table.num_rows:
-                version.put(FileKey(name, agent.value, 0), table)
+                version.put(FileKey(name, agent, 0), table)
     version.publish()
     warehouse.refresh(data, store, "t", previous_version=0, replaced=None)
 

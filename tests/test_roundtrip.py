@@ -26,7 +26,7 @@ moments = st.one_of(st.none(), st.integers(0, 10**6).map(lambda s: START + timed
 @st.composite
 def sessions(draw: st.DrawFn) -> Session:
     native = draw(st.uuids()).hex
-    sid = ids.session_id(Agent.CLAUDE, native)
+    sid = ids.session_id(Agent("claude"), native)
     indices = sorted(draw(st.sets(st.integers(0, 500), max_size=6)))
     turns = tuple(
         Turn(i, draw(st.sampled_from(list(Role))), draw(texts), draw(moments), draw(st.one_of(st.none(), texts)))
@@ -46,7 +46,7 @@ def sessions(draw: st.DrawFn) -> Session:
         for n, i in enumerate(indices[:3])
     )
     usage = tuple(Usage(i, "m", draw(st.integers(0, 10**9)), draw(st.integers(0, 10**6))) for i in indices[:2])
-    ses = Session(Agent.CLAUDE, sid, native, START, turns=turns, tool_calls=calls, usage=usage)
+    ses = Session(Agent("claude"), sid, native, START, turns=turns, tool_calls=calls, usage=usage)
     ses.census[("user", "2.1", Disposition.TURN)] = len(turns)
     return ses
 
@@ -56,8 +56,8 @@ def sessions(draw: st.DrawFn) -> Session:
 def test_rows_survive_parquet_and_duckdb_unchanged(batch: list[Session]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
-        source = Source(Agent.CLAUDE, "/x/s.jsonl", 1, 1)
-        tables = session_tables([Loaded(source, s) for s in batch], {Agent.CLAUDE: "1"}, Redactor(None))
+        source = Source(Agent("claude"), "/x/s.jsonl", 1, 1)
+        tables = session_tables([Loaded(source, s) for s in batch], {Agent("claude"): "1"}, Redactor(None))
         store = Store(data)
         version = NextVersion(store, "t")
         buckets = 4

@@ -34,20 +34,20 @@ def test_flag_beats_environment_beats_file_beats_default(tmp_path: Path) -> None
 
 
 def test_roots_from_flag_environment_and_file(tmp_path: Path) -> None:
-    module = extractor(Agent.CLAUDE)
+    module = extractor(Agent("claude"))
     config = _toml(tmp_path, '[roots]\nclaude = ["/file/a", "/file/b"]\n')
-    assert load_settings(config=config, env={}).roots(Agent.CLAUDE, module) == [Path("/file/a"), Path("/file/b")]
+    assert load_settings(config=config, env={}).roots(Agent("claude"), module) == [Path("/file/a"), Path("/file/b")]
     env = {"TRANSCRIPTS_ROOT_CLAUDE": "/env/a,/env/b"}
-    assert load_settings(config=config, env=env).roots(Agent.CLAUDE, module) == [Path("/env/a"), Path("/env/b")]
+    assert load_settings(config=config, env=env).roots(Agent("claude"), module) == [Path("/env/a"), Path("/env/b")]
     flagged = load_settings(config=config, env=env, roots=["claude=/flag/a"])
-    assert flagged.roots(Agent.CLAUDE, module) == [Path("/flag/a")]
+    assert flagged.roots(Agent("claude"), module) == [Path("/flag/a")]
 
 
 def test_home_flag_ignores_the_agents_own_environment(tmp_path: Path) -> None:
-    module = extractor(Agent.CLAUDE)
+    module = extractor(Agent("claude"))
     env = {"HOME": "/home/real", "CLAUDE_CONFIG_DIR": "/real/claude"}
-    assert load_settings(env=env).roots(Agent.CLAUDE, module) == [Path("/real/claude/projects")]
-    copied = load_settings(env=env, home=tmp_path / "copy").roots(Agent.CLAUDE, module)
+    assert load_settings(env=env).roots(Agent("claude"), module) == [Path("/real/claude/projects")]
+    copied = load_settings(env=env, home=tmp_path / "copy").roots(Agent("claude"), module)
     assert copied == [tmp_path / "copy" / ".claude" / "projects", tmp_path / "copy" / ".config" / "claude" / "projects"]
 
 

@@ -236,7 +236,7 @@ def _codex(tmp_path: Path, records: list[dict[str, Any]], native: str = OWN) -> 
     path = write_jsonl(
         tmp_path / "sessions" / "2026" / "05" / "11" / f"rollout-2026-05-11T13-46-40-{native}.jsonl", records
     )
-    outcomes = read_one(Agent.CODEX, path)
+    outcomes = read_one(Agent("codex"), path)
     assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded), outcomes
     return outcomes[0].session
 
@@ -370,7 +370,7 @@ def test_ok_gemini_jsonl_message_rewritten_with_growing_tokens_counts_the_last(t
         gem({"input": 5200, "output": 40, "cached": 4000, "thoughts": 12, "tool": 0, "total": 5252}),
     ]
     path = write_jsonl(tmp_path / "h" / "chats" / "session-2026-01-16T18-34-g1.jsonl", records)
-    outcomes = read_one(Agent.GEMINI, path)
+    outcomes = read_one(Agent("gemini"), path)
     assert len(outcomes) == 1 and isinstance(outcomes[0], Loaded), outcomes
     usage: tuple[Usage, ...] = outcomes[0].session.usage
     assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens, u.reasoning_tokens) for u in usage] == [

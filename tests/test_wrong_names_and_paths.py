@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from extractors.model import Agent
-from extractors.registry import parse_agent
+from extractors.registry import agents, parse_agent
 from tests.test_cli import invoke, one_line
 
 # --- an agent's name, mistyped -----------------------------------------------------------------------------------
@@ -25,7 +24,7 @@ def test_a_name_like_no_agent_lists_the_known_ones_without_a_guess() -> None:
     with pytest.raises(ValueError) as raised:
         parse_agent("zzzzzz")
     assert "Did you mean" not in str(raised.value)
-    assert all(agent.value in str(raised.value) for agent in Agent)
+    assert all(agent in str(raised.value) for agent in agents())
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,12 @@
 
 No filesystem, no clock, no environment: the same outcomes give the same rows.
 
-Numbers that do not fit their column never stop a run (`extractors.numbers`): a token count outside int64 (readers
-hand over Python's unbounded ints: `2**63`, a 30-digit literal) and a cost that is not a finite float (`1e400`,
+Numbers that do not fit their column never stop a run (`extractors.bounded.numbers`): a token count outside int64
+(readers hand over Python's unbounded ints: `2**63`, a 30-digit literal) and a cost that is not a finite float (`1e400`,
 `NaN`, an integer too large for a float) are stored null, and counted in the session's `record_kinds` as kind
-`usage/out_of_range` (disposition `metadata`; `record_count` = fields nulled), added to what the reader counted
-under the same key (Gemini, for NaN / infinite token counts). The rest of the session loads as it is. Those rows
-count fields, not records: `sessions.record_count` leaves them out.
+`usage/out_of_range` (disposition `metadata`; `record_count` = fields nulled), added to what the reader counted under
+the same key (Gemini, for NaN / infinite token counts). The rest of the session loads as it is. Those rows count fields,
+not records: `sessions.record_count` leaves them out.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from extractors.bounded.numbers import OUT_OF_RANGE, OUT_OF_RANGE_KIND, fit_float, fit_int
 from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session, Streamed, Turn
-from extractors.numbers import OUT_OF_RANGE, OUT_OF_RANGE_KIND, fit_float, fit_int
 from transforms import ids
 from transforms.redact import Redactor
 from transforms.schema import SESSION_TABLES, Table
@@ -101,7 +101,7 @@ class _Tally:
 
 def _turn_rows(cols: dict[str, dict[str, list[Any]]], audit: _Audit, ses: Session, tally: _Tally) -> None:
     t = cols["turns"]
-    sid, agent, start = ses.session_id, ses.agent.value, ses.started_at
+    sid, agent, start = ses.session_id, ses.agent, ses.started_at
     for turn in ses.turns:
         if not _kept(turn):
             continue
@@ -126,7 +126,7 @@ def _turn_rows(cols: dict[str, dict[str, list[Any]]], audit: _Audit, ses: Sessio
 
 def _call_rows(cols: dict[str, dict[str, list[Any]]], audit: _Audit, ses: Session, tally: _Tally) -> None:
     c = cols["tool_calls"]
-    sid, agent, start = ses.session_id, ses.agent.value, ses.started_at
+    sid, agent, start = ses.session_id, ses.agent, ses.started_at
     for call in ses.tool_calls:
         tally.calls += 1
         cid = ids.tool_call_id(sid, call.call_id)
@@ -157,7 +157,7 @@ def _head_rows(
 ) -> None:
     """Usage, links, census and the session row; the counts of turns and tool calls come from `tally`."""
     s, u, lk, rk = cols["sessions"], cols["usage"], cols["session_links"], cols["record_kinds"]
-    sid, agent, start = ses.session_id, ses.agent.value, ses.started_at
+    sid, agent, start = ses.session_id, ses.agent, ses.started_at
     out_of_range = 0
     for use in ses.usage:
         u["usage_id"].append(ids.usage_id(sid, use.turn_index))
@@ -321,7 +321,7 @@ def reject_row(outcome: Rejected | Deferred, parser_version: str) -> dict[str, A
     rejected = isinstance(outcome, Rejected)
     return {
         "source_path": outcome.source.path,
-        "agent": outcome.source.agent.value,
+        "agent": outcome.source.agent,
         "session_id": outcome.session_hint if isinstance(outcome, Rejected) else None,
         "outcome": "rejected" if rejected else "deferred",
         "reason_code": outcome.code.value,

@@ -10,6 +10,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
+from transforms import agents
 from transforms.schema_version import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: read here by most
 
 TS = pa.timestamp("us", tz="UTC")
@@ -62,7 +63,7 @@ def _c(name: str, type_: pa.DataType, doc: str, *, nullable: bool = True) -> Col
 _SESSION_ID = _c(
     "session_id", STR, "`<agent>-<native id>`; subagents `<parent session id>-agent-<agent id>`.", nullable=False
 )
-_AGENT = _c("agent", STR, "Source product: claude, codex, grok, gemini, opencode, chatgpt.", nullable=False)
+_AGENT = _c("agent", STR, f"Source product: {', '.join(agents.names())}.", nullable=False)
 
 SESSIONS = Table(
     "sessions",

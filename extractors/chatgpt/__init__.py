@@ -1,9 +1,9 @@
 """ChatGPT data export (`conversations.json`, or the export `.zip`): one outcome per conversation, streamed.
 
-Backfill only (NIGHTLY = False): the path is given explicitly. A source is the `.zip` or the `conversations.json`
+Backfill only (SPEC.nightly is False): the path is given explicitly. A source is the `.zip` or the `conversations.json`
 (a directory: the `conversations.json` and `*.zip` directly in it). The file is a JSON array of conversations,
-often one line of hundreds of MB: it is streamed element by element (`extractors.bounded_json`), a zip member
-without extracting it (`extractors.bounded_zip`), so memory is bounded by the largest conversation. A single
+often one line of hundreds of MB: it is streamed element by element (`extractors.bounded.json_array`), a zip member
+without extracting it (`extractors.bounded.zip_member`), so memory is bounded by the largest conversation. A single
 top-level object (a per-conversation API dump) is read as one conversation.
 
 Complete or reject per conversation: a malformed conversation is one `Rejected` (code, detail, line = its index in
@@ -24,16 +24,40 @@ from extractors.bounded import Limits, check_source_size
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected, Source
+from extractors.spec import AgentSpec, Claim
 
 if TYPE_CHECKING:
-    from extractors.bounded_json import Element
+    from extractors.bounded.json_array import Element
 
-AGENT = Agent.CHATGPT
-PARSER_VERSION = "2"
-NIGHTLY = False  # exports are loaded by `transcripts backfill chatgpt PATH`, never discovered under $HOME
-UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
 
 EXPORT_MEMBER = "conversations.json"
+
+
+def _claims(path: Path) -> Claim | None:
+    """An export's file: `conversations.json`, a `.zip`, or any `.json` that is not under Gemini CLI's folder."""
+    name = path.name.lower()
+    if (
+        name == "conversations.json"
+        or name.endswith(".zip")
+        or (name.endswith(".json") and ".gemini" not in path.as_posix())
+    ):
+        return Claim.EXTENSION
+    return None
+
+
+SPEC = AgentSpec(
+    name=Agent("chatgpt"),
+    display="ChatGPT",
+    rank=60,
+    parser_version="2",
+    env=(),
+    nightly=False,  # exports are loaded by `transcripts backfill chatgpt PATH`, never discovered under $HOME
+    export=f"the export's .zip or its {EXPORT_MEMBER}",
+    price_provider="openai",  # exports record no usage; the hint is there for completeness
+    reasoning_billed_separately=False,
+    unknown_records="skip",  # a message of a new kind is counted as `unknown` (SKIPPED), never a rejection
+    claims=_claims,
+)
 
 
 def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
@@ -53,10 +77,10 @@ def discover(root: Path) -> Iterator[Source]:
     """
     if root.is_file():
         st = root.stat()
-        yield Source(AGENT, str(root.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute().parent), "export")
+        yield Source(SPEC.name, str(root.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute().parent), "export")
         return
     for path, st in walk_files(root, _is_export, max_depth=0):
-        yield Source(AGENT, str(Path(path).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()), "export")
+        yield Source(SPEC.name, str(Path(path).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()), "export")
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
@@ -67,8 +91,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     invalid_utf8, bad_shape (top level not an array/object), truncated_tail, no_conversation (empty array);
     DeferError(changed_during_read).
     """
-    from extractors.bounded_json import iter_json_elements, iter_json_file  # here: `status` needs no reader
-    from extractors.bounded_zip import looks_like_zip, open_member
+    from extractors.bounded.json_array import iter_json_elements, iter_json_file  # here: `status` needs no reader
+    from extractors.bounded.zip_member import looks_like_zip, open_member
 
     check_source_size(source.path, limits)
     if looks_like_zip(source.path):
@@ -95,7 +119,7 @@ def outcome_of(source: Source, element: Element, limits: Limits) -> Outcome:
 
     if element.problem is not None:
         native = native_id(element.top_fields)
-        hint = ids.session_id(AGENT, native) if native else None
+        hint = ids.session_id(SPEC.name, native) if native else None
         return Rejected(source, element.problem.code, element.problem.detail, element.index, element.offset, hint)
     try:
         return Loaded(source, parse_conversation(element.value, limits))

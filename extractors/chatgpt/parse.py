@@ -30,7 +30,7 @@ from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, Role, Session, ToolCall, Turn
 from extractors.timeutil import from_epoch_seconds
 
-AGENT = Agent.CHATGPT
+AGENT = Agent("chatgpt")  # SPEC.name: the package imports this module before it declares SPEC
 
 
 def native_id(conversation: Any) -> str | None:

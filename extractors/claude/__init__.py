@@ -19,12 +19,24 @@ from extractors.bounded import Limits, iter_jsonl
 from extractors.claude import tables
 from extractors.discovery import walk_files
 from extractors.model import Agent, Loaded, Outcome, Source, Streamed
+from extractors.spec import AgentSpec, Claim
 
-AGENT = Agent.CLAUDE
-PARSER_VERSION = "3"  # 2: queued prompts, a command recorded twice, glued lines (issue 9); 3: a response without
-# requestId is a contiguous run of its message.id (issue 13)
-NIGHTLY = True
-UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
+SPEC = AgentSpec(
+    name=Agent("claude"),
+    display="Claude Code",
+    rank=10,
+    # 2: queued prompts, a command recorded twice, glued lines (issue 9); 3: a response without requestId is a
+    # contiguous run of its message.id (issue 13)
+    parser_version="3",
+    env=("CLAUDE_CONFIG_DIR",),
+    nightly=True,
+    export=None,
+    price_provider="anthropic",
+    reasoning_billed_separately=False,  # output_tokens include thinking
+    unknown_records="skip",  # a new record type is SKIPPED under its own name (`tables`), never a rejection
+    aliases=("claude-code", "claude_code"),
+    claims=lambda path: Claim.FOLDER if ".claude" in path.parts else None,
+)
 
 # Folder depth below a root (a root holds `<encoded-cwd>` folders): main and flat subagent files sit at depth 1
 # (`<encoded-cwd>/x.jsonl`); depth 0 and 2 are accepted too, for a root given one level off (the shared fixtures
@@ -69,7 +81,7 @@ def discover(root: Path) -> Iterator[Source]:
     """Every session file under `root` with its size and mtime, sorted by path; never opens a file."""
     top = os.fspath(root)
     for path, st in walk_files(root, is_session_name, max_depth=MAX_WALK_DEPTH, skip_dir=_not_sessions):
-        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, top)
+        yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, top)
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

@@ -14,14 +14,14 @@ from datetime import datetime
 
 from extractors import ids
 from extractors.bounded import GLUED_LINE_KIND
+from extractors.bounded.numbers import OUT_OF_RANGE
 from extractors.claude import tables
 from extractors.claude.records import Entry, Layout, Part, Plan, Ref, Result, Text, int_value
 from extractors.claude.repeats import merge_doubled_commands, resolve_queue
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
-from extractors.numbers import OUT_OF_RANGE
 
-AGENT = Agent.CLAUDE
+AGENT = Agent("claude")  # SPEC.name: the package imports this module before it declares SPEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +315,7 @@ def _add_results(entry: Entry, calls: dict[str, _Call]) -> bool:
 
 
 def _usage(response: _Response, raw: dict[str, object], census: Counter[tuple[str, str, Disposition]]) -> Usage:
-    """The response's last usage snapshot; a count out of range is null and counted (`extractors.numbers`)."""
+    """The response's last usage snapshot; a count out of range is null and counted (`extractors.bounded.numbers`)."""
 
     def count(name: str) -> int | None:
         value, out_of_range = int_value(raw.get(name))

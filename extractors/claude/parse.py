@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extractors.bounded import Limits, Line, clip
+from extractors.bounded.twopass import line_fields
 from extractors.claude import tables
 from extractors.claude.assembly import assemble
 from extractors.claude.content import (
@@ -26,7 +27,6 @@ from extractors.claude.records import Entry, Layout, Part, Plan, QueueOp, Ref, R
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Disposition, Session
 from extractors.timeutil import parse_iso
-from extractors.twopass import line_fields
 
 
 @dataclass(slots=True)

@@ -7,10 +7,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from extractors.bounded.numbers import fit_int, integral
+from extractors.bounded.twopass import LineRef
 from extractors.claude import tables
 from extractors.model import Disposition
-from extractors.numbers import fit_int, integral
-from extractors.twopass import LineRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +135,6 @@ def text_value(value: Any) -> str | None:
 def int_value(value: Any) -> tuple[int | None, bool]:
     """A token count: (an int, or the whole-valued float a literal past 64 bits is parsed as (`numbers.integral`),
     False); (None, False) for anything else; (None, True) for NaN, an infinity or a count past int64, which the
-    caller counts in the census as out of range (`extractors.numbers`)."""
+    caller counts in the census as out of range (`extractors.bounded.numbers`)."""
     number, out_of_range = integral(value)
     return (None, True) if out_of_range else fit_int(number)

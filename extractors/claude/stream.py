@@ -3,7 +3,7 @@
 Pass 1 parses every line as one pass does, but keeps assistant texts, tool inputs and tool outputs as `Ref`s (where
 the line is, and its CRC-32) instead of text; prompts stay text (the queue and doubled-command rules compare them).
 Assembly then decides everything on those entries, unchanged: the session's id, copied records, which lines make
-one response, which results meet which calls, turn order, title, census. Pass 2 (`extractors.twopass`) walks the
+one response, which results meet which calls, turn order, title, census. Pass 2 (`extractors.bounded.twopass`) walks the
 decided turns and then the tool calls in order, reads each referenced line again (seek, read, the same parse for
 that one line), and yields them in parts of at most `Limits.stream_part_bytes` of text, which the batch normalises
 and stages one by one. The file must be the same in pass 2: its size and mtime, and the bytes of every line read
@@ -17,10 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from extractors.bounded import Limits, Line, check_source_size, iter_jsonl
+from extractors.bounded.twopass import Reread, fingerprint, session_parts
 from extractors.claude.parse import Parser
 from extractors.claude.records import Entry, Layout, Plan, Text, layout_of
 from extractors.model import Session, Source, Streamed, ToolCall, Turn
-from extractors.twopass import Reread, fingerprint, session_parts
 
 
 def read_in_two_passes(source: Source, limits: Limits) -> Streamed:

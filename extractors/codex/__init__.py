@@ -16,11 +16,23 @@ from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import Agent, Loaded, Outcome, Source, Streamed
+from extractors.spec import AgentSpec, Claim
 
-AGENT = Agent.CODEX
-PARSER_VERSION = "3"  # 3: sessions.git_repository from session_meta.git.repository_url (issue 13)
-NIGHTLY = True
-UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
+SPEC = AgentSpec(
+    name=Agent("codex"),
+    display="Codex",
+    rank=20,
+    parser_version="3",  # 3: sessions.git_repository from session_meta.git.repository_url (issue 13)
+    env=("CODEX_HOME",),
+    nightly=True,
+    export=None,
+    price_provider="openai",
+    reasoning_billed_separately=False,  # output_tokens include reasoning_output_tokens
+    unknown_records="skip",  # a new RolloutItem, event or item kind is counted as SKIPPED, never a rejection
+    claims=lambda path: (
+        Claim.NAME if path.name.lower().startswith("rollout-") else Claim.FOLDER if ".codex" in path.parts else None
+    ),
+)
 
 SESSIONS = "sessions"
 ARCHIVED = "archived_sessions"
@@ -62,7 +74,7 @@ def _is_rollout(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
 def discover(root: Path) -> Iterator[Source]:
     """Every `rollout-*.jsonl` under `root`, dated folders and the older flat layout alike. Never opens a file."""
     for path, st in walk_files(root, _is_rollout, max_depth=_MAX_DEPTH):
-        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, str(root))
+        yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
@@ -127,4 +139,4 @@ def _live_copy(path: Path, archive: Path) -> Path | None:
 
 def _hint(path: Path) -> str | None:
     match = _ROLLOUT_NAME.match(path.name)
-    return session_id(AGENT, match.group("uuid")) if match else None
+    return session_id(SPEC.name, match.group("uuid")) if match else None

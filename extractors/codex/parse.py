@@ -31,6 +31,8 @@ from typing import Any
 
 from extractors.blobref import data_url_reference
 from extractors.bounded import Limits, Line, clip, count_glued_line
+from extractors.bounded.numbers import OUT_OF_RANGE
+from extractors.bounded.twopass import LineRef, line_fields
 from extractors.codex.tables import (
     ENVELOPE_KINDS,
     EVENT_KINDS,
@@ -42,15 +44,13 @@ from extractors.codex.tables import (
     contextual_fragment,
     unwrap_ide_context,
 )
-from extractors.codex.tools import ToolLedger
+from extractors.codex.tools import AGENT, ToolLedger
 from extractors.codex.usage import UsageLedger
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.ids import session_id
-from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, Turn
-from extractors.numbers import OUT_OF_RANGE
+from extractors.model import Disposition, LinkKind, Role, Session, SessionLink, Turn
 from extractors.timeutil import parse_iso
-from extractors.twopass import LineRef, line_fields
 
 CALL_KINDS = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "image_generation_call"}
@@ -323,7 +323,7 @@ class RolloutParser:
                 RejectCode.INCONSISTENT_SOURCE,
                 f"a session_meta of another thread ({native!r}) after this thread's own records",
                 line=index,
-                session_hint=session_id(Agent.CODEX, self.native_id),
+                session_hint=session_id(AGENT, self.native_id),
             )
         # The parent's meta opens its replayed history (a fork or subagent with forked context).
         self.gate_armed = True
@@ -339,11 +339,11 @@ class RolloutParser:
         if not isinstance(parent, str) or not parent:
             parent = payload.get("parent_thread_id")
         if isinstance(parent, str) and parent:
-            self.parent = session_id(Agent.CODEX, parent)
+            self.parent = session_id(AGENT, parent)
             self.links.append(SessionLink(self.parent, LinkKind.SUBAGENT))
         forked = payload.get("forked_from_id")
         if isinstance(forked, str) and forked:
-            self.links.append(SessionLink(session_id(Agent.CODEX, forked), LinkKind.FORK))
+            self.links.append(SessionLink(session_id(AGENT, forked), LinkKind.FORK))
             self.gate_armed = True
 
     def _gated(self, kind: str, payload: dict[str, Any], index: int) -> bool:
@@ -483,7 +483,7 @@ class RolloutParser:
             raise RejectError(RejectCode.NO_CONVERSATION, "an empty rollout")
         if self.native_id is None:
             raise RejectError(RejectCode.MISSING_SESSION_ID, "no session_meta in the rollout")
-        sid = session_id(Agent.CODEX, self.native_id)
+        sid = session_id(AGENT, self.native_id)
         undated = self.gate_undatable or (self.gate_records and not self.gate_markers)
         if self.gate_armed and not self.gate_open and undated:
             raise RejectError(
@@ -508,7 +508,7 @@ class RolloutParser:
         models = tuple(self.models) or ((self.fallback_model,) if self.fallback_model else ())
         ended = max(t for t in (self.last_time, started) if t is not None)
         return Session(
-            agent=Agent.CODEX,
+            agent=AGENT,
             session_id=sid,
             native_id=self.native_id,
             started_at=started,
@@ -529,7 +529,7 @@ class RolloutParser:
         )
 
     def _census(self) -> Counter[tuple[str, str, Disposition]]:
-        """The census with the usage counts that were past int64 (`extractors.numbers`)."""
+        """The census with the usage counts that were past int64 (`extractors.bounded.numbers`)."""
         if not self.usage.out_of_range:
             return self.census
         census = Counter(self.census)

@@ -3,7 +3,7 @@
 Pass 1 parses every line as one pass does (`parse_rollout` with a `Plan`) and takes every decision there: identity,
 the replay gate, rollbacks, which stream of turns is kept, usage, which output meets which call, `is_error`, the
 census. Only texts longer than `parse.INLINE_CHARS` are left out of the session, each noted as a `Ref` to its line.
-Pass 2 (`extractors.twopass`) reads those lines again and makes each text anew with the function that made it in
+Pass 2 (`extractors.bounded.twopass`) reads those lines again and makes each text anew with the function that made it in
 pass 1, yielding the turns and then the tool calls in parts the batch stages one by one.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 from extractors.bounded import Limits, Line, check_source_size, iter_jsonl
+from extractors.bounded.twopass import Reread, fingerprint, session_parts
 from extractors.codex.parse import Plan, Ref, parse_rollout, turn_text
 from extractors.codex.tools import input_text, output_text
 from extractors.model import Session, Source, Streamed, ToolCall, Turn
-from extractors.twopass import Reread, fingerprint, session_parts
 
 
 def read_in_two_passes(source: Source, limits: Limits, *, archived: bool) -> Streamed:

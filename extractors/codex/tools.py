@@ -25,6 +25,8 @@ from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import Agent, ToolCall
 
+AGENT = Agent("codex")  # SPEC.name: the package imports this module before it declares SPEC
+
 _EXIT_HEADER = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$")
 _HEADER_LINES = 8
 # JSON-in-string outputs are parsed for their exit code only up to this size; beyond it the text is kept as is.
@@ -98,7 +100,7 @@ class ToolLedger:
         if kind == "collab_agent_spawn_end":
             thread = payload.get("new_thread_id")
             if isinstance(thread, str) and thread:
-                call.spawned = session_id(Agent.CODEX, thread)
+                call.spawned = session_id(AGENT, thread)
         error = _event_error(kind, payload)
         if error is not None:
             call.event_error = error

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from extractors.bounded.numbers import fit_int, integral
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Usage
-from extractors.numbers import fit_int, integral
 
 USAGE_FIELDS = (
     "input_tokens",

@@ -10,16 +10,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from extractors import bounded_sqlite
-from extractors.bounded import Limits
+from extractors.bounded import Limits, sqlite_db
 from extractors.discovery import skip
 from extractors.model import Agent, Outcome, Source
 from extractors.opencode import db, storage
+from extractors.spec import AgentSpec
 
-AGENT = Agent.OPENCODE
-PARSER_VERSION = "2"
-NIGHTLY = True
-UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
+SPEC = AgentSpec(
+    name=Agent("opencode"),
+    display="OpenCode",
+    rank=50,
+    parser_version="2",
+    env=("XDG_DATA_HOME",),
+    nightly=True,
+    export=None,
+    price_provider=None,  # its models are of any provider (and gateways): looked up without a hint
+    reasoning_billed_separately=True,  # `reasoning` is stored beside `output`
+    unknown_records="skip",  # a message role or part type it does not know is counted as SKIPPED
+)
 
 
 def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
@@ -35,18 +43,18 @@ def discover(root: Path) -> Iterator[Source]:
     counted (`discovery.drain_skips`), never an error."""
     for path in db.databases(root):
         try:
-            size, mtime = bounded_sqlite.fingerprint(path)
+            size, mtime = sqlite_db.fingerprint(path)
         except OSError as exc:
             skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
             continue
-        yield Source(AGENT, str(path), size, mtime, str(root), "database")
+        yield Source(SPEC.name, str(path), size, mtime, str(root), "database")
     for path, _ in storage.session_files(root):
         try:
             listing = storage.list_unit(storage.Unit.of(path), root)
         except OSError as exc:
             skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
             continue
-        yield Source(AGENT, str(path), listing.size, listing.mtime_ns, str(root), "directory")
+        yield Source(SPEC.name, str(path), listing.size, listing.mtime_ns, str(root), "directory")
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from extractors import bounded_sqlite
-from extractors.bounded import Limits, parse_json
-from extractors.bounded_sqlite import ReadOnlyDb, open_readonly
+from extractors.bounded import Limits, parse_json, sqlite_db
+from extractors.bounded.sqlite_db import ReadOnlyDb, open_readonly
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Loaded, Outcome, Rejected, Source
@@ -182,7 +181,7 @@ def contains_session(root: Path, native_id: str, limits: Limits) -> bool:
     a locked database cannot decide, and the JSON unit waits with it.
     """
     for path in databases(root):
-        size, mtime = bounded_sqlite.fingerprint(path)
+        size, mtime = sqlite_db.fingerprint(path)
         if native_id in _session_ids(str(path), str(root), size, mtime, limits):
             return True
     return False

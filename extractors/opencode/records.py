@@ -19,12 +19,12 @@ from typing import Any
 
 from extractors import ids
 from extractors.bounded import Limits, clip, json_text
+from extractors.bounded.numbers import OUT_OF_RANGE, fit_float, token_count
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
-from extractors.numbers import OUT_OF_RANGE, fit_float, token_count
 from extractors.timeutil import from_epoch_ms
 
-AGENT = Agent.OPENCODE
+AGENT = Agent("opencode")  # SPEC.name: the package imports this module before it declares SPEC
 
 # message.data.role -> the role of the turn its text parts make. Other roles are unknown: skipped and counted.
 MESSAGE_ROLES: dict[str, Role] = {"user": Role.USER, "assistant": Role.ASSISTANT}
@@ -171,7 +171,8 @@ def _model_of(data: dict[str, Any]) -> str | None:
 
 
 def _usage_fields(tokens: dict[str, Any]) -> tuple[tuple[int | None, bool], ...]:
-    """(count, out of range) per token field (`extractors.numbers.token_count`: range-checked before summing)."""
+    """(count, out of range) per token field (`extractors.bounded.numbers.token_count`: range-checked before
+    summing)."""
     cache = _dict(tokens.get("cache"))
     fields = (tokens.get("input"), tokens.get("output"), cache.get("read"), cache.get("write"), tokens.get("reasoning"))
     return tuple(token_count(value) for value in fields)
@@ -190,8 +191,8 @@ def _usage(
     Never both: the message's `tokens`/`cost` are OpenCode's running total of the same steps. Fields that are not
     numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null. A NaN or infinite count or
     cost (`1e400`), or a count past int64, in any step makes that field's total null, counted in the census as
-    `usage/out_of_range` (`extractors.numbers`); a total of in-range steps too large for its column is nulled and
-    counted when rows are built.
+    `usage/out_of_range` (`extractors.bounded.numbers`); a total of in-range steps too large for its column is
+    nulled and counted when rows are built.
     """
     sources = [(_dict(s.get("tokens")), s.get("cost")) for s in steps] or [
         (_dict(data.get("tokens")), data.get("cost"))

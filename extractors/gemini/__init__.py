@@ -33,6 +33,7 @@ from typing import Any
 
 from extractors import ids
 from extractors.bounded import Limits, clip, count_glued_line, iter_jsonl, json_text, read_json_document
+from extractors.bounded.numbers import OUT_OF_RANGE, token_count
 from extractors.discovery import suffix as name_suffix
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
@@ -51,13 +52,22 @@ from extractors.model import (
     Turn,
     Usage,
 )
-from extractors.numbers import OUT_OF_RANGE, token_count
+from extractors.spec import AgentSpec
 from extractors.timeutil import parse_iso
 
-AGENT = Agent.GEMINI
-PARSER_VERSION = "2"
-NIGHTLY = True
-UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
+SPEC = AgentSpec(
+    name=Agent("gemini"),
+    display="Gemini CLI",
+    rank=40,
+    parser_version="2",
+    env=("GEMINI_CLI_HOME",),
+    nightly=True,
+    export=None,
+    price_provider="google",
+    reasoning_billed_separately=True,  # `output` is candidatesTokenCount; `thoughts` are billed on top
+    unknown_records="skip",  # a record of no known shape is counted as `unknown` (SKIPPED)
+    aliases=("gemini-cli",),
+)
 
 # Message `type` -> (role of its turn or None, disposition in the census).
 MESSAGE_TYPES: dict[str, tuple[Role | None, Disposition]] = {
@@ -204,7 +214,7 @@ def _is_recording(name: str, folders: tuple[str, ...], _depth: int) -> bool:
 def discover(root: Path) -> Iterator[Source]:
     """Every chat recording under `root` (`<project>/chats/...`); stat only."""
     for path, st in walk_files(root, _is_recording, max_depth=3):
-        yield Source(AGENT, path, st.st_size, st.st_mtime_ns, str(root))
+        yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
@@ -460,7 +470,7 @@ def _usage(
     in real records), so input_tokens = input - cached + tool (the tool-use prompt is prompt-side too);
     cache_read = cached; reasoning = thoughts.
 
-    Numbers (`extractors.numbers.token_count`): a count that is not a number is null; NaN, an infinity (`1e400`)
+    Numbers (`extractors.bounded.numbers.token_count`): a count that is not a number is null; NaN, an infinity (`1e400`)
     or an integer past int64 (`2**63`, a 30-digit literal) is null and counted in the census as
     `usage/out_of_range`, checked before input - cached is derived from it; a finite float is truncated.
     """
@@ -540,13 +550,13 @@ def _session(
     started = parse_iso(meta.get("startTime")) or (min(times) if times else None)
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no startTime and no message timestamp")
-    parent_sid, session_id = None, ids.session_id(AGENT, native)
+    parent_sid, session_id = None, ids.session_id(SPEC.name, native)
     if path.suffix == ".jsonl" and path.parent.name != "chats" and path.parent.parent.name == "chats":
-        parent_sid = ids.session_id(AGENT, path.parent.name)  # chats/<parentSessionId>/<id>.jsonl
+        parent_sid = ids.session_id(SPEC.name, path.parent.name)  # chats/<parentSessionId>/<id>.jsonl
         session_id = ids.subagent_session_id(parent_sid, native)
     summary = meta.get("summary")
     return Session(
-        agent=AGENT,
+        agent=SPEC.name,
         session_id=session_id,
         native_id=native,
         started_at=started,

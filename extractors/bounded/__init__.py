@@ -54,7 +54,7 @@ class Limits:
     - settle_seconds: a source whose last line has no newline and which changed less than this long ago is
       being written: deferred, not rejected. Older partial tails are rejected as `truncated_tail`.
     - stream_source_bytes: a Claude session file or Codex rollout larger than this is read in two passes, so that
-      memory follows the limits and not the session (`extractors.twopass`); smaller files are read once.
+      memory follows the limits and not the session (`extractors.bounded.twopass`); smaller files are read once.
     - stream_part_bytes: the payload text one part of such a session holds before it is handed on to be staged.
     """
 

@@ -49,12 +49,22 @@ from extractors.model import (
     ToolCall,
     Turn,
 )
+from extractors.spec import AgentSpec, Claim
 from extractors.timeutil import parse_iso
 
-AGENT = Agent.GROK
-PARSER_VERSION = "3"  # 3: sessions.git_repository from summary.json git_remotes (issue 13)
-NIGHTLY = True
-UNKNOWN_RECORDS = "skip"  # a record kind this reader does not know: skipped and counted in the census
+SPEC = AgentSpec(
+    name=Agent("grok"),
+    display="Grok",
+    rank=30,
+    parser_version="3",  # 3: sessions.git_repository from summary.json git_remotes (issue 13)
+    env=("GROK_HOME",),
+    nightly=True,
+    export=None,
+    price_provider="x-ai",
+    reasoning_billed_separately=False,
+    unknown_records="skip",  # a record `type` not in RECORD_KINDS is counted as SKIPPED
+    claims=lambda path: Claim.FOLDER if ".grok" in path.parts else None,
+)
 
 # `chat_history.jsonl` record `type` -> disposition.
 RECORD_KINDS: dict[str, Disposition] = {
@@ -126,7 +136,7 @@ def discover(root: Path) -> Iterator[Source]:
         if db_stat is None:
             skip(reason, db, detail)
     if db_stat is not None:
-        yield Source(AGENT, str(db), db_stat.st_size, db_stat.st_mtime_ns, str(root), kind="database")
+        yield Source(SPEC.name, str(db), db_stat.st_size, db_stat.st_mtime_ns, str(root), kind="database")
     sessions = root / SESSIONS if (root / SESSIONS).is_dir() else root if root.name == SESSIONS else None
     if sessions is None:
         return
@@ -146,7 +156,7 @@ def discover(root: Path) -> Iterator[Source]:
             summary = None
         if summary is not None:
             size, mtime = size + summary.st_size, max(mtime, summary.st_mtime_ns)
-        yield Source(AGENT, path, size, mtime, str(root))
+        yield Source(SPEC.name, path, size, mtime, str(root))
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +202,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
 def read_facts(session_dir: Path, limits: Limits) -> Facts:
     """Identity, times and metadata from the directory and its summary.json. Raises RejectError."""
     native = session_dir.name
-    hint = session_id(AGENT, native)
+    hint = session_id(SPEC.name, native)
     summary_path = session_dir / SUMMARY
     if not summary_path.is_file():
         raise RejectError(
@@ -288,7 +298,7 @@ def find_parent(session_dir: Path, limits: Limits) -> str | None:
         raise RejectError(
             RejectCode.INCONSISTENT_SOURCE,
             f"{meta_path} names parent {said!r} but lies under session {name!r}",
-            session_hint=session_id(AGENT, child),
+            session_hint=session_id(SPEC.name, child),
         )
     return name
 
@@ -420,15 +430,15 @@ class _Parser:
 
     def session(self) -> Session:
         facts = self.facts
-        sid = session_id(AGENT, facts.native_id)
-        parent = session_id(AGENT, facts.parent) if facts.parent else None
+        sid = session_id(SPEC.name, facts.native_id)
+        parent = session_id(SPEC.name, facts.parent) if facts.parent else None
         tool_calls = tuple(
             ToolCall(c.call.call_id, c.call.turn_index, c.call.name, c.call.input, c.output)
             for c in self.calls.values()
         )
         models = tuple(self.models) or ((facts.model,) if facts.model else ())
         return Session(
-            agent=AGENT,
+            agent=SPEC.name,
             session_id=sid,
             native_id=facts.native_id,
             started_at=facts.started_at,
