@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -396,10 +398,18 @@ def test_status_of_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_status_shows_the_last_run_that_loaded_something_with_labelled_times(tmp_path: Path) -> None:
+@pytest.fixture
+def short_data() -> Iterator[Path]:
+    """A data dir with a short path (status prints it on a line of its own): tmp_path's length depends on the
+    runner (pytest-xdist adds a popen-gwN folder: 87 columns), not on what status prints."""
+    with tempfile.TemporaryDirectory(prefix="st-") as folder:
+        yield Path(folder) / "data"
+
+
+def test_status_shows_the_last_run_that_loaded_something_with_labelled_times(short_data: Path) -> None:
     from sinks import ledger
 
-    data = tmp_path / "data"
+    data = short_data
     loaded = {"sessions_loaded": 4, "turns_loaded": 9, "sources_seen": 4}
     corpus = {"counts": {"sessions": {"claude": 4}, "turns": {"claude": 9}}, "rejections": []}
     ledger.append(data, {"event": "started", "run_id": "r0", "flow": "etl", "at": "2026-11-01T03:00:00+00:00"})
