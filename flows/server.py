@@ -423,6 +423,9 @@ def watch(folder: Path, minutes: float) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # a watch runs already
+    # The command that started this watch writes its pid too, but may be killed before it does: then `server stop`
+    # would not find the watch (which still leaves once its server is gone). Named here, it always is.
+    (folder / "watch.pid").write_text(str(os.getpid()), encoding="utf-8")
     mine = read_state(folder)
     if mine is None:
         return 0

@@ -146,3 +146,16 @@ def test_the_managed_ui_asks_its_own_api_not_port_4200(state: Path) -> None:
     with urllib.request.urlopen(f"{api.ui}/ui-settings", timeout=30) as answer:
         settings = json.load(answer)
     assert settings["api_url"] == api.url, settings
+
+
+def test_an_idle_watch_names_itself_so_a_starter_killed_before_it_wrote_the_pid_leaves_none_unnamed(
+    tmp_path: Path,
+) -> None:
+    # The command that starts a watch writes watch.pid after starting it, and a kill in between left a watch that
+    # `server stop` could not find: the watch writes its own pid as it takes the watch lock.
+    folder = tmp_path / "state"
+    folder.mkdir()
+    env = {**os.environ, server.IDLE_ENV: "1"}
+    watch = subprocess.Popen([sys.executable, "-m", "flows.server", "watch", str(folder)], env=env)
+    assert watch.wait(timeout=60) == 0  # no server recorded in the folder: nothing to watch, it leaves
+    assert int((folder / "watch.pid").read_text(encoding="utf-8")) == watch.pid
