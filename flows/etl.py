@@ -212,7 +212,7 @@ def run_etl(
             pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
-            store.cleanup()
+            _clean_up(store, run_id)
     return pipeline.RunReport(
         run_id=run_id,
         plan_counts=pipeline.plan_counts(plan),
@@ -221,6 +221,22 @@ def run_etl(
         flow_run_id=flow_run_id,
         redacted=settings.redact,
     )
+
+
+def _clean_up(store: Store, run_id: str, attempts: int = 5) -> None:
+    """Remove the run's staging folder as the run ends, however it ends. Interrupted (Ctrl-C, SIGTERM), a worker
+    process may still be writing a staged file for a moment while the folder is removed ("Directory not empty"):
+    try again shortly, and if it still fails, say so in the log and leave it to the next run, which clears what an
+    ended run left before it starts (`pipeline.prepare`). The run's own outcome (interrupted, failed, ok) stands."""
+    for attempt in range(attempts):
+        try:
+            store.cleanup()
+            return
+        except OSError as exc:
+            if attempt == attempts - 1:
+                log.warning("event=cleanup_left run=%s error=%r (the next run clears it)", run_id, exc)
+                return
+            time.sleep(0.2)
 
 
 def _opaque(value: Any) -> Any:
