@@ -68,12 +68,11 @@ def dask_runner(address: str, *, workers: int = 2) -> Iterator[Any]:
 def logs_to(path: Path) -> Iterator[None]:
     """`distributed`'s and tornado's records (WARNING and up) into `path` instead of stderr, then as they were."""
     handler = _file_handler(path)
-    saved = {name: _route(logging.getLogger(name), handler) for name in _LOGGERS}
+    saved = [state for name in _LOGGERS for state in _route(logging.getLogger(name), handler)]
     try:
         yield
     finally:
-        for name, (handlers, level, propagate) in saved.items():
-            logger = logging.getLogger(name)
+        for logger, handlers, level, propagate in saved:
             logger.handlers[:] = handlers
             logger.setLevel(level)
             logger.propagate = propagate
@@ -97,15 +96,21 @@ def _file_handler(path: Path) -> logging.Handler:
     return handler
 
 
-def _route(logger: logging.Logger, handler: logging.Handler) -> tuple[list[logging.Handler], int, bool]:
-    """Send `logger`'s records (and its children's that have no handler of their own) to `handler` only, at
-    WARNING and up; what it had before, to put back."""
-    before = (list(logger.handlers), logger.level, logger.propagate)
-    for child in [c for n, c in logging.root.manager.loggerDict.items() if n.startswith(f"{logger.name}.")]:
-        if isinstance(child, logging.Logger) and child.handlers:
-            child.handlers[:] = []  # distributed.client, tornado.application...: their records reach `logger`
-            child.propagate = True
+def _route(
+    logger: logging.Logger, handler: logging.Handler
+) -> list[tuple[logging.Logger, list[logging.Handler], int, bool]]:
+    """Send `logger`'s records (and its children's: distributed's setup gives some a stderr handler of their own)
+    to `handler` only, at WARNING and up; what each had before, to put back."""
+    children = [
+        c
+        for n, c in logging.root.manager.loggerDict.items()
+        if n.startswith(f"{logger.name}.") and isinstance(c, logging.Logger) and c.handlers
+    ]
+    before = [(x, list(x.handlers), x.level, x.propagate) for x in (logger, *children)]
+    for child in children:
+        child.handlers[:] = []  # distributed.client, tornado.application...: their records reach `logger`
+        child.propagate = True
     logger.handlers[:] = [handler]
-    logger.setLevel(max(logger.level, logging.WARNING) if logger.level else logging.WARNING)
+    logger.setLevel(max(logger.level, logging.WARNING))
     logger.propagate = False
     return before
