@@ -55,24 +55,3 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
-
-
-# The files that take longest (each 1-2 minutes: a wheel installed, a real Prefect server started and stopped, a
-# schedule's runs waited for), measured with `pytest --durations`. Under pytest-xdist (`.ci/run`), files are handed
-# out in collection order: started first, they run beside the many quick files instead of alone at the end.
-SLOW_FIRST = (
-    "test_install.py",
-    "test_schedule.py",
-    "test_server.py",
-    "test_real_paths.py",
-    "test_runner.py",
-    "test_cli.py",
-    "test_server_ui.py",
-    "test_failures.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow files first, each file's tests in their own order (a module's fixtures rely on it)."""
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: the rest keep their order
