@@ -292,6 +292,9 @@ def _stop_watch(folder: Path) -> None:
     if pid != os.getpid() and b"flows.server" in cmdline and b"watch" in cmdline:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_SECONDS  # gone when `server stop` returns, not a moment later
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def api_for_command(*, manage: bool = True) -> Api:
@@ -403,7 +406,8 @@ def _watch_in_background(folder: Path) -> None:
     if not idle_minutes():
         return
     with open(folder / "server.log", "ab") as log:
-        watch = subprocess.Popen(
+        # It names itself in watch.pid once it holds the watch lock (`watch`): only the one that watches does.
+        subprocess.Popen(
             [sys.executable, "-m", "flows.server", "watch", str(folder)],
             env=os.environ.copy(),
             cwd=folder,
@@ -412,7 +416,6 @@ def _watch_in_background(folder: Path) -> None:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    (folder / "watch.pid").write_text(str(watch.pid), encoding="utf-8")
 
 
 def watch(folder: Path, minutes: float) -> int:
@@ -423,8 +426,8 @@ def watch(folder: Path, minutes: float) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # a watch runs already
-    # The command that started this watch writes its pid too, but may be killed before it does: then `server stop`
-    # would not find the watch (which still leaves once its server is gone). Named here, it always is.
+    # Named by the watch itself, not by the command that started it: that command may be killed before it writes,
+    # and a watch started while an older one still holds the lock leaves at once (the older one is the watch).
     (folder / "watch.pid").write_text(str(os.getpid()), encoding="utf-8")
     mine = read_state(folder)
     if mine is None:
