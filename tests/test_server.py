@@ -151,8 +151,8 @@ def test_the_managed_ui_asks_its_own_api_not_port_4200(state: Path) -> None:
 def test_an_idle_watch_names_itself_so_a_starter_killed_before_it_wrote_the_pid_leaves_none_unnamed(
     tmp_path: Path,
 ) -> None:
-    # The command that starts a watch writes watch.pid after starting it, and a kill in between left a watch that
-    # `server stop` could not find: the watch writes its own pid as it takes the watch lock.
+    # The command that started a watch wrote watch.pid after starting it: a kill in between left a watch that
+    # `server stop` could not find. Now the watch writes its own pid as it takes the watch lock.
     folder = tmp_path / "state"
     folder.mkdir()
     env = {**os.environ, server.IDLE_ENV: "1"}
