@@ -49,6 +49,7 @@ ANSWER_SECONDS = 10.0
 READY_SECONDS = 60.0  # how long `server start` waits for a runner loading Prefect on a busy machine
 CHECK_SECONDS = 30.0  # how often an idle runner checks that its server and its code are still the ones it loaded
 HEALTH_SECONDS = 1.0  # the managed server's health check, per command (a few ms when it is up)
+HEALTH_TRIES = 3  # a server slow to answer on a loaded machine is not a silent one
 PREFECT_FILES = (".env", "prefect.toml", "pyproject.toml")  # read by Prefect's settings from the working directory
 
 
@@ -288,7 +289,8 @@ def fingerprint(env: dict[str, str], root: Path | None = None) -> list[str]:
 
     root = root or Path(__file__).resolve().parent.parent
     paths = [p for pkg in ("flows", "extractors", "transforms", "sinks") for p in sorted((root / pkg).rglob("*.py"))]
-    paths += [root / "pyproject.toml", Path(sysconfig.get_paths()["purelib"])]
+    paths.append(root / "pyproject.toml")
+    paths += _installed(Path(sysconfig.get_paths()["purelib"]))
     home = Path(env.get("PREFECT_HOME") or Path(env.get("HOME") or Path.home()) / ".prefect").expanduser()
     paths.append(Path(env.get("PREFECT_PROFILES_PATH") or home / "profiles.toml"))
     out = []
@@ -299,6 +301,17 @@ def fingerprint(env: dict[str, str], root: Path | None = None) -> list[str]:
         except OSError:
             out.append(f"{path}:-")
     return out
+
+
+def _installed(purelib: Path) -> list[Path]:
+    """What says which packages are installed: their `.dist-info` folders and `.pth` files (an install, an upgrade or
+    a removal changes them). Not the folder's own mtime: Python's first import of a top-level module creates
+    `__pycache__` there, which changed nothing that was loaded."""
+    try:
+        names = sorted(os.listdir(purelib))
+    except OSError:
+        return [purelib]
+    return [purelib / name for name in names if name.endswith((".dist-info", ".pth", ".egg-link"))]
 
 
 def prefect_files(cwd: str) -> str | None:
@@ -341,7 +354,7 @@ class Loaded:
         current = server.read_state(self.folder)
         if current is None or current.url != self.url:
             return SERVER_GONE
-        if not server.healthy(self.url, HEALTH_SECONDS):
+        if not any(server.healthy(self.url, HEALTH_SECONDS) for _ in range(HEALTH_TRIES)):
             return SERVER_SILENT  # a command of its own replaces it
         if fingerprint(self.env) != self.code:
             return CODE_CHANGED

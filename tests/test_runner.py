@@ -79,7 +79,7 @@ def test_a_run_through_the_runner_prints_and_loads_what_a_run_of_its_own_does(st
     through = _transcripts(state, "run", "--sample", "--data-dir", str(tmp_path / "a"), cwd=tmp_path)
     assert len(_served(state, before)) == 1, _log(state)[before:]  # it did go through the runner
     own = _transcripts(state, "run", "--sample", "--data-dir", str(tmp_path / "b"), cwd=tmp_path, here=True)
-    assert len(_served(state, before)) == 1
+    assert len(_served(state, before)) == 1, _log(state)[before:]
     assert through.returncode == own.returncode == 0, (through.stderr, own.stderr)
     assert _plain(through.stdout, tmp_path / "a") == _plain(own.stdout, tmp_path / "b")
     assert "Traceback" not in through.stdout + through.stderr
@@ -111,7 +111,7 @@ def test_a_usage_error_through_the_runner_is_the_same_one_line_and_exit_code(sta
     args = ("run", "--root", f"claude={tmp_path / 'nowhere'}", "--data-dir", str(tmp_path / "d"))
     through = _transcripts(state, *args, cwd=tmp_path)
     own = _transcripts(state, *args, cwd=tmp_path, here=True)
-    assert len(_served(state, before)) == 1
+    assert len(_served(state, before)) == 1, _log(state)[before:]
     assert through.returncode == own.returncode == 2
     assert through.stderr == own.stderr and "nowhere" in through.stderr
     assert "Traceback" not in through.stderr
@@ -157,7 +157,7 @@ def test_ctrl_c_of_a_command_in_the_runner_is_one_line_exit_130_and_recorded(sta
     before = len(_log(state))
     proc, seen = _start_and_wait_for_the_plan(state, tmp_path)
     try:
-        assert len(_served(state, before)) == 1
+        assert len(_served(state, before)) == 1, _log(state)[before:]
         proc.send_signal(signal.SIGINT)  # to the caller only, as a terminal sends it: the caller forwards it
         out, rest = proc.communicate(timeout=300)
     finally:
@@ -177,7 +177,7 @@ def test_a_caller_killed_outright_takes_its_command_with_it(state: Path, tmp_pat
     proc, _ = _start_and_wait_for_the_plan(state, tmp_path)
     try:
         served = _served(state, before)
-        assert len(served) == 1
+        assert len(served) == 1, _log(state)[before:]
         child = int(served[0].rsplit("pid=", 1)[1])
         proc.kill()
         proc.wait(timeout=30)
@@ -262,6 +262,22 @@ def test_the_code_fingerprint_changes_when_a_module_or_the_profile_changes(tmp_p
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "profiles.toml").write_text("active = 'x'\n")
     assert runner.fingerprint(env, tmp_path) != second
+
+
+def test_installed_packages_change_the_fingerprint_and_a_first_import_does_not(tmp_path: Path) -> None:
+    """A fresh environment's first import of a top-level module creates `__pycache__` in site-packages: the runner
+    stepped down for that (CI, a fresh clone), though nothing it had loaded changed."""
+    site = tmp_path / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg-1.0.dist-info").mkdir()
+    first = [f"{p}:{p.stat().st_mtime_ns}" for p in runner._installed(site)]
+    (site / "__pycache__").mkdir()
+    (site / "pkg" / "__pycache__").mkdir()
+    assert [f"{p}:{p.stat().st_mtime_ns}" for p in runner._installed(site)] == first
+    (site / "pkg-1.0.dist-info").rename(site / "pkg-1.1.dist-info")
+    assert [f"{p}:{p.stat().st_mtime_ns}" for p in runner._installed(site)] != first
+    (site / "_editable.pth").write_text(str(tmp_path))
+    assert len(runner._installed(site)) == 2
 
 
 def test_server_stop_stops_the_runner_and_status_says_so(state: Path, tmp_path: Path) -> None:
