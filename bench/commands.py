@@ -76,7 +76,7 @@ def command_phases(
     finally:
         subprocess.run([str(exe), "server", "stop"], env=env, cwd=cwd, capture_output=True, check=False)
         shutil.rmtree(data, ignore_errors=True)
-    results["runs_through_the_runner"] = served  # flows.runner: the full load and the no-ops, when it was ready
+    results["runs_through_the_runner"] = served  # flows.service.runner: the full load and the no-ops, when it was ready
     results.update(
         full_load_wall_seconds=round(full_wall, 2),
         full_load_pipeline_seconds=round(float(full["seconds"]), 2),

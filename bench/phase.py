@@ -35,14 +35,14 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-# Steps of a run timed by --stages: (module, attribute, label). Wrapped before flows.etl is imported, so that the
+# Steps of a run timed by --stages: (module, attribute, label). Wrapped before flows.etl.flow is imported, so that the
 # names it binds are the timed ones. A step that no longer exists is reported as missing, never an error.
 STAGES = (
-    ("flows.pipeline", "plan_run", "discover + plan"),
-    ("flows.batch", "read_batch", "extract batches (all of the below)"),
-    ("flows.batch", "_hash", "  content hash of each source"),
-    ("flows.batch", "read_source", "  read sources (extractors)"),
-    ("flows.batch", "session_tables", "  sessions -> Arrow tables"),
+    ("flows.etl.pipeline", "plan_run", "discover + plan"),
+    ("flows.etl.batch", "read_batch", "extract batches (all of the below)"),
+    ("flows.etl.batch", "_hash", "  content hash of each source"),
+    ("flows.etl.batch", "read_source", "  read sources (extractors)"),
+    ("flows.etl.batch", "session_tables", "  sessions -> Arrow tables"),
     ("transforms.redact", "Redactor.redact", "    redaction of every text (part of the above)"),
     ("sinks.staging", "write_scratch", "  write staged files"),
     ("sinks.commit", "commit_run", "commit (all of the below; steps on merge threads are summed over threads)"),
@@ -128,8 +128,8 @@ def run_phase(
     dask: str | None = None,
     redact: bool = True,
 ) -> dict[str, Any]:
-    from flows.etl import etl_flow, run_etl
-    from flows.settings import load_settings
+    from flows.etl.flow import etl_flow, run_etl
+    from flows.etl.settings import load_settings
 
     imported = time.monotonic()
     options: dict[str, Any] = {"home": home, "data_dir": data, "sources": sources, "redact": redact}
@@ -155,7 +155,7 @@ def run_phase(
 
 
 def record_texts() -> list[str]:
-    """Wrap Redactor.redact so that it also keeps every text it is given (before flows.etl is imported)."""
+    """Wrap Redactor.redact so that it also keeps every text it is given (before flows.etl.flow is imported)."""
     from transforms.redact import Redactor
 
     texts: list[str] = []
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = [s for s in args.sources.split(",") if s]
     stages = time_stages() if args.stages else None
     texts = record_texts() if args.texts else None
-    import flows.etl  # noqa: F401 - imported before the profiler starts: imports are not the pipeline's time
+    import flows.etl.flow  # noqa: F401 - imported before the profiler starts: imports are not the pipeline's time
 
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:

@@ -441,7 +441,7 @@ def print_profile(path: Path, top: int = 30) -> None:
     whole = 0.0
     for (file, line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
         rows.append((tt, ct, f"{Path(file).name}:{line}({func})"))
-        if func == "run_etl" and file.endswith("flows/etl.py"):
+        if func == "run_etl" and file.endswith("flows/etl/flow.py"):
             whole = ct
     whole = whole or stats.total_tt  # type: ignore[attr-defined]
     print(f"\ncProfile of the full load: {whole:.1f} s in run_etl under the profiler (it slows Python code ~2x, not")

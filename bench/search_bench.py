@@ -15,8 +15,8 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flows.etl import run_etl
-from flows.settings import load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 from sinks import query, search, warehouse
 
 QUERIES = ["login form password", "refactor router", "failing test on CI", "database migration", "TODO"]

@@ -235,7 +235,7 @@ def recording(data_dir: Path, run_id: str, *, flow: str, mode: str, defer: bool 
     except KeyboardInterrupt:
         _end_quietly(rec, "interrupted", "interrupted (Ctrl-C)")
         raise
-    except SystemExit as exc:  # SIGTERM arrives as SystemExit (flows.server.exit_on_sigterm)
+    except SystemExit as exc:  # SIGTERM arrives as SystemExit (flows.service.server.exit_on_sigterm)
         if exc.code not in (0, None):
             _end_quietly(rec, "interrupted", f"stopped (exit {exc.code})")
         elif not rec.skip:

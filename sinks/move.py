@@ -28,7 +28,7 @@ from sinks.lock import writer_lock
 MOVING_TO = ".moving-to"  # in the source while a move is under way: the target
 MOVED_FROM = ".moved-from"  # in the staging folder, then the target, until the source is cleared: the source
 PART = ".transcripts-part"  # a file being copied (renamed to its own name once whole)
-REPOSITORY_NAMES = frozenset({"README.md", "sample"})  # a checkout's data/ keeps these (as flows.datahome says)
+REPOSITORY_NAMES = frozenset({"README.md", "sample"})  # a checkout's data/ keeps these (as flows.etl.datahome says)
 STAYS = REPOSITORY_NAMES | {".lock", MOVING_TO}
 CORPUS_NAMES = ("warehouse.duckdb", "versions", "parquet", "ledger.jsonl")
 

@@ -1,6 +1,6 @@
 """What reading a batch gave, as the sinks see it: per-source results and staged rows, with no format in sight.
 
-The batch worker in `flows.batch` fills these in; the commit writes them. A source is seen through `SourceRef`, the
+The batch worker in `flows.etl.batch` fills these in; the commit writes them. A source is seen through `SourceRef`, the
 few attributes every discovered unit has, so that nothing here depends on how a reader describes its sources.
 """
 

@@ -50,7 +50,7 @@ def stage_tables(
         of_unique = [ids.bucket_of(s, buckets[a]) for s, a in zip(unique.to_pylist(), first.to_pylist(), strict=True)]
         table = table.append_column(_BUCKET, pc.take(pa.array(of_unique, type=pa.int32()), position))
         if not _grouped(table.column("agent"), table.column(_BUCKET)):
-            # A copy of every row; none when they come grouped, as `flows.batch` hands them.
+            # A copy of every row; none when they come grouped, as `flows.etl.batch` hands them.
             table = table.sort_by([("agent", "ascending"), (_BUCKET, "ascending")])
         path = base / f"{name}-{batch_no:06d}-{flush_no:06d}.arrow"
         agents, groups = table.column("agent").to_pylist(), table.column(_BUCKET).to_pylist()

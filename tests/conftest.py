@@ -34,7 +34,7 @@ os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="transcripts-data-home-")
 # The managed Prefect server of a test lives here, never in the real ~/.local/state (stopped at the end).
 _STATE_DIR = tempfile.mkdtemp(prefix="transcripts-state-")
 os.environ["TRANSCRIPTS_STATE_DIR"] = _STATE_DIR
-# The command runner (flows.runner) only where a test asks for it (tests/test_runner.py): the rest run here.
+# The command runner (flows.service.runner) only where a test asks for it (tests/test_runner.py): the rest run here.
 os.environ["TRANSCRIPTS_RUNNER"] = "off"
 
 
@@ -43,7 +43,7 @@ def _no_managed_server_outlives_the_tests() -> Iterator[None]:
     try:
         yield
     finally:
-        from flows import server
+        from flows.service import server
 
         server.stop(server.state_dir({"TRANSCRIPTS_STATE_DIR": _STATE_DIR}))
 

@@ -16,7 +16,7 @@ from extractors.bounded import Limits
 from extractors.errors import DeferCode, DeferError
 from extractors.model import Deferred, Loaded, Outcome, Rejected, Source, Streamed
 from extractors.registry import agents
-from flows.settings import Settings, load_settings
+from flows.etl.settings import Settings, load_settings
 from tests.support import SETTLED
 from transforms.normalize import SessionStream, session_tables
 from transforms.redact import Redactor

@@ -20,10 +20,10 @@ import pytest
 from extractors.bounded import Limits
 from extractors.model import Agent, Source
 from extractors.registry import extractor
-from flows.etl import run_etl
-from flows.prune import run_prune
-from flows.settings import Settings, load_settings
-from flows.status import corpus_snapshot
+from flows.etl.flow import run_etl
+from flows.etl.prune import run_prune
+from flows.etl.settings import Settings, load_settings
+from flows.etl.status import corpus_snapshot
 from sinks import files, ledger, prices, search, warehouse
 from sinks.store import Store
 from tests.corpus import S1, S2, S3, T1, claude_exchange, codex_rollout, small_home, write_session

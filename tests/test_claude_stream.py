@@ -19,9 +19,10 @@ from extractors.bounded import Limits
 from extractors.claude import read, read_streaming, stream
 from extractors.errors import DeferCode, DeferError, RejectCode
 from extractors.model import Agent, Loaded, Rejected, Role, Source, Streamed
-from flows import batch, etl, pipeline
-from flows.etl import run_etl
-from flows.settings import Settings
+from flows.etl import batch, pipeline
+from flows.etl import flow as etl
+from flows.etl.flow import run_etl
+from flows.etl.settings import Settings
 from tests import stream_support
 from tests.claude_records import OTHER, SID, assistant, envelope, said, text, tool_result, tool_use, usage, user
 from tests.secrets_planted import PLANTED

@@ -36,7 +36,7 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
     """Run `transcripts` as a separate process, as a person would (stdout and stderr captured)."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "flows.cli.app", *args],
         cwd=ROOT,
         env=full_env,
         capture_output=True,
@@ -261,7 +261,8 @@ def test_a_run_with_work_walks_the_roots_once_and_its_flow_sends_no_heartbeats(
     # run turns it off (its end is in the ledger), the scheduled flow keeps Prefect's default.
     from prefect.settings import get_current_settings
 
-    from flows import etl, pipeline
+    from flows.etl import flow as etl
+    from flows.etl import pipeline
 
     walks: list[int] = []
     heartbeats: list[int | None] = []
@@ -324,7 +325,7 @@ def test_backfill_write_then_a_newer_export_updates_without_duplicates(tmp_path:
 def _no_server(monkeypatch: pytest.MonkeyPatch) -> None:
     import contextlib
 
-    monkeypatch.setattr("flows.server.prefect_api", contextlib.nullcontext)
+    monkeypatch.setattr("flows.service.server.prefect_api", contextlib.nullcontext)
 
 
 def test_a_failed_run_says_why_and_that_the_corpus_is_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,7 +335,7 @@ def test_a_failed_run_says_why_and_that_the_corpus_is_intact(tmp_path: Path, mon
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "data"))
 
     _no_server(monkeypatch)
-    monkeypatch.setattr("flows.etl.etl_flow", full_disk)
+    monkeypatch.setattr("flows.etl.flow.etl_flow", full_disk)
     home = small_home(tmp_path / "home")
     code, out = invoke("run", "--home", str(home), "--data-dir", str(tmp_path / "data"))
     assert code == 1
@@ -353,7 +354,7 @@ def test_a_failure_before_the_flow_starts_is_in_the_ledger(tmp_path: Path, monke
     def loop(*_args: object, **_kwargs: object) -> None:
         raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(home / "loop"))
 
-    monkeypatch.setattr("flows.pipeline.discover", loop)
+    monkeypatch.setattr("flows.etl.pipeline.discover", loop)
     code, out = invoke("run", "--home", str(home), "--data-dir", str(data))
     assert code == 1 and "Too many levels of symbolic links" in out
     code, out = invoke("status", "--check", "--data-dir", str(data))
@@ -365,7 +366,7 @@ def test_ctrl_c_during_a_run_is_one_line_exit_130_and_recorded(tmp_path: Path, m
         raise KeyboardInterrupt
 
     _no_server(monkeypatch)
-    monkeypatch.setattr("flows.etl.etl_flow", interrupted)
+    monkeypatch.setattr("flows.etl.flow.etl_flow", interrupted)
     home = small_home(tmp_path / "home")
     result = runner.invoke(app, ["run", "--home", str(home), "--data-dir", str(tmp_path / "d")], catch_exceptions=False)
     assert result.exit_code == 130
@@ -438,7 +439,7 @@ def test_status_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
         [
             "bash",
             "-c",
-            f'set -o pipefail; "{sys.executable}" -m flows.cli status --runs 300 --data-dir "{data}" | head -1',
+            f'set -o pipefail; "{sys.executable}" -m flows.cli.app status --runs 300 --data-dir "{data}" | head -1',
         ],
         cwd=ROOT,
         capture_output=True,
@@ -494,8 +495,8 @@ def _heavy(*args: str) -> set[str]:
 
 
 def test_help_status_dry_run_no_op_and_prune_planning_never_import_prefect(tmp_path: Path) -> None:
-    from flows.etl import run_etl
-    from flows.settings import load_settings
+    from flows.etl.flow import run_etl
+    from flows.etl.settings import load_settings
 
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
@@ -561,7 +562,16 @@ def test_ctrl_c_of_a_real_run_on_the_managed_server_is_one_line_and_exit_130(tmp
     busy_home(tmp_path / "home")
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "run", "--home", str(tmp_path / "home"), "--data-dir", str(tmp_path / "d")],
+        [
+            sys.executable,
+            "-m",
+            "flows.cli.app",
+            "run",
+            "--home",
+            str(tmp_path / "home"),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -20,9 +20,9 @@ from extractors.bounded import Limits, iter_jsonl
 from extractors.codex import parse, read, read_streaming, stream
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Rejected, Role, Source, Streamed
-from flows import etl
-from flows.etl import run_etl
-from flows.settings import Settings
+from flows.etl import flow as etl
+from flows.etl.flow import run_etl
+from flows.etl.settings import Settings
 from tests import stream_support
 from tests.secrets_planted import PLANTED
 from tests.stream_support import (

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from flows.console import PlainConsole, escape
+from flows.cli.console import PlainConsole, escape
 
 
 class _Tty(io.StringIO):

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KILLED_RUN = """
 import dataclasses, sys
 from pathlib import Path
-from flows.etl import run_etl
-from flows.settings import load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 home, data, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 if len(sys.argv) > 4:  # the size from which the warehouse is changed in place
     import sinks.warehouse

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from flows.settings import load_settings
+from flows.etl.settings import load_settings
 from tests.corpus import mixed_home
 from tests.test_pipeline import parquet_rows, run, snapshot
 
@@ -40,7 +40,7 @@ def no_failpoint() -> Iterator[None]:
 def test_the_flow_on_a_local_dask_cluster_gives_the_corpus_of_a_local_run(
     tmp_path: Path, prefect_harness: None
 ) -> None:
-    from flows.etl import etl_flow
+    from flows.etl.flow import etl_flow
 
     home = mixed_home(tmp_path / "home")
     local = tmp_path / "local"
@@ -60,7 +60,7 @@ def test_a_worker_lost_mid_run_fails_the_run_and_keeps_the_previous_corpus(
 ) -> None:
     import dask
 
-    from flows.etl import etl_flow
+    from flows.etl.flow import etl_flow
     from tests.corpus import S1, claude_exchange, write_session
 
     home = mixed_home(tmp_path / "home")
@@ -81,7 +81,7 @@ def test_a_worker_lost_mid_run_fails_the_run_and_keeps_the_previous_corpus(
 _WORKER_LOGS = """
 import logging, os, sys
 import distributed  # noqa: F401  (its logging setup: a stderr handler on distributed and tornado)
-from flows import cluster
+from flows.etl import cluster
 cluster.dask_setup(None)  # as in a local cluster's worker process, whose nanny set TRANSCRIPTS_DASK_LOG
 try:
     raise OSError("Stream is closed")
@@ -96,7 +96,7 @@ def test_a_local_workers_log_records_go_to_the_clusters_log_never_the_terminal(t
     import subprocess
     import sys
 
-    from flows.cluster import LOG_ENV
+    from flows.etl.cluster import LOG_ENV
 
     log = tmp_path / "state" / "dask.log"
     env = {**os.environ, LOG_ENV: str(log)}
@@ -115,7 +115,7 @@ def test_the_commands_own_cluster_logs_go_to_the_file_while_it_runs_then_back_as
 
     import distributed  # noqa: F401
 
-    from flows.cluster import logs_to
+    from flows.etl.cluster import logs_to
 
     loggers = [logging.getLogger(n) for n in ("distributed", "distributed.client", "tornado", "tornado.application")]
     before = [(list(x.handlers), x.level, x.propagate) for x in loggers]

@@ -19,9 +19,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows import datahome
-from flows.cli import SAMPLE_HOME
-from flows.settings import load_settings
+from flows.cli.app import SAMPLE_HOME
+from flows.etl import datahome
+from flows.etl.settings import load_settings
 from sinks import move as move_module
 from sinks.lock import writer_lock
 from tests.test_cli import invoke
@@ -150,7 +150,7 @@ def test_a_move_across_filesystems_copies_a_real_corpus_privately_then_clears_th
 
 def _move_process(old: Path, new: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", "data", "move", str(old), str(new)],
+        [sys.executable, "-m", "flows.cli.app", "data", "move", str(old), str(new)],
         cwd=old.parent,
         env={**os.environ, **env},
         capture_output=True,
@@ -253,7 +253,7 @@ def test_a_data_dir_of_its_own_is_moved_whole_in_one_rename(tmp_path: Path) -> N
 
 def _cli_in(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "flows.cli.app", *args],
         cwd=folder,
         env={**os.environ, **env},
         capture_output=True,

@@ -1,12 +1,12 @@
 """A session held by two sources loads once, whole, from the fuller copy (ties: the first path), whatever the order
-in which the copies appear: one rule, in `flows.pipeline.resolve_duplicates` (issue 14, item 3)."""
+in which the copies appear: one rule, in `flows.etl.pipeline.resolve_duplicates` (issue 14, item 3)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from flows.settings import load_settings
+from flows.etl.settings import load_settings
 from tests.corpus import S1, claude_exchange, codex_rollout, write_session
 from tests.test_pipeline import run, settings_for, snapshot, table_rows
 

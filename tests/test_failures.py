@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.settings import load_settings
+from flows.etl.settings import load_settings
 from sinks import warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.lock_support import HANG, runs_only_after_the_lock_is_free
@@ -216,7 +216,7 @@ def _processes_with(marker: str) -> list[int]:
 def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> None:
     """Nothing of the run outlives it; the managed Prefect server does, on purpose (its own session), and so does
     its idle watch (which stops it after TRANSCRIPTS_SERVER_IDLE_MINUTES unused)."""
-    from flows import server
+    from flows.service import server
 
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
@@ -229,7 +229,7 @@ def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> N
     cli = [
         sys.executable,
         "-c",
-        "from flows.cli import main; main()",
+        "from flows.cli.app import main; main()",
         "run",
         "--home",
         str(home),
@@ -325,7 +325,7 @@ def test_a_staging_folder_still_written_as_an_interrupted_run_ends_never_changes
     # with "Directory not empty", and that error replaced the interrupt (exit 1 instead of 130). Injected here.
     import errno
 
-    from flows import etl
+    from flows.etl import flow as etl
     from sinks.store import Store
 
     store = Store(tmp_path / "data")

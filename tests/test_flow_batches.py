@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from flows import etl
-from flows.etl import etl_flow, run_etl
-from flows.settings import load_settings
+from flows.etl import flow as etl
+from flows.etl.flow import etl_flow, run_etl
+from flows.etl.settings import load_settings
 from tests.corpus import mixed_home
 from tests.test_pipeline import snapshot
 
@@ -61,7 +61,7 @@ def test_the_flow_over_several_batches_on_two_workers_gives_the_one_batch_corpus
 
 def test_a_load_is_cut_into_batches_that_keep_every_worker_busy_the_largest_first() -> None:
     from extractors.model import Agent, Source
-    from flows import pipeline
+    from flows.etl import pipeline
 
     mib = 1024 * 1024
     sizes = [30 * mib] + [mib] * 70 + [5 * mib, 2 * mib]  # one big session among many small ones: 107 MiB
@@ -85,7 +85,7 @@ def test_a_load_is_cut_into_batches_that_keep_every_worker_busy_the_largest_firs
 def test_a_big_source_is_read_in_a_worker_process_even_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What reading a big session took goes back to the system with the worker, before the commit (a 2 GB session
     read in the run's own process left it at 1.4 GiB for the rest of the run)."""
-    from flows import workers
+    from flows.etl import workers
     from tests.corpus import S1, claude_exchange, small_home, write_session
     from tests.test_pipeline import settings_for
 

@@ -15,9 +15,9 @@ import pytest
 from extractors.bounded import Limits, read_json_document
 from extractors.errors import RejectCode
 from extractors.model import Agent, Loaded, Outcome, Rejected
-from flows import pipeline
-from flows.etl import run_etl
-from flows.settings import load_settings
+from flows.etl import pipeline
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 from tests.fuzz_support import FORMATS, build, check_case, short_crash, with_bytes, with_field
 from tests.test_pipeline import table_rows
 

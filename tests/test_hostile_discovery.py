@@ -16,8 +16,8 @@ import pytest
 from extractors import discovery
 from extractors.model import Agent, Loaded
 from extractors.registry import extractor, read_source
-from flows.pipeline import discover
-from flows.settings import load_settings
+from flows.etl.pipeline import discover
+from flows.etl.settings import load_settings
 from tests.corpus import S1, S2, claude_exchange, write_session
 from tests.opencode_support import add_exchange, add_session, create_db
 from tests.support import SETTLED
@@ -294,7 +294,7 @@ def test_a_bug_in_a_discovery_costs_its_root_not_the_run(tmp_path: Path, monkeyp
 def test_an_opencode_symlink_loop_does_not_stop_the_run(tmp_path: Path) -> None:
     # opencode.db -> opencode-b.db -> opencode.db once raised ELOOP before the flow started; a real database in
     # the same folder must still load.
-    from flows.etl import run_etl
+    from flows.etl.flow import run_etl
 
     home = tmp_path / "home"
     root = home / ".local" / "share" / "opencode"

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.etl import run_etl
-from flows.settings import load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 from sinks import prices, views, warehouse
 from tests.corpus import S1, claude_exchange, codex_rollout, small_home, write_session
 from tests.opencode_support import T0, add_message, add_part, add_session, assistant, create_db, text, user

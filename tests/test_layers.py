@@ -103,3 +103,118 @@ def test_the_check_for_agent_names_sees_them(tmp_path: Path) -> None:
     )
     found = _naming_an_agent(sample, _agent_words())
     assert [hit.split(" ", 1)[1] for hit in found] == ["Agent.CHATGPT", "'grok'", "'gemini'"], found
+
+
+# --- circles, and the three packages of flows/ ------------------------------------------------------------------------
+
+PACKAGES = ("flows", "sinks", "transforms", "extractors")
+# Inside flows/: the CLI uses the runner and server, which use the ETL; never the other way (docs/design.md "Layout").
+FLOWS_ORDER = {"etl": 0, "service": 1, "cli": 2}
+
+
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _edges(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project's modules `name` imports, anywhere in it (an import inside a function counts): `from a import b`
+    is an edge to the module a.b when there is one, else to a."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            subs = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules]
+            found.update(subs or [base])
+    return {target for target in found if target in modules and target != name}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, targets = work[-1]
+            for target in targets:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        out.append(sorted(component))
+    return out
+
+
+def _graph(root: Path = ROOT) -> dict[str, set[str]]:
+    modules = _modules(root)
+    return {name: _edges(name, path, modules) for name, path in modules.items()}
+
+
+def test_no_import_circle_in_the_four_packages() -> None:
+    circles = _circles(_graph())
+    assert not circles, f"modules that import each other in a circle (in-function imports count): {circles}"
+
+
+def test_the_circle_check_sees_one_hidden_in_a_function(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "flows" / "a.py").write_text("from flows import b\n")
+    (tmp_path / "flows" / "b.py").write_text("def f():\n    from flows.c import x\n")
+    (tmp_path / "flows" / "c.py").write_text("def g():\n    import flows.a\n")
+    (tmp_path / "sinks" / "d.py").write_text("from sinks import e\n")
+    (tmp_path / "sinks" / "e.py").write_text("X = 1\n")
+    assert _circles(_graph(tmp_path)) == [["flows.a", "flows.b", "flows.c"]]
+
+
+def test_the_cli_uses_the_service_which_uses_the_etl_never_back() -> None:
+    graph = _graph()
+    assert set(FLOWS_ORDER) == {p.name for p in (ROOT / "flows").iterdir() if (p / "__init__.py").is_file()}
+    loose = sorted(p.name for p in (ROOT / "flows").glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"a module of flows/ outside its three packages: {loose}"
+    upward = [
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith("flows.") and name.count(".") >= 2
+        for target in targets
+        if target.startswith("flows.")
+        and target.count(".") >= 1
+        and FLOWS_ORDER[target.split(".")[1]] > FLOWS_ORDER[name.split(".")[1]]
+    ]
+    assert not upward, f"flows/ imports upward (cli -> service -> etl only): {upward}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.status import read_status
+from flows.etl.status import read_status
 from sinks import ledger
 from sinks.lock import writer_lock
 from tests.corpus import S1, claude_exchange, small_home, write_session
@@ -75,8 +75,8 @@ def test_an_unended_run_is_running_while_the_lock_is_held_then_interrupted(tmp_p
 KILLED = """
 import sys
 from pathlib import Path
-from flows.etl import run_etl
-from flows.settings import load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 home, data = Path(sys.argv[1]), Path(sys.argv[2])
 run_etl(load_settings(home=home, data_dir=data, sources=["claude"], env={"HOME": str(home)}), as_tasks=False)
 """
@@ -137,7 +137,7 @@ def test_a_run_records_a_snapshot_of_the_corpus_that_status_reads_without_duckdb
     assert last["corpus"]["counts"]["sessions"] == {"claude": 2}
     assert last["counts"]["sessions_loaded"] == 2
     probe = (
-        "import sys; from flows.status import read_status; from pathlib import Path; "
+        "import sys; from flows.etl.status import read_status; from pathlib import Path; "
         f"s = read_status(Path({str(data)!r})); print(s.counts['sessions'], 'duckdb' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flows.settings import load_settings
+from flows.etl.settings import load_settings
 from tests.corpus import S1, claude_exchange, write_session
 from tests.support import write_jsonl
 from tests.test_codex import OWN, PARENT, fork_records, meta

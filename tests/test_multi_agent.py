@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flows.settings import load_settings
+from flows.etl.settings import load_settings
 from tests.corpus import G1, T1, codex_rollout, mixed_home
 from tests.test_pipeline import dataset_files, run, snapshot, table_rows
 

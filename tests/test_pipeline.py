@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from flows.etl import run_etl
-from flows.settings import Settings, load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import Settings, load_settings
 from sinks import ledger
 from sinks.lock import LockBusy, writer_lock
 from tests.corpus import S1, S2, S3, claude_exchange, small_home, write_session
@@ -242,7 +242,7 @@ def test_changed_source_that_now_fails_keeps_its_last_good_rows(tmp_path: Path) 
 
 
 def test_skipped_records_are_counted_and_visible_in_status(tmp_path: Path) -> None:
-    from flows.status import read_status
+    from flows.etl.status import read_status
 
     home = tmp_path / "home"
     lines = claude_exchange(S1, 1)

@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.prune import PruneReport, preview_prune, run_prune
-from flows.settings import Settings, load_settings
+from flows.etl.prune import PruneReport, preview_prune, run_prune
+from flows.etl.settings import Settings, load_settings
 from sinks.prune import (
     Corpus,
     DurationError,
@@ -406,8 +406,8 @@ KILLED_PRUNE = """
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from flows.prune import run_prune
-from flows.settings import load_settings
+from flows.etl.prune import run_prune
+from flows.etl.settings import load_settings
 from sinks.prune import parse_duration
 home, data = Path(sys.argv[1]), Path(sys.argv[2])
 settings = load_settings(home=home, data_dir=data, sources=["claude"], env={"HOME": str(home)})

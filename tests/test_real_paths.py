@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from flows import runner, server
+from flows.service import runner, server
 from sinks import query
 from tests.corpus import claude_exchange, write_session
 
@@ -288,7 +288,7 @@ def test_sql_hands_piped_statements_to_the_real_duckdb_cli(box: Box) -> None:
     assert proc.stdout.splitlines() == ["n", str(sessions)]
 
 
-SERVICES = ("-m prefect server start", "-m flows.runner serve")  # the box's server and runner: they stay
+SERVICES = ("-m prefect server start", "-m flows.cli.resident serve")  # the box's server and runner: they stay
 
 
 def dask_config(box: Box) -> Path:

@@ -12,9 +12,9 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from flows import pipeline
-from flows.etl import run_etl
-from flows.settings import SettingsError, load_settings
+from flows.etl import pipeline
+from flows.etl.flow import run_etl
+from flows.etl.settings import SettingsError, load_settings
 from sinks import secrets_key, warehouse
 from tests.corpus import _line, claude_exchange, codex_rollout, grok_session, write_session
 from tests.secrets_planted import PLANTED

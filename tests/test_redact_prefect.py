@@ -23,7 +23,7 @@ SCRIPT = """
 import json, logging, sys
 from pathlib import Path
 logging.getLogger("transcripts").setLevel(logging.DEBUG)
-from flows.etl import etl_flow
+from flows.etl.flow import etl_flow
 home, data = Path(sys.argv[1]), Path(sys.argv[2])
 report = etl_flow({"home": home, "data_dir": data, "env": {"HOME": str(home)}, "lock_wait": 5})
 committed = report.committed

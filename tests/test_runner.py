@@ -1,4 +1,4 @@
-"""The command runner (flows.runner): a command through it is the command run by itself, only without loading
+"""The command runner (flows.service.runner): a command through it is the command run by itself, only without loading
 Prefect: same output, exit codes, Ctrl-C and kill behaviour; it declines whatever could make a child differ."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import runner, server
+from flows.service import runner, server
 from tests.corpus import busy_home
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,12 +54,12 @@ def _log(base: Path) -> list[str]:
 def _transcripts(
     base: Path, *args: str, cwd: Path, here: bool = False, **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    """The `transcripts` executable as a person runs it (flows.entry); `here`: with the runner turned off."""
+    """The `transcripts` executable as a person runs it (flows.cli.entry); `here`: with the runner turned off."""
     env = _env(base, **extra)
     if here:
         env["TRANSCRIPTS_RUNNER"] = "off"
     return subprocess.run(
-        [sys.executable, "-m", "flows.entry", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "flows.cli.entry", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
 
 
@@ -134,7 +134,7 @@ def test_help_and_usage_errors_through_the_runner_name_the_program_transcripts(s
 def _start_and_wait_for_the_plan(state: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str]]:
     home = busy_home(tmp_path / "home")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.entry", "run", "--home", str(home), "--data-dir", str(tmp_path / "d")],
+        [sys.executable, "-m", "flows.cli.entry", "run", "--home", str(home), "--data-dir", str(tmp_path / "d")],
         cwd=tmp_path,
         env=_env(state),
         stdout=subprocess.PIPE,
@@ -283,16 +283,16 @@ def test_installed_packages_change_the_fingerprint_and_a_first_import_does_not(t
 def test_server_stop_stops_the_runner_and_status_says_so(state: Path, tmp_path: Path) -> None:
     env = _env(state)
     status = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "server", "status", "--json"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "flows.cli.app", "server", "status", "--json"], env=env, capture_output=True, text=True
     )
     doc = json.loads(status.stdout)
     assert doc["runner"]["state"] == "ready" and isinstance(doc["runner"]["pid"], int), doc
     pid = doc["runner"]["pid"]
     stopped = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "server", "stop"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "flows.cli.app", "server", "stop"], env=env, capture_output=True, text=True, timeout=60
     )
     assert stopped.returncode == 0, stopped.stderr
-    assert not Path(f"/proc/{pid}").exists() or b"flows.runner" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert not Path(f"/proc/{pid}").exists() or b"flows.service.runner" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert not runner.ready(_folder(state)) and runner.read_state(_folder(state)) is None
     before = len(_log(state))
     proc = _transcripts(state, "run", "--sample", "--data-dir", str(tmp_path / "d"), cwd=tmp_path)
@@ -300,7 +300,7 @@ def test_server_stop_stops_the_runner_and_status_says_so(state: Path, tmp_path: 
     assert not _served(state, before)
     server.stop(_folder(state))
     started = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "server", "start", "--json"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "flows.cli.app", "server", "start", "--json"], env=env, capture_output=True, text=True
     )
     assert started.returncode == 0, started.stderr
     assert json.loads(started.stdout)["runner"]["state"] == "ready"  # started, and waited for

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flows import datahome
-from flows.cli import SAMPLE_HOME
-from flows.settings import load_settings
+from flows.cli.app import SAMPLE_HOME
+from flows.etl import datahome
+from flows.etl.settings import load_settings
 from tests.corpus import small_home
 from tests.test_cli import invoke, one_line
 from tests.test_pipeline import run, table_rows

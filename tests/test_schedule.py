@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from flows import server
-from flows.schedule import DEPLOYMENT, FLOW, serve_arguments
-from flows.settings import load_settings
+from flows.etl.schedule import DEPLOYMENT, FLOW, serve_arguments
+from flows.etl.settings import load_settings
+from flows.service import server
 from sinks import ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def test_a_prefect_warning_while_serving_is_one_line_even_through_a_handler_set_
     import io
     import logging
 
-    from flows.schedule import _one_line_warnings
+    from flows.service.serving import _one_line_warnings
 
     make = logging.getLogRecordFactory()
     logger = logging.getLogger("prefect.TestObserver")
@@ -80,8 +80,8 @@ def test_checking_the_cron_does_not_load_prefect_before_the_api_is_chosen() -> N
     temporary server of its own ("Cannot schedule flows on an ephemeral server") and nothing ever ran."""
     code = (
         "import sys\n"
-        "from flows.schedule import validate_cron\n"
-        "from flows.settings import SettingsError\n"
+        "from flows.etl.schedule import validate_cron\n"
+        "from flows.etl.settings import SettingsError\n"
         "validate_cron('* * * * *', 'x')\n"
         "try:\n    validate_cron('61 * * * *', 'x')\nexcept SettingsError:\n    pass\n"
         "else:\n    raise SystemExit('accepted a bad cron')\n"
@@ -226,7 +226,7 @@ def test_scheduled_runs_fire_load_the_corpus_are_recorded_and_survive_a_server_r
 
 def _tracebacks_but_a_killed_servers_websocket(err: str) -> list[str]:
     """The tracebacks in `err`, but for Prefect's warning that its event websocket dropped when the test killed the
-    managed server: serving makes it one line (flows.schedule._one_line_warnings, tested on its own above), yet
+    managed server: serving makes it one line (flows.service.serving._one_line_warnings, tested on its own above), yet
     twice in CI one of the two observers' warnings kept its traceback. That is noise at a server's death, not a
     failure of serving; any other traceback fails the test."""
     lines = err.splitlines()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import units
+from flows.service import units
 
 TRANSCRIPTS = Path(sys.executable).parent / "transcripts"
 COMMAND = [str(TRANSCRIPTS), "schedule", "--cron", "30 2 * * *", "--data-dir", "/data/with space/100%", "--home", "$x"]

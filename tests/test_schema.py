@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from flows.docs import PAGE, render
-from flows.settings import PROJECT_DIR
+from flows.cli.docs import PAGE, render
+from flows.etl.settings import PROJECT_DIR
 from transforms.normalize import to_table
 from transforms.schema import TABLES, duckdb_ddl
 
@@ -43,4 +43,4 @@ def test_every_column_is_documented_and_every_file_carries_the_schema_version() 
 
 def test_docs_table_reference_is_current() -> None:
     page = (Path(PROJECT_DIR) / PAGE).read_text(encoding="utf-8")
-    assert render(page) == page, f"the tables in {PAGE} are stale: run `uv run python -m flows.docs`"
+    assert render(page) == page, f"the tables in {PAGE} are stale: run `uv run python -m flows.cli.docs`"

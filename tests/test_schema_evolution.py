@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flows.etl import run_etl
-from flows.settings import Settings, load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import Settings, load_settings
 from sinks.store import LAYOUT, SchemaMismatch, Store, conform
 from tests.corpus import codex_rollout, grok_session
 from transforms.schema import SESSIONS, TABLES
@@ -222,7 +222,7 @@ def test_reject_a_file_the_schema_cannot_take_stops_the_run_saying_what_to_do(
 def test_reject_schema_mismatch_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     import typer
 
-    from flows.console import FAILED, reporting
+    from flows.cli.console import FAILED, reporting
 
     with pytest.raises(typer.Exit) as exit_, reporting("run"):
         raise SchemaMismatch("data/versions/v000001/sessions/agent=codex/part-000.parquet: column x is not in table")
@@ -234,7 +234,7 @@ def test_reject_schema_mismatch_is_one_line_and_exit_1(capsys: pytest.CaptureFix
 def test_ok_a_no_op_command_does_not_skip_the_flow_on_a_corpus_of_an_older_schema(tmp_path: Path) -> None:
     # Gemini, OpenCode or ChatGPT readers did not change with the schema: none of their sources looks changed, so
     # only the corpus's own schema version can tell `transcripts run` that the flow must bring it up to date.
-    from flows.cmd_run import _may_skip_flow
+    from flows.cli.cmd_run import _may_skip_flow
     from sinks import ledger
 
     home, data = tmp_path / "home", tmp_path / "data"

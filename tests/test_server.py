@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import server
+from flows.service import server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +35,7 @@ def _cli(base: Path, *args: str, extra: dict[str, str] | None = None) -> subproc
     env["PREFECT_HOME"] = str(base / "no-profile")  # no user profile with an API URL
     env.update(extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", "server", *args],
+        [sys.executable, "-m", "flows.cli.app", "server", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -99,7 +99,7 @@ def test_the_health_check_of_a_silent_port_is_bounded() -> None:
 def test_the_server_and_runner_say_what_they_leave_running_and_leave_when_idle_but_not_in_use(
     tmp_path: Path,
 ) -> None:
-    from flows import runner
+    from flows.service import runner
 
     base = tmp_path / "state"
     folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
@@ -156,6 +156,6 @@ def test_an_idle_watch_names_itself_so_a_starter_killed_before_it_wrote_the_pid_
     folder = tmp_path / "state"
     folder.mkdir()
     env = {**os.environ, server.IDLE_ENV: "1"}
-    watch = subprocess.Popen([sys.executable, "-m", "flows.server", "watch", str(folder)], env=env)
+    watch = subprocess.Popen([sys.executable, "-m", "flows.service.server", "watch", str(folder)], env=env)
     assert watch.wait(timeout=60) == 0  # no server recorded in the folder: nothing to watch, it leaves
     assert int((folder / "watch.pid").read_text(encoding="utf-8")) == watch.pid

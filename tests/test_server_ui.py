@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import server
+from flows.service import server
 from tests.test_report import DevTools, browser  # noqa: F401  (browser: headless Chromium over CDP, a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,8 @@ import pytest
 
 from extractors.model import Agent
 from extractors.registry import extractor
-from flows import datahome
-from flows.settings import SettingsError, load_settings
+from flows.etl import datahome
+from flows.etl.settings import SettingsError, load_settings
 from tests.corpus import S1, claude_exchange
 from tests.test_pipeline import run, table_rows
 

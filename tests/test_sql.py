@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows import cmd_sql
-from flows.cli import app
+from flows.cli import app, cmd_sql
 from sinks import query
 from tests.test_warehouse_views import load_sample
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.etl import run_etl
-from flows.settings import load_settings
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 from sinks import warehouse
 from tests.corpus import claude_exchange, small_home, write_session
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.status import read_status
+from flows.etl.status import read_status
 from sinks import query, search, warehouse
 from tests.test_warehouse_views import load_sample
 

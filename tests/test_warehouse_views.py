@@ -10,9 +10,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from flows.cli import SAMPLE_HOME
-from flows.etl import run_etl
-from flows.settings import SettingsError, load_settings
+from flows.cli.app import SAMPLE_HOME
+from flows.etl.flow import run_etl
+from flows.etl.settings import SettingsError, load_settings
 from sinks import views
 
 PARENT = "claude-5f0c2a1e-7b3d-4c55-9e21-0a1b2c3d4e01"

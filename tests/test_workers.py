@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from flows.workers import extraction_pool
+from flows.etl.workers import extraction_pool
 
 
 def sigint_disposition() -> str:

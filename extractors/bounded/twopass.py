@@ -22,7 +22,7 @@ from extractors.bounded import Limits, Line, parse_json_values
 from extractors.errors import DeferCode, DeferError
 from extractors.model import Session, ToolCall, Turn
 
-ROW_BYTES = 512  # what a row costs besides its text, as `flows.batch` counts a session's size
+ROW_BYTES = 512  # what a row costs besides its text, as `flows.etl.batch` counts a session's size
 
 E = TypeVar("E")
 

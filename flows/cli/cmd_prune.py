@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.console import Config, DataDir, Json, UsageError, Wait, console, count, print_json, reported, split_list
+from flows.cli.console import Config, DataDir, Json, UsageError, Wait, console, count, print_json, reported, split_list
 
 if TYPE_CHECKING:
     from sinks.prune import PrunePlan
@@ -52,8 +52,8 @@ def _prune(
     config: Path | None,
 ) -> None:
     from extractors.registry import parse_agent
-    from flows import prune as pruning
-    from flows.settings import load_settings
+    from flows.etl import prune as pruning
+    from flows.etl.settings import load_settings
     from sinks.prune import DurationError, parse_duration
 
     if write and dry_run:

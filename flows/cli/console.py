@@ -155,9 +155,9 @@ def reporting(what: str) -> Iterator[None]:
         if _is(exc, "sinks.lock", "LockBusy"):
             err.print(f"[red]busy:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
             raise typer.Exit(BUSY) from None
-        if isinstance(exc, UsageError) or _is(exc, "flows.settings", "SettingsError"):
+        if isinstance(exc, UsageError) or _is(exc, "flows.etl.settings", "SettingsError"):
             raise fail(str(exc), USAGE) from None
-        if _is(exc, "flows.server", "ServerError"):
+        if _is(exc, "flows.service.server", "ServerError"):
             raise fail(str(exc), FAILED) from None
         if isinstance(exc, OSError):
             where = getattr(exc, "filename", None)
@@ -173,7 +173,7 @@ def reporting(what: str) -> Iterator[None]:
             tried = f"{allowed + 1} tried" if isinstance(allowed, int) else "all tried"
             last = getattr(getattr(exc, "last_worker", None), "address", None)
             where = f", the last at {last}" if last else ""
-            from flows.cluster import log_path
+            from flows.etl.cluster import log_path
 
             err.print(
                 f"[red]{what} failed:[/red] the Dask workers reading a batch of sources died ({tried}{escape(where)}; "

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.console import FAILED, Config, DataDir, Json, UsageError, console, count, print_json, reported
+from flows.cli.console import FAILED, Config, DataDir, Json, UsageError, console, count, print_json, reported
 
 if TYPE_CHECKING:
-    from flows.status import Status
+    from flows.etl.status import Status
 
 BENIGN = ("no_conversation", "duplicate")
 
@@ -37,9 +37,9 @@ def status(
 def _status(
     data_dir: Path | None, as_json: bool, check: bool, rejections: bool, utc: bool, runs: int, config: Path | None
 ) -> None:
-    from flows.cmd_data import check_old_corpus
-    from flows.settings import load_settings
-    from flows.status import read_status
+    from flows.cli.cmd_data import check_old_corpus
+    from flows.etl.settings import load_settings
+    from flows.etl.status import read_status
 
     settings = load_settings(data_dir=data_dir, config=config)
     check_old_corpus(settings, refuse=False)  # a corpus left in a checkout: where it is, and the command moving it
@@ -77,7 +77,7 @@ def _when(value: Any, utc: bool) -> str:
 
 
 def _what(r: dict[str, Any]) -> str:
-    from flows.status import rejected_label
+    from flows.etl.status import rejected_label
 
     if r["outcome"] in ("failed", "interrupted", "busy"):
         return (r.get("error") or "")[:60]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flows import places
+from flows.etl import places
 
 LOCAL = "local"
 LOG_ENV = "TRANSCRIPTS_DASK_LOG"  # set for a local cluster's workers: where they log (see `dask_setup`)

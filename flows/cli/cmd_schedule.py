@@ -3,6 +3,8 @@ managed one by default), and keep it served across logout and reboot (a systemd 
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -10,8 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from flows.cmd_run import Home, Roots, Sources
-from flows.console import FAILED, Config, DataDir, Json, console, fail, print_json, reported, split_list
+from flows.cli.cmd_run import Home, Roots, Sources
+from flows.cli.console import FAILED, Config, DataDir, Json, console, fail, print_json, reported, split_list
+from flows.service.api import quiet_prefect
 
 schedule_app = typer.Typer(
     rich_markup_mode=None,
@@ -54,11 +57,10 @@ def _settings(
     data_dir: Path | None,
     config: Path | None,
 ) -> tuple[Any, dict[str, Any]]:
-    import dataclasses
 
-    from flows.cmd_data import check_old_corpus
-    from flows.schedule import validate_cron
-    from flows.settings import check_paths, check_schedule, load_settings
+    from flows.cli.cmd_data import check_old_corpus
+    from flows.etl.schedule import validate_cron
+    from flows.etl.settings import check_paths, check_schedule, load_settings
 
     options: dict[str, Any] = {
         "data_dir": data_dir,
@@ -95,12 +97,11 @@ def _serve(
     config: Path | None,
     interval: float | None,
 ) -> None:
-    from flows.cmd_run import _quiet_prefect
-    from flows.schedule import Serving, serve_in_own_group
-    from flows.server import prefect_api
+    from flows.service.server import prefect_api
+    from flows.service.serving import Serving, serve_in_own_group
 
     settings, options = _settings(cron, timezone, source, home, root, data_dir, config)
-    _quiet_prefect()
+    quiet_prefect()
     with prefect_api() as api:
         where = f" ({settings.schedule_timezone})" if settings.schedule_timezone else ""
         when = f"every {interval:g} s" if interval else f"at '{settings.schedule_cron}'{where}"
@@ -134,9 +135,8 @@ def install(
 ) -> None:
     """Write and enable what serves the schedule across logout and reboot: a systemd user unit (Linux), a
     launchd agent (macOS). Without a user service manager here, it prints the commands to run (exit 0)."""
-    import os
 
-    from flows import server, units
+    from flows.service import server, units
 
     settings, _options = _settings(cron, timezone, source, home, root, data_dir, config)
     command = [*units.executable(), "schedule", "--cron", settings.schedule_cron]
@@ -183,9 +183,9 @@ def install(
 def status(data_dir: DataDir = None, config: Config = None, as_json: Json = False) -> None:
     """The schedule, its next run and its last runs (Prefect API and the ledger); exit 1 when nothing is
     scheduled."""
-    from flows import server, units
-    from flows.schedule import describe_schedule, find_deployment, flow_runs
-    from flows.settings import load_settings
+    from flows.etl.schedule import describe_schedule, find_deployment, flow_runs
+    from flows.etl.settings import load_settings
+    from flows.service import server, units
     from sinks import ledger
 
     settings = load_settings(data_dir=data_dir, config=config)
@@ -265,8 +265,8 @@ def _print_status(doc: dict[str, Any]) -> None:
 @reported("schedule remove")
 def remove() -> None:
     """Disable and remove the unit (or agent) and delete the deployment from the Prefect server."""
-    from flows import server, units
-    from flows.schedule import delete_deployment, find_deployment
+    from flows.etl.schedule import delete_deployment, find_deployment
+    from flows.service import server, units
 
     try:
         outcome = units.remove_launchd() if sys.platform == "darwin" else units.remove_systemd()

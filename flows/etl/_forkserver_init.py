@@ -10,7 +10,7 @@ Never import this anywhere else: it would tie the importing process to its own p
 
 import signal
 
-from flows.workers import die_with_parent
+from flows.etl.workers import die_with_parent
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 die_with_parent()

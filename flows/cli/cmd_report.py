@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
-from flows.console import console, err
-from flows.settings import SettingsError, load_settings
+from flows.cli.console import console, err
+from flows.etl.settings import SettingsError, load_settings
 
 
 def machine_timezone(env: dict[str, str] | None = None) -> str:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
-from flows.lazy import lazy
+from flows.cli.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
+from flows.cli.lazy import lazy
 
 if TYPE_CHECKING:
     from rich.console import Group

@@ -1,10 +1,12 @@
-"""`transcripts server status|start|stop`: the local Prefect server this tool manages (flows.server)."""
+"""`transcripts server status|start|stop`: the local Prefect server this tool manages (flows.service.server)."""
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from flows.console import FAILED, Json, console, print_json, reported
+from flows.cli.console import FAILED, Json, console, print_json, reported
 
 server_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None, help="The local Prefect server runs go through (and its UI)."
@@ -43,10 +45,9 @@ def _describe(as_json: bool, state: str, url: str | None, pid: int | None, sourc
 
 
 def _runner(source: str) -> dict[str, object]:
-    """The command runner beside the managed server (flows.runner): ready, not running, or off."""
-    import os
+    """The command runner beside the managed server (flows.service.runner): ready, not running, or off."""
 
-    from flows import runner
+    from flows.service import runner
 
     if not runner.enabled(os.environ):
         return {"state": "off", "pid": None}
@@ -60,7 +61,7 @@ def _runner(source: str) -> dict[str, object]:
 @reported("server status")
 def status(as_json: Json = False) -> None:
     """Whether the server runs, and its API and UI addresses (exit 1 when it does not answer)."""
-    from flows import server
+    from flows.service import server
 
     mine = server.configured()
     where = str(server.state_dir())
@@ -83,7 +84,7 @@ def status(as_json: Json = False) -> None:
 def start(as_json: Json = False) -> None:
     """Start the managed server (reused when it runs already); it keeps running after this command, until it has
     been unused for TRANSCRIPTS_SERVER_IDLE_MINUTES (default 60) or `server stop`."""
-    from flows import server
+    from flows.service import server
 
     mine = server.configured()
     if mine is not None:
@@ -93,7 +94,7 @@ def start(as_json: Json = False) -> None:
     api = server.start()
     if api.started:
         server.resident_notice(api)
-    from flows import runner
+    from flows.service import runner
 
     started = runner.start_in_background(api.url)
     if started is not None:  # loading Prefect takes seconds; status says "not running" if it did not come up
@@ -105,7 +106,7 @@ def start(as_json: Json = False) -> None:
 @reported("server stop")
 def stop(as_json: Json = False) -> None:
     """Stop the managed server (a server you configured with PREFECT_API_URL is left alone)."""
-    from flows import server
+    from flows.service import server
 
     stopped = server.stop()
     if as_json:

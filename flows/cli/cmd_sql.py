@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.console import err
-from flows.lazy import lazy
-from flows.settings import Settings, SettingsError, load_settings
+from flows.cli.console import err
+from flows.cli.lazy import lazy
+from flows.etl.settings import Settings, SettingsError, load_settings
 
 query = lazy("sinks.query")
 views = lazy("sinks.views")

@@ -9,7 +9,7 @@ a dead one, or one that no longer answers, is replaced (on its last port when fr
 that address). `PREFECT_API_URL` set by the user (environment or Prefect profile) is used as it is, after a bounded
 check that it answers.
 
-A command using the managed server holds `in-use.lock` shared; a small watch process (`python -m flows.server
+A command using the managed server holds `in-use.lock` shared; a small watch process (`python -m flows.service.server
 watch`) stops the server and the command runner once nobody has held it for TRANSCRIPTS_SERVER_IDLE_MINUTES.
 
 Kept free of Prefect imports: this is on the path of every command.
@@ -26,19 +26,22 @@ import socket
 import subprocess
 import sys
 import time
-import tomllib
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from flows.places import state_dir as state_dir  # re-exported: where the server lives
+from flows.etl.places import state_dir as state_dir  # re-exported: where the server lives
+from flows.service.api import HEALTH_SECONDS as HEALTH_SECONDS  # the names callers know the server by
+from flows.service.api import Api as Api
+from flows.service.api import ServerError as ServerError
+from flows.service.api import configured as configured
+from flows.service.api import healthy as healthy
+from flows.service.api import read_state as read_state
+from flows.service.api import state_file
 
 STARTUP_SECONDS = 120.0  # a fresh PREFECT_HOME runs migrations first (~12 s here, more on a loaded machine)
 CHECK_SECONDS = 5.0  # how long a configured API may take to answer its health check
-HEALTH_SECONDS = 2.0  # one health probe of the managed server
 STOP_SECONDS = 15.0
 # The managed server and the command runner hold ~470 MB between them (measured: RSS after a first `run`). They
 # leave once no command has used them for this long; the next command brings them back (~10 s). An hour covers an
@@ -46,72 +49,6 @@ STOP_SECONDS = 15.0
 IDLE_MINUTES = 60.0
 IDLE_ENV = "TRANSCRIPTS_SERVER_IDLE_MINUTES"  # 0: never idle out
 IN_USE = "in-use.lock"  # held shared by every command using the managed API (and by a serving `schedule`)
-
-
-class ServerError(RuntimeError):
-    """No usable Prefect API; the message says why and what to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class Api:
-    """A Prefect API a command can use."""
-
-    url: str
-    source: str  # "managed", "PREFECT_API_URL", "Prefect profile 'x'", "Prefect settings"
-    pid: int | None = None
-    port: int | None = None
-    started: bool = field(default=False, compare=False)  # this command started it (it says what it leaves running)
-
-    @property
-    def ui(self) -> str:
-        return self.url.removesuffix("/api")
-
-
-def _state_file(folder: Path) -> Path:
-    return folder / "server.json"
-
-
-def healthy(url: str, timeout: float = HEALTH_SECONDS) -> bool:
-    """Whether a Prefect API answers its health check within `timeout` seconds (a bounded wait, always)."""
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=timeout) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def configured(env: Mapping[str, str] | None = None) -> Api | None:
-    """The API the user configured, if any: Prefect's own settings when Prefect is loaded already (a test
-    harness), else `PREFECT_API_URL`, else the active Prefect profile (read from its TOML, not via Prefect)."""
-    if env is None and "prefect.settings" in sys.modules:
-        from prefect.settings import PREFECT_API_URL
-
-        value = PREFECT_API_URL.value()
-        if value:
-            return Api(str(value), "Prefect settings")
-    env = os.environ if env is None else env
-    if env.get("PREFECT_API_URL"):
-        return Api(env["PREFECT_API_URL"], "PREFECT_API_URL")
-    home = Path(env.get("PREFECT_HOME") or Path(env.get("HOME") or Path.home()) / ".prefect").expanduser()
-    path = Path(env.get("PREFECT_PROFILES_PATH") or home / "profiles.toml")
-    try:
-        profiles = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    active = env.get("PREFECT_PROFILE") or profiles.get("active")
-    profile = profiles.get("profiles", {}).get(active, {}) if isinstance(active, str) else {}
-    url = profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
-    return Api(str(url), f"Prefect profile '{active}'") if url else None
-
-
-def read_state(folder: Path | None = None) -> Api | None:
-    """The managed server as last recorded (it may have died since)."""
-    folder = folder or state_dir()
-    try:
-        raw = json.loads(_state_file(folder).read_text(encoding="utf-8"))
-        return Api(str(raw["url"]), "managed", int(raw["pid"]), int(raw["port"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _is_our_server(pid: int) -> bool:
@@ -234,10 +171,10 @@ def start(folder: Path | None = None) -> Api:
         api = Api(url, "managed", proc.pid, port, started=True)
         record = {**asdict(api), "started_at": datetime.now(UTC).isoformat(), "prefect_home": str(folder / "home")}
         del record["started"]
-        tmp = _state_file(folder).with_suffix(".tmp")
+        tmp = state_file(folder).with_suffix(".tmp")
         tmp.write_text(json.dumps(record), encoding="utf-8")
         tmp.chmod(0o600)
-        tmp.replace(_state_file(folder))
+        tmp.replace(state_file(folder))
         (folder / "port").write_text(str(port), encoding="utf-8")
         used(folder)
         _watch_in_background(folder)
@@ -264,7 +201,7 @@ def _stop_pid(pid: int) -> bool:
 def stop(folder: Path | None = None) -> Api | None:
     """Stop the managed server; returns what was stopped (None: nothing was running)."""
     folder = folder or state_dir()
-    from flows import runner
+    from flows.service import runner
 
     helper = runner.stop(folder)  # the command runner serves this server only: it takes no more commands
     try:
@@ -274,7 +211,7 @@ def stop(folder: Path | None = None) -> Api | None:
                 return None
             stopped = current.pid is not None and _stop_pid(current.pid)
             with contextlib.suppress(FileNotFoundError):
-                _state_file(folder).unlink()
+                state_file(folder).unlink()
             return current if stopped else None
     finally:
         if helper is not None:
@@ -289,7 +226,7 @@ def _stop_watch(folder: Path) -> None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (OSError, ValueError):
         return
-    if pid != os.getpid() and b"flows.server" in cmdline and b"watch" in cmdline:
+    if pid != os.getpid() and b"flows.service.server" in cmdline and b"watch" in cmdline:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_SECONDS  # gone when `server stop` returns, not a moment later
@@ -319,7 +256,7 @@ def api_for_command(*, manage: bool = True) -> Api:
 @contextlib.contextmanager
 def prefect_api() -> Iterator[Api]:
     """Point Prefect at the API for this command for the duration of the block. Through the managed server, the
-    command holds it in use meanwhile (it is not idle, flows.server watch), and one it started says so once."""
+    command holds it in use meanwhile (it is not idle, flows.service.server watch), and one it started says so once."""
     with contextlib.ExitStack() as stack:
         if configured() is None:  # the managed server: held in use first, so that the idle watch cannot stop it
             stack.enter_context(in_use())  # between its health check and the command's first call
@@ -408,7 +345,7 @@ def _watch_in_background(folder: Path) -> None:
     with open(folder / "server.log", "ab") as log:
         # It names itself in watch.pid once it holds the watch lock (`watch`): only the one that watches does.
         subprocess.Popen(
-            [sys.executable, "-m", "flows.server", "watch", str(folder)],
+            [sys.executable, "-m", "flows.service.server", "watch", str(folder)],
             env=os.environ.copy(),
             cwd=folder,
             stdin=subprocess.DEVNULL,
@@ -457,7 +394,7 @@ def watch(folder: Path, minutes: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] != "watch":
-        print("usage: python -m flows.server watch STATE_DIR (started by transcripts itself)", file=sys.stderr)
+        print("usage: python -m flows.service.server watch STATE_DIR (started by transcripts itself)", file=sys.stderr)
         return 2
     try:
         minutes = idle_minutes()

@@ -1,6 +1,6 @@
 """The nightly ETL as plain steps (discover, plan, extract batches, commit, warehouse), used by the Prefect flow.
 
-Kept free of Prefect so that every step can be called and tested on its own; `flows.etl` wraps them as tasks.
+Kept free of Prefect so that every step can be called and tested on its own; `flows.etl.flow` wraps them as tasks.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from extractors.discovery import drain_skips, take_identities
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Session, Source, Streamed
 from extractors.registry import extractor, registered
-from flows.settings import Settings
+from flows.etl.settings import Settings
 from sinks.files import private_dir
 from sinks.ledger import COUNT_FIELDS
 from sinks.manifest import Plan, make_plan
@@ -415,7 +415,7 @@ class _Counted:
 
 def _counted(item: Streamed) -> _Counted | Rejected | Deferred:
     """Read a streamed session's parts (its second pass), keeping only their counts; a failure on the way is the
-    source's outcome, as in a run (`flows.batch`)."""
+    source's outcome, as in a run (`flows.etl.batch`)."""
     from extractors.registry import problem_of
     from transforms.normalize import kept_turns
 

@@ -28,7 +28,7 @@ def die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-PRELOAD = ["flows._forkserver_init", "flows.batch"]
+PRELOAD = ["flows.etl._forkserver_init", "flows.etl.batch"]
 
 
 def start_fork_server() -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.console import (
+from flows.cli.console import (
     Config,
     DataDir,
     Json,
@@ -29,11 +29,12 @@ from flows.console import (
     reported,
     split_list,
 )
+from flows.service.api import quiet_prefect
 
 if TYPE_CHECKING:
     from extractors.model import Source
-    from flows.pipeline import Discovery, RunReport
-    from flows.settings import Settings
+    from flows.etl.pipeline import Discovery, RunReport
+    from flows.etl.settings import Settings
     from sinks.manifest import Plan
 
 NoRedact = Annotated[
@@ -52,27 +53,8 @@ Roots = Annotated[
 ]
 
 
-# Prefect settings for a quiet, robust run (each can be overridden in the environment); the command runner
-# (flows.runner) loads Prefect with the same ones.
-QUIET_PREFECT = {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "DO_NOT_TRACK": "1",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-    "PREFECT_LOGGING_TO_API_ENABLED": "false",
-    "PREFECT_API_REQUEST_TIMEOUT": "30",
-}
-
-
-def _quiet_prefect() -> None:
-    import os
-
-    for key, value in QUIET_PREFECT.items():
-        os.environ.setdefault(key, value)
-
-
 def _structured_logs() -> None:
     """Send our `event=...` lines to stderr (once per command: a handler from an earlier call is replaced)."""
-    import logging
 
     ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
     for old in [h for h in ours.handlers if getattr(h, "transcripts_cli", False)]:
@@ -86,7 +68,7 @@ def _structured_logs() -> None:
 
 
 def sample_home() -> Path:
-    from flows.cli import SAMPLE_HOME
+    from flows.cli.app import SAMPLE_HOME
 
     return SAMPLE_HOME
 
@@ -94,8 +76,8 @@ def sample_home() -> Path:
 def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
     """The sample and a real corpus never share a data dir: a sample run refuses a data dir holding a corpus that is
     not the sample, a real run one holding the sample; a sample run that writes marks its data dir as the sample's."""
-    from flows.datahome import SAMPLE_MARKER, holds_corpus, sample_data_dir
-    from flows.settings import SettingsError
+    from flows.etl.datahome import SAMPLE_MARKER, holds_corpus, sample_data_dir
+    from flows.etl.settings import SettingsError
 
     data = settings.data_dir
     marked = (data / SAMPLE_MARKER).exists()
@@ -122,7 +104,7 @@ def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
 
 
 def _default_dir(settings: Settings) -> Path:
-    from flows.datahome import default_data_dir
+    from flows.etl.datahome import default_data_dir
 
     return default_data_dir(settings.env)
 
@@ -169,10 +151,10 @@ def _run(
     no_redact: bool = False,
 ) -> None:
     from extractors.registry import extractor
-    from flows import pipeline
-    from flows.cmd_data import check_old_corpus
-    from flows.datahome import is_sample, sample_data_dir
-    from flows.settings import check_paths, load_settings
+    from flows.cli.cmd_data import check_old_corpus
+    from flows.etl import pipeline
+    from flows.etl.datahome import is_sample, sample_data_dir
+    from flows.etl.settings import check_paths, load_settings
     from sinks import ledger
 
     start = time.monotonic()
@@ -225,7 +207,7 @@ def _run(
         total = sum(s.size for s in plan.to_read) if plan is not None else None
         fresh = not ledger.lock_held(settings.data_dir)  # else the discovery may be old by the time the lock is free
         if plan is not None and _uses_a_pool(settings, plan):
-            from flows.workers import start_fork_server
+            from flows.etl.workers import start_fork_server
 
             start_fork_server()
         wait_for_writer(settings)
@@ -235,7 +217,7 @@ def _run(
 
 def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | None:
     """The plan against the current version, read without the lock (versions are swapped in whole)."""
-    from flows import pipeline
+    from flows.etl import pipeline
     from sinks.store import Store
 
     try:
@@ -246,7 +228,7 @@ def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | No
 
 def _uses_a_pool(settings: Settings, plan: Plan[Source]) -> bool:
     """Whether the flow will read this plan in worker processes (several batches, several workers, no Dask)."""
-    from flows import pipeline
+    from flows.etl import pipeline
 
     if settings.dask is not None:
         return False
@@ -276,7 +258,7 @@ def _may_skip_flow(data_dir: Path) -> bool:
 
     if not (data_dir / "warehouse.duckdb").exists() or ledger.lock_held(data_dir):
         return False
-    from flows.status import foreign_warehouse
+    from flows.etl.status import foreign_warehouse
     from transforms.schema_version import SCHEMA_VERSION
 
     records = ledger.runs(data_dir)
@@ -303,14 +285,14 @@ class _NoCrashReportOnCtrlC(logging.Filter):
 def _through_flow(
     settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None, found: Discovery | None
 ) -> Any:
-    from flows.server import prefect_api
+    from flows.service.server import prefect_api
 
     env = _environment()
-    _quiet_prefect()
+    quiet_prefect()
     logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     progress = None
     with prefect_api() as api:
-        from flows import etl
+        from flows.etl import flow as etl
 
         if found is not None:
             etl.hand_over(run_id, found)
@@ -348,7 +330,6 @@ def _through_flow(
 def _environment() -> dict[str, str]:
     """The command's environment as it came, before the flow: a Dask LocalCluster's nannies add to it for their
     workers (PYTHONHASHSEED, OMP_NUM_THREADS, ...), and a runner loaded with those declines every later command."""
-    import os
 
     return dict(os.environ)
 
@@ -359,7 +340,7 @@ def _runner_for_next_time(api: Any, env: dict[str, str]) -> None:
     if api is not None and api.source == "managed":  # None: a test's stand-in for the API
         import contextlib
 
-        from flows import runner
+        from flows.service import runner
 
         with contextlib.suppress(OSError):  # no runner costs the next command time, never this one its result
             runner.start_in_background(api.url, env=env)
@@ -402,7 +383,7 @@ def _nothing_found(settings: Settings, found: Discovery, say: _Say) -> bool:
 
 
 def _dry_run(settings: Settings, found: Discovery, full: bool, say: _Say) -> None:
-    from flows import pipeline
+    from flows.etl import pipeline
     from sinks.store import Store
 
     _, plan = pipeline.plan_run(settings, Store(settings.data_dir), full=full, explicit=found)
@@ -433,7 +414,7 @@ def _where(settings: Settings, sample: bool = False) -> str:
 
 
 def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: str) -> None:
-    from flows.status import rejected_label
+    from flows.etl.status import rejected_label
 
     c = report.committed
     rows = report.plan_counts
@@ -542,8 +523,8 @@ def _backfill(
     no_redact: bool = False,
 ) -> None:
     from extractors.registry import detect_format, parse_agent, suggestion, unknown_agent
-    from flows import pipeline
-    from flows.settings import check_data_dir, load_settings
+    from flows.etl import pipeline
+    from flows.etl.settings import check_data_dir, load_settings
 
     paths = list(target)
     named = None
@@ -566,8 +547,8 @@ def _backfill(
     if len(agents) != 1:
         raise UsageError("these paths are of different formats; give one format at a time (--format).")
     agent = agents.pop()
-    from flows.cmd_data import check_old_corpus
-    from flows.datahome import is_sample, sample_data_dir
+    from flows.cli.cmd_data import check_old_corpus
+    from flows.etl.datahome import is_sample, sample_data_dir
 
     sample = all(is_sample(Path(p).expanduser()) for p in paths)  # the shipped ChatGPT export
     if sample and data_dir is None:
@@ -617,18 +598,18 @@ def _backfill(
             say.line(f"    {line}")
         say.line("Run again with --write to load it.")
         return
-    from flows.server import prefect_api
+    from flows.service.server import prefect_api
     from sinks import ledger
 
     run_id = pipeline.new_run_id()
     env = _environment()
-    _quiet_prefect()
+    quiet_prefect()
     logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     _structured_logs()
     with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
         wait_for_writer(settings)
         with prefect_api() as api:
-            from flows import etl
+            from flows.etl import flow as etl
 
             with etl.foreground():
                 report = etl.backfill_flow(

@@ -1,5 +1,5 @@
 """`transcripts prune` as a plain step (no Prefect flow: it is a rare, manual operation): plan, or lock, write
-the pruned version, record the run in the ledger and bring the warehouse along, like `flows.etl.run_etl`."""
+the pruned version, record the run in the ledger and bring the warehouse along, like `flows.etl.flow.run_etl`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from flows import pipeline
-from flows.settings import Settings
-from flows.status import corpus_snapshot
+from flows.etl import pipeline
+from flows.etl.settings import Settings
+from flows.etl.status import corpus_snapshot
 from sinks import ledger, prune, warehouse
 from sinks.files import private_umask
 from sinks.lock import writer_lock

@@ -6,28 +6,31 @@ commands with `register(app)`; its own heavy imports (Prefect, DuckDB, pyarrow, 
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
 import sys
+import threading
 from typing import Annotated
 
 import typer
 
-from flows.console import OK, closed_pipe, err
-from flows.datahome import sample_source_dir
+from flows.cli.console import OK, closed_pipe, err
+from flows.etl.datahome import sample_source_dir
 
 SAMPLE_HOME = sample_source_dir() / "home"  # what `run --sample` loads
 
 # One line per command module (kept a simple list so that adding one merges cleanly).
 COMMANDS = [
-    "flows.cmd_run",
-    "flows.cmd_status",
-    "flows.cmd_prune",
-    "flows.cmd_schedule",
-    "flows.cmd_server",
-    "flows.cmd_report",
-    "flows.cmd_sql",
-    "flows.cmd_search",
-    "flows.cmd_data",
+    "flows.cli.cmd_run",
+    "flows.cli.cmd_status",
+    "flows.cli.cmd_prune",
+    "flows.cli.cmd_schedule",
+    "flows.cli.cmd_server",
+    "flows.cli.cmd_report",
+    "flows.cli.cmd_sql",
+    "flows.cli.cmd_search",
+    "flows.cli.cmd_data",
 ]
 
 app = typer.Typer(
@@ -67,7 +70,7 @@ for _name in COMMANDS:
 
 
 def main() -> None:
-    from flows.server import exit_on_sigterm
+    from flows.service.server import exit_on_sigterm
 
     exit_on_sigterm()
     code: int = OK
@@ -95,9 +98,6 @@ def _exit_now(code: int) -> None:
     one by one takes ~0.4 s of a command that is otherwise done. Every exit handler still runs (Prefect's
     drains, logging, multiprocessing's reaping), and the output is flushed; with a thread of ours still running,
     the normal exit joins it instead."""
-    import atexit
-    import os
-    import threading
 
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)

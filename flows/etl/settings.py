@@ -5,7 +5,7 @@ Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma 
 TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
-The data dir defaults to the user's data home (flows.datahome), never the checkout.
+The data dir defaults to the user's data home (flows.etl.datahome), never the checkout.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import os
 import tomllib
+import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +23,9 @@ from typing import Any
 from extractors.bounded import Limits
 from extractors.model import Agent
 from extractors.registry import Extractor, parse_agent, registered
-from flows.datahome import PROJECT_DIR as PROJECT_DIR  # re-exported: flows.docs finds docs/analysis.md by it
-from flows.datahome import default_data_dir as default_data_dir
-from flows.workers import default_workers
+from flows.etl.datahome import PROJECT_DIR as PROJECT_DIR  # re-exported: flows.cli.docs finds docs/analysis.md by it
+from flows.etl.datahome import default_data_dir as default_data_dir
+from flows.etl.workers import default_workers
 
 
 class SettingsError(ValueError):
@@ -287,7 +288,6 @@ def load_settings(
 
 def check_schedule(cron: str, timezone: str | None, origins: Mapping[str, str]) -> None:
     """Refuse a cron expression or time zone that cannot be used, naming where it came from."""
-    import zoneinfo
 
     if timezone is not None:
         try:

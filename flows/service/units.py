@@ -33,7 +33,7 @@ def executable() -> list[str]:
     found = shutil.which("transcripts")
     if found:
         return [str(Path(found).resolve())]
-    return [str(Path(sys.executable).absolute()), "-m", "flows.entry"]
+    return [str(Path(sys.executable).absolute()), "-m", "flows.cli.entry"]
 
 
 def kept_env(env: Mapping[str, str]) -> dict[str, str]:

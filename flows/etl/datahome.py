@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent  # the checkout (or site-packages, when installed)
+PROJECT_DIR = Path(__file__).resolve().parent.parent.parent  # the checkout (or site-packages, when installed)
 NAME = "transcripts"
 SAMPLE_MARKER = ".sample"  # in a data dir the sample was loaded into: no real run writes there, nor the reverse
 # What a corpus holds (any of them): a folder with none of these is not one.
@@ -128,6 +129,5 @@ def move_command(old: Path) -> str:
 
 
 def _quote(text: str) -> str:
-    import shlex
 
     return shlex.quote(text)

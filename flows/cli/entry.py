@@ -1,5 +1,6 @@
 """The `transcripts` executable: a command through a flow goes to the command runner when one is ready
-(flows.runner: Prefect loaded already), every other command, or one the runner declines, runs here (flows.cli)."""
+(flows.service.runner: Prefect loaded already); every other command, or one the runner declines, runs here
+(flows.cli.app)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 
 def main() -> None:
-    from flows import runner
+    from flows.service import runner
 
     try:
         code = runner.delegate(sys.argv[1:])
@@ -17,7 +18,7 @@ def main() -> None:
     if code is not None:
         sys.stdout.flush()
         raise SystemExit(code)
-    from flows.cli import main as run_here
+    from flows.cli.app import main as run_here
 
     run_here()
 

@@ -18,11 +18,11 @@ from prefect.utilities.annotations import quote
 
 from extractors.bounded import Limits
 from extractors.model import Agent, Source
-from flows import pipeline
-from flows.batch import read_batch
-from flows.settings import Settings, load_settings
-from flows.status import corpus_snapshot
-from flows.workers import extraction_pool
+from flows.etl import pipeline
+from flows.etl.batch import read_batch
+from flows.etl.settings import Settings, load_settings
+from flows.etl.status import corpus_snapshot
+from flows.etl.workers import extraction_pool
 from sinks import failpoints, ledger, warehouse
 from sinks.commit import Committed
 from sinks.files import private_dir, private_umask
@@ -275,7 +275,7 @@ def _extract(
     if settings.dask is not None and work:
         if not as_tasks:
             raise ValueError("a Dask cluster runs the extraction as Prefect tasks: run the flow")
-        from flows.cluster import dask_runner
+        from flows.etl.cluster import dask_runner
 
         names = ("data_dir", "run_id", "batch_no", "sources", "limits", "versions", "previous", "buckets", "redactor")
         with dask_runner(settings.dask, workers=settings.workers) as runner:

@@ -1,13 +1,14 @@
 """The command runner: `run` and `backfill` answered by a process that has Prefect and the pipeline loaded already.
 
 Importing Prefect and the pipeline costs ~2.5 s, paid again by every command that goes through a flow. Beside the
-managed Prefect server, a runner keeps them imported. The `transcripts` executable (flows.entry) sends it the
+managed Prefect server, a runner keeps them imported. The `transcripts` executable (flows.cli.entry) sends it the
 command's arguments, environment, working directory and umask, and its stdin, stdout and stderr as file
 descriptors, over a Unix socket in the state directory (0700, the socket 0600, the peer's uid checked). The
-runner forks a child that runs the command as the command itself would (flows.cli.main), writing to the caller's
-terminal or pipe; the caller forwards its signals (Ctrl-C, SIGTERM, SIGHUP) to the child and exits with the
-child's code. A caller killed outright (SIGKILL) takes its command with it: the runner sees the socket
-close and kills the child's group, as killing a command of its own kills its process.
+runner forks a child that runs the command as the command itself would (the CLI's main, which the runner's
+process, flows.cli.resident, hands it), writing to the caller's terminal or pipe; the caller forwards its signals
+(Ctrl-C, SIGTERM, SIGHUP) to the child and exits with the child's code. A caller killed outright (SIGKILL) takes
+its command with it: the runner sees the socket close and kills the child's group, as killing a command of its own
+kills its process.
 
 The runner declines, and the command runs in its own process as before, whenever a child could differ from that:
 another Python or sys.path, other PYTHON* or Prefect settings (environment, `.env`, `prefect.toml` or
@@ -25,20 +26,36 @@ The caller's side (`delegate`, `call`) imports only the standard library: it is 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import fcntl
+import importlib
+import io
 import json
 import os
+import selectors
 import signal
 import socket
+import struct
+import subprocess
 import sys
+import sysconfig
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from flows.places import state_dir
+from flows.etl.places import state_dir
+from flows.service import api
+from flows.service.api import QUIET_PREFECT
 
 DELEGATED = ("run", "backfill")  # the commands that go through a Prefect flow
 SOCKET = "runner.sock"
 LOCK = "runner.lock"
+PROCESS = "flows.cli.resident"  # the runner's process: this module serving the CLI's commands
 STATE = "runner.json"
 LOG = "runner.log"
 CONNECT_SECONDS = 2.0  # a runner takes a connection at once; one that does not is not waited on
@@ -187,7 +204,7 @@ def _is_runner(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"flows.runner" in cmdline
+    return PROCESS.encode() in cmdline
 
 
 def start_in_background(url: str, folder: Path | None = None, env: dict[str, str] | None = None) -> Any:
@@ -195,7 +212,6 @@ def start_in_background(url: str, folder: Path | None = None, env: dict[str, str
     commands once loaded (a second one started meanwhile sees the first's lock and leaves). It loads Prefect with
     `env` (default: this process's environment), and serves commands whose environment agrees with it. Returns
     the process started, or None (off, or one is ready)."""
-    import subprocess
 
     folder = folder or state_dir()
     env = dict(os.environ) if env is None else env
@@ -205,7 +221,7 @@ def start_in_background(url: str, folder: Path | None = None, env: dict[str, str
     with open(folder / LOG, "ab") as log:
         os.fchmod(log.fileno(), 0o600)
         return subprocess.Popen(
-            [sys.executable, "-m", "flows.runner", "serve", str(folder), url],
+            [sys.executable, "-m", PROCESS, "serve", str(folder), url],
             cwd=folder,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -218,7 +234,6 @@ def start_in_background(url: str, folder: Path | None = None, env: dict[str, str
 def wait_ready(folder: Path | None = None, seconds: float = READY_SECONDS, started: Any = None) -> bool:
     """Wait until a runner takes commands; give up after `seconds`, or when `started` (a process from
     `start_in_background`) has exited without one being ready (it failed, or it found another runner's lock)."""
-    import time
 
     deadline = time.monotonic() + seconds
     while not ready(folder):
@@ -245,7 +260,6 @@ def stop(folder: Path | None = None) -> int | None:
 
 def wait_gone(pid: int, folder: Path | None = None, seconds: float = 15.0) -> None:
     """Wait for a stopped runner to leave; one still there after `seconds` is killed (its commands run on)."""
-    import time
 
     deadline = time.monotonic() + seconds
     while _is_runner(pid) and time.monotonic() < deadline:
@@ -266,9 +280,7 @@ def wait_gone(pid: int, folder: Path | None = None, seconds: float = 15.0) -> No
 
 def effective_prefect_env(env: dict[str, str], url: str) -> dict[str, str]:
     """The Prefect-related environment a command through the managed server at `url` ends up with: what it loads
-    Prefect with (flows.cmd_run sets the quiet defaults and the API URL before the import)."""
-    from flows.cmd_run import QUIET_PREFECT
-
+    Prefect with (flows.cli.cmd_run sets the quiet defaults and the API URL before the import)."""
     out = {k: v for k, v in env.items() if k.startswith("PREFECT_") or k == "DO_NOT_TRACK"}
     for key, value in QUIET_PREFECT.items():
         out.setdefault(key, value)
@@ -285,9 +297,8 @@ def python_env(env: dict[str, str]) -> dict[str, str]:
 def fingerprint(env: dict[str, str], root: Path | None = None) -> list[str]:
     """What the loaded code and settings came from: the project's modules (under `root`, default: where this module
     is), the installed packages, the Prefect profile."""
-    import sysconfig
 
-    root = root or Path(__file__).resolve().parent.parent
+    root = root or Path(__file__).resolve().parent.parent.parent
     paths = [p for pkg in ("flows", "extractors", "transforms", "sinks") for p in sorted((root / pkg).rglob("*.py"))]
     paths.append(root / "pyproject.toml")
     paths += _installed(Path(sysconfig.get_paths()["purelib"]))
@@ -349,12 +360,10 @@ class Loaded:
 
     def stale(self) -> str | None:
         """Why this runner should step down (its server replaced or gone, its code changed), if it should."""
-        from flows import server
-
-        current = server.read_state(self.folder)
+        current = api.read_state(self.folder)
         if current is None or current.url != self.url:
             return SERVER_GONE
-        if not any(server.healthy(self.url, HEALTH_SECONDS) for _ in range(HEALTH_TRIES)):
+        if not any(api.healthy(self.url, HEALTH_SECONDS) for _ in range(HEALTH_TRIES)):
             return SERVER_SILENT  # a command of its own replaces it
         if fingerprint(self.env) != self.code:
             return CODE_CHANGED
@@ -380,14 +389,13 @@ class Loaded:
 
 
 def _log(text: str) -> None:
-    from datetime import datetime
 
     print(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {text}", flush=True)
 
 
 # Imported by a run after its start, each at a cost (fastapi alone, for Prefect's parameter serialization: 0.5 s):
-# found by listing what a 200 MB load imported beyond flows.cli and flows.etl; the readers' parsers are for runs
-# small enough to be read in the command's own process.
+# found by listing what a 200 MB load imported beyond the CLI and the ETL flow (which the runner's process imports
+# itself, flows.cli.resident); the readers' parsers are for runs small enough to be read in the command's own process.
 WARM = (
     "rich.console",
     "rich.progress",
@@ -418,8 +426,8 @@ WARM = (
     "genai_prices.data",
     "prefect.utilities.visualization",
     "typer._click.decorators",
-    "flows.workers",
-    "flows.server",
+    "flows.etl.workers",
+    "flows.service.server",
     "sinks.prices",
     "sinks.search",
 )
@@ -428,10 +436,7 @@ WARM = (
 def preload() -> None:
     """Import what a command through a flow imports, then end DuckDB's default connection: `import duckdb` opens one
     with a thread per core, and a child must not be forked from live DuckDB threads (duckdb-python#292)."""
-    import importlib
 
-    import flows.cli  # every command module, and typer
-    import flows.etl  # noqa: F401  Prefect, the pipeline, pyarrow, DuckDB
     from extractors import registry
 
     for name in (*WARM, *registry.modules()):
@@ -442,12 +447,12 @@ def preload() -> None:
         duckdb.default_connection().close()
 
 
-def serve(folder: Path, url: str) -> int:
-    """Serve commands for the managed server at `url` until stopped, stale, or the server is gone."""
-    import fcntl
+def serve(folder: Path, url: str, load: Callable[[], Callable[[], object]]) -> int:
+    """Serve commands for the managed server at `url` until stopped, stale, or the server is gone. `load` imports
+    what the commands need, once Prefect's environment is set (Prefect reads it at its import), and returns the
+    command: each request runs it in a child forked from this process (the CLI's main, reading `sys.argv`)."""
 
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    import time
 
     lock = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + READY_SECONDS
@@ -460,26 +465,25 @@ def serve(folder: Path, url: str) -> int:
                 return 0  # it serves this folder
             time.sleep(0.2)
     os.environ["PREFECT_API_URL"] = url
-    from flows.cmd_run import QUIET_PREFECT
-
     for key, value in QUIET_PREFECT.items():
         os.environ.setdefault(key, value)
     loaded = Loaded(folder, url)
+    command = load()
     preload()
     reason = loaded.stale()
     if reason is not None:
         _log(f"event=runner_exit reason={reason!r}")
         return 0
-    return _Runner(folder, loaded, lock).loop()
+    return _Runner(folder, loaded, lock, command).loop()
 
 
 RUNNER_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 class _Runner:
-    def __init__(self, folder: Path, loaded: Loaded, lock: int) -> None:
-        import selectors
+    def __init__(self, folder: Path, loaded: Loaded, lock: int, command: Callable[[], object]) -> None:
 
+        self.command = command
         self.folder = folder
         self.loaded = loaded
         self.lock = lock
@@ -500,7 +504,6 @@ class _Runner:
         self.listener.listen(64)
 
     def loop(self) -> int:
-        import selectors
 
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the wakeup fd
@@ -555,7 +558,6 @@ class _Runner:
         self.lock = -1
 
     def _record(self) -> None:
-        from datetime import UTC, datetime
 
         record = {"pid": os.getpid(), "url": self.loaded.url, "started_at": datetime.now(UTC).isoformat()}
         tmp = self.folder / f"{STATE}.tmp"
@@ -587,7 +589,6 @@ class _Runner:
                     os.close(fd)  # the child has its own copies; the caller's pipe must not stay open here
 
     def _serve(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-        import selectors
 
         name = str(request["argv"][0]) if request.get("argv") else "?"
         reason = self.loaded.decline(request) if len(fds) == 3 else "no stdin, stdout and stderr"
@@ -610,7 +611,6 @@ class _Runner:
             conn.close()
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> int:
-        import warnings
 
         sys.stdout.flush()
         sys.stderr.flush()
@@ -627,7 +627,7 @@ class _Runner:
         if pid == 0:
             code = 1
             try:
-                self._child(conn, request, fds)  # the command exits the process itself (flows.cli._exit_now)
+                self._child(conn, request, fds)  # the command exits the process itself (flows.cli.app._exit_now)
             except SystemExit as exc:  # ... or, with a thread of its own still running, by SystemExit
                 code = exc.code if isinstance(exc.code, int) else 1
                 _finish_as_an_interpreter_would()
@@ -661,18 +661,15 @@ class _Runner:
         os.umask(int(request["umask"]))
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in request["env"].items()})
-        import time
 
         time.tzset()
         _streams(request.get("streams") or [])
         sys.argv = [str(request.get("argv0") or "transcripts"), *map(str, request["argv"])]
-        # Click names the program after __main__'s package when it has one: here `python -m flows.runner` would
-        # make help and usage errors say `python -m flows.transcripts`; without it, the name is argv[0]'s.
+        # Click names the program after __main__'s package when it has one: here `python -m flows.cli.resident` would
+        # make help and usage errors say `python -m flows.cli.transcripts`; without it, the name is argv[0]'s.
         sys.modules["__main__"].__package__ = None
-        from flows.cli import main
-
         try:
-            main()
+            self.command()
         except Exception:  # the command started: an error it did not say in one line is a bug, shown as such
             import traceback
 
@@ -720,8 +717,6 @@ class _Runner:
 
 def _finish_as_an_interpreter_would() -> None:
     """Join the threads that are not daemons, run the exit handlers, flush: what `sys.exit` does at the top."""
-    import atexit
-    import threading
 
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
@@ -734,7 +729,6 @@ def _finish_as_an_interpreter_would() -> None:
 
 def _same_user(conn: socket.socket) -> bool:
     """The caller runs as this user (Linux's SO_PEERCRED; elsewhere the 0700 state directory is the guard)."""
-    import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
@@ -763,7 +757,6 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
 def _streams(streams: list[Any]) -> None:
     """New sys.stdin/stdout/stderr on the caller's descriptors, encoded and buffered as the caller's own would be
     (line-buffered on a terminal; stderr always). Objects made before the fork still write to fds 0-2."""
-    import io
 
     def spec(i: int) -> tuple[str | None, str | None]:
         enc, errors = (streams[i] if i < len(streams) and isinstance(streams[i], list) else [None, None])[:2]
@@ -781,15 +774,3 @@ def _streams(streams: list[Any]) -> None:
         )
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3 or args[0] != "serve":
-        print("usage: python -m flows.runner serve STATE_DIR API_URL (started by transcripts itself)", file=sys.stderr)
-        return 2
-    return serve(Path(args[1]), args[2])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
