@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import re
 import sys
@@ -138,6 +139,15 @@ def _is(exc: BaseException, module: str, name: str) -> bool:
     return loaded is not None and isinstance(exc, getattr(loaded, name))
 
 
+def _silence_prefect() -> None:
+    """After Ctrl-C the one line is all a person sees: Prefect's threads would go on logging the tasks the
+    interrupt cancelled ("Crash detected! ... CancelledError") and its event queue draining at exit (seen in CI,
+    after the line). The run's end is in the ledger; Prefect's own records of it are not needed here."""
+    for name in ["prefect", *logging.root.manager.loggerDict]:
+        if name == "prefect" or name.startswith("prefect."):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 @contextlib.contextmanager
 def reporting(what: str) -> Iterator[None]:
     """Turn every failure a person can cause or fix into one line on stderr and a documented exit code."""
@@ -146,6 +156,7 @@ def reporting(what: str) -> Iterator[None]:
     except typer.Exit:
         raise
     except KeyboardInterrupt:
+        _silence_prefect()
         err.print(f"{what} interrupted; the previous corpus is intact.", highlight=False)
         raise typer.Exit(INTERRUPTED) from None
     except BrokenPipeError:
