@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from tests.corpus import mixed_home, small_home
 
 runner = CliRunner()
@@ -476,7 +476,7 @@ def test_prune_refuses_an_ambiguous_unit_and_says_which_exist(tmp_path: Path) ->
 
 PROBE = """
 import sys
-from flows.cli import app
+from flows.cli.app import app
 try:
     app(sys.argv[1:], standalone_mode=False)
 except SystemExit:

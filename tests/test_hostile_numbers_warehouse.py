@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.etl.flow import run_etl
 from flows.etl.settings import load_settings
 from sinks import prices, views, warehouse

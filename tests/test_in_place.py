@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from sinks import readonly, search, warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.lock_support import holder

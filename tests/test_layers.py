@@ -108,7 +108,7 @@ def test_the_check_for_agent_names_sees_them(tmp_path: Path) -> None:
 # --- circles, and the three packages of flows/ ------------------------------------------------------------------------
 
 PACKAGES = ("flows", "sinks", "transforms", "extractors")
-# Inside flows/: the CLI uses the runner and server, which use the ETL; never the other way (docs/design.md "Layout").
+# Inside flows/: the CLI uses the runner and server, which use the ETL; never the other way (docs/design.md "The packages").
 FLOWS_ORDER = {"etl": 0, "service": 1, "cli": 2}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.etl.prune import PruneReport, preview_prune, run_prune
 from flows.etl.settings import Settings, load_settings
 from sinks.prune import (

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from extractors import ids
 from extractors.model import Agent, Loaded, Role, Session, Source, ToolCall, Turn, Usage
-from flows.cli import app
+from flows.cli.app import app
 from sinks import report, warehouse
 from sinks.store import FileKey, NextVersion, Store
 from transforms.normalize import session_tables

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from sinks import search
 from tests.corpus import S1, S2, claude_exchange, small_home, write_session
 from tests.test_pipeline import run, settings_for

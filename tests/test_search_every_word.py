@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from sinks import search, warehouse
 from tests.corpus import S1, S2, claude_exchange, write_session
 from tests.test_pipeline import run, settings_for

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app, cmd_sql
+from flows.cli import cmd_sql
+from flows.cli.app import app
 from sinks import query
 from tests.test_warehouse_views import load_sample
 

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.etl.status import read_status
 from sinks import query, search, warehouse
 from tests.test_warehouse_views import load_sample
