@@ -19,8 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.cli.app import SAMPLE_HOME
 from flows.etl import datahome
+from flows.etl.datahome import SAMPLE_HOME
 from flows.etl.settings import load_settings
 from sinks import move as move_module
 from sinks.lock import writer_lock

@@ -108,7 +108,8 @@ def test_the_check_for_agent_names_sees_them(tmp_path: Path) -> None:
 # --- circles, and the three packages of flows/ ------------------------------------------------------------------------
 
 PACKAGES = ("flows", "sinks", "transforms", "extractors")
-# Inside flows/: the CLI uses the runner and server, which use the ETL; never the other way (docs/design.md "The packages").
+# Inside flows/: the CLI uses the runner and server, which use the ETL, never the other way
+# (docs/design.md "The packages").
 FLOWS_ORDER = {"etl": 0, "service": 1, "cli": 2}
 
 
@@ -218,3 +219,50 @@ def test_the_cli_uses_the_service_which_uses_the_etl_never_back() -> None:
         and FLOWS_ORDER[target.split(".")[1]] > FLOWS_ORDER[name.split(".")[1]]
     ]
     assert not upward, f"flows/ imports upward (cli -> service -> etl only): {upward}"
+
+
+def _unexplained_imports(path: Path) -> list[str]:
+    """Imports inside a function with no comment saying why: on the import, or above the run of imports it is in."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for function in ast.walk(ast.parse("\n".join(lines), filename=str(path))):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            at = node.lineno - 1
+            said = "#" in lines[at]
+            while not said and at > 0:
+                at -= 1
+                text = lines[at].strip()
+                said = text.startswith("#") or (text.startswith(("import ", "from ")) and "#" in text)
+                if text and not said and not text.startswith(("import ", "from ")):
+                    break
+            if not said:
+                found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{node.lineno}")
+    return found
+
+
+def test_an_import_inside_a_function_says_why_it_is_there() -> None:
+    """Only start-up time (or Prefect reading its settings at its import) puts an import in a function, and the
+    comment beside it says which, measured (docs/design.md "The packages")."""
+    unexplained = [hit for path in sorted((ROOT / "flows").rglob("*.py")) for hit in _unexplained_imports(path)]
+    assert not unexplained, f"imports inside functions with no reason beside them: {unexplained}"
+
+
+def test_the_check_for_unexplained_imports_sees_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "def f():\n"
+        "    # here: DuckDB (~0.5 s)\n"
+        "    import duckdb\n"
+        "\n"
+        "    from sinks import warehouse\n"
+        "    x = 1\n"
+        "    import polars  # here: ~1 s\n"
+        "    x = 2\n"
+        "    import json\n",
+        encoding="utf-8",
+    )
+    assert _unexplained_imports(sample) == ["sample.py:9"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli.app import SAMPLE_HOME
 from flows.etl import datahome
+from flows.etl.datahome import SAMPLE_HOME
 from flows.etl.settings import load_settings
 from tests.corpus import small_home
 from tests.test_cli import invoke, one_line

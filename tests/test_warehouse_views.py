@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from flows.cli.app import SAMPLE_HOME
+from flows.etl.datahome import SAMPLE_HOME
 from flows.etl.flow import run_etl
 from flows.etl.settings import SettingsError, load_settings
 from sinks import views

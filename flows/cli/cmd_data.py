@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.cli.console import Config, Json, UsageError, Wait, console, print_json, reported
+from flows.cli.console import Config, Json, UsageError, Wait, console, err, escape, print_json, reported
+from flows.etl.datahome import holds_corpus, move_command, old_corpus, old_corpus_message, sample_data_dir
+from flows.etl.settings import SettingsError, load_settings
 
 if TYPE_CHECKING:
     from flows.etl.settings import Settings
@@ -18,15 +20,11 @@ data_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Where 
 def check_old_corpus(settings: Settings, *, refuse: bool) -> None:
     """A corpus older versions left in the checkout, while the data dir is the default one elsewhere: a run refuses
     to start a second corpus beside it (it could not be moved after), and otherwise it is a warning on stderr."""
-    from flows.cli.console import err, escape
-    from flows.etl.datahome import holds_corpus, old_corpus_message
 
     message = old_corpus_message(settings.data_dir, settings.origins.get("data_dir", "default"))
     if message is None:
         return
     if refuse and not holds_corpus(settings.data_dir):
-        from flows.etl.settings import SettingsError
-
         raise SettingsError(message)
     err.print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
@@ -35,8 +33,6 @@ def check_old_corpus(settings: Settings, *, refuse: bool) -> None:
 @reported("data where")
 def where(config: Config = None, as_json: Json = False) -> None:
     """Print the data dir commands use (and where the sample is loaded), and any corpus left in a checkout."""
-    from flows.etl.datahome import old_corpus, sample_data_dir
-    from flows.etl.settings import load_settings
 
     settings = load_settings(config=config)
     origin = settings.origins.get("data_dir", "default")
@@ -54,8 +50,6 @@ def where(config: Config = None, as_json: Json = False) -> None:
     console.print(f"data dir: {settings.data_dir} ({origin})", markup=False)
     console.print(f"sample data dir: {sample_data_dir()}", markup=False)
     if old is not None:
-        from flows.etl.datahome import move_command
-
         console.print(f"a corpus is still in {old}: move it with {move_command(old)}", markup=False)
 
 
@@ -75,7 +69,7 @@ def move(
 ) -> None:
     """Move the corpus at OLD to NEW under its lock, leaving a checkout's README.md and sample/ in place. By
     renames on one filesystem, else a copy (fsynced) then the removal of OLD's copy; run again after a kill."""
-    from flows.etl.settings import load_settings
+    # here: pyarrow through the sinks (~0.15 s), for `data move` only
     from sinks.move import MoveError, move_corpus
 
     settings = load_settings(config=config, lock_wait=wait)

@@ -52,6 +52,7 @@ def report(
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
 ) -> None:
     """Write one self-contained HTML report with charts (viewable offline)."""
+    # here: DuckDB, pyarrow and the chart library (~0.4 s) that `--help` and `status` do without
     from sinks.report import ReportError, write
 
     try:

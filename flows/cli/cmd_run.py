@@ -5,6 +5,7 @@ A run with nothing new, changed or deleted is recorded in the ledger and answere
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from extractors.registry import detect_format, extractor, parse_agent, spec, suggestion, unknown_agent
+from flows.cli.cmd_data import check_old_corpus
 from flows.cli.console import (
     Config,
     DataDir,
@@ -29,7 +32,16 @@ from flows.cli.console import (
     reported,
     split_list,
 )
+from flows.etl.datahome import SAMPLE_HOME, SAMPLE_MARKER, default_data_dir, holds_corpus, is_sample, sample_data_dir
+from flows.etl.settings import SettingsError, check_data_dir, check_paths, load_settings
+from flows.etl.status import foreign_warehouse, rejected_label
+from flows.etl.workers import start_fork_server
+from flows.service import runner
 from flows.service.api import quiet_prefect
+from flows.service.server import prefect_api
+from sinks import ledger
+from sinks.ledger import private_dirs
+from transforms.schema_version import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from extractors.model import Source
@@ -68,16 +80,12 @@ def _structured_logs() -> None:
 
 
 def sample_home() -> Path:
-    from flows.cli.app import SAMPLE_HOME
-
     return SAMPLE_HOME
 
 
 def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
     """The sample and a real corpus never share a data dir: a sample run refuses a data dir holding a corpus that is
     not the sample, a real run one holding the sample; a sample run that writes marks its data dir as the sample's."""
-    from flows.etl.datahome import SAMPLE_MARKER, holds_corpus, sample_data_dir
-    from flows.etl.settings import SettingsError
 
     data = settings.data_dir
     marked = (data / SAMPLE_MARKER).exists()
@@ -93,10 +101,6 @@ def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
             f"dir of its own (leave out --data-dir for the default, {_default_dir(settings)})"
         )
     if sample and write and not marked:
-        import os
-
-        from sinks.ledger import private_dirs
-
         private_dirs(data)
         fd = os.open(data / SAMPLE_MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as marker:
@@ -104,8 +108,6 @@ def keep_sample_apart(settings: Settings, sample: bool, *, write: bool) -> None:
 
 
 def _default_dir(settings: Settings) -> Path:
-    from flows.etl.datahome import default_data_dir
-
     return default_data_dir(settings.env)
 
 
@@ -150,12 +152,7 @@ def _run(
     dask: str | None = None,
     no_redact: bool = False,
 ) -> None:
-    from extractors.registry import extractor
-    from flows.cli.cmd_data import check_old_corpus
-    from flows.etl import pipeline
-    from flows.etl.datahome import is_sample, sample_data_dir
-    from flows.etl.settings import check_paths, load_settings
-    from sinks import ledger
+    from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
 
     start = time.monotonic()
     if sample:
@@ -207,8 +204,6 @@ def _run(
         total = sum(s.size for s in plan.to_read) if plan is not None else None
         fresh = not ledger.lock_held(settings.data_dir)  # else the discovery may be old by the time the lock is free
         if plan is not None and _uses_a_pool(settings, plan):
-            from flows.etl.workers import start_fork_server
-
             start_fork_server()
         wait_for_writer(settings)
         report = _through_flow(settings, options, run_id, full, total, found if fresh else None)
@@ -217,7 +212,7 @@ def _run(
 
 def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | None:
     """The plan against the current version, read without the lock (versions are swapped in whole)."""
-    from flows.etl import pipeline
+    from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
     from sinks.store import Store
 
     try:
@@ -228,7 +223,7 @@ def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | No
 
 def _uses_a_pool(settings: Settings, plan: Plan[Source]) -> bool:
     """Whether the flow will read this plan in worker processes (several batches, several workers, no Dask)."""
-    from flows.etl import pipeline
+    from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
 
     if settings.dask is not None:
         return False
@@ -244,6 +239,7 @@ def wait_for_writer(settings: Settings) -> None:
     directory is then the one line it should be, not a Prefect error (the flow takes the lock for itself)."""
     if not (settings.data_dir / ".lock").exists():
         return
+    # here: pyarrow through the sinks (~0.15 s): a no-op night ends before it
     from sinks.lock import writer_lock
 
     with writer_lock(settings.data_dir, settings.lock_wait_seconds):
@@ -254,12 +250,9 @@ def _may_skip_flow(data_dir: Path) -> bool:
     """A no-op may skip the flow only when the corpus is whole: the warehouse exists and was written by the DuckDB
     installed here, no run is writing, and the last run ended well (after a failed or killed run the flow runs, and
     repairs the warehouse)."""
-    from sinks import ledger
 
     if not (data_dir / "warehouse.duckdb").exists() or ledger.lock_held(data_dir):
         return False
-    from flows.etl.status import foreign_warehouse
-    from transforms.schema_version import SCHEMA_VERSION
 
     records = ledger.runs(data_dir)
     finished = [r for r in records if r["outcome"] not in ("running", "busy")]
@@ -285,18 +278,18 @@ class _NoCrashReportOnCtrlC(logging.Filter):
 def _through_flow(
     settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None, found: Discovery | None
 ) -> Any:
-    from flows.service.server import prefect_api
-
     env = _environment()
     quiet_prefect()
     logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
     progress = None
     with prefect_api() as api:
+        # Here, after quiet_prefect() and prefect_api(): Prefect (~2 s) reads its settings once, at its import.
         from flows.etl import flow as etl
 
         if found is not None:
             etl.hand_over(run_id, found)
         if sys.stdout.isatty():
+            # here: rich (~80 ms), for a terminal's progress bar only
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
@@ -338,10 +331,6 @@ def _runner_for_next_time(api: Any, env: dict[str, str]) -> None:
     """After a command paid for loading Prefect itself, start the command runner so that the next one does not;
     it loads with `env`, the command's environment from before the flow."""
     if api is not None and api.source == "managed":  # None: a test's stand-in for the API
-        import contextlib
-
-        from flows.service import runner
-
         with contextlib.suppress(OSError):  # no runner costs the next command time, never this one its result
             runner.start_in_background(api.url, env=env)
 
@@ -361,7 +350,6 @@ class _Say:
 
 def _nothing_found(settings: Settings, found: Discovery, say: _Say) -> bool:
     """No sources and no corpus: say per agent where it looked, point to --sample; True when that is the case."""
-    from extractors.registry import extractor
 
     if found.sources or (settings.data_dir / "parquet").is_symlink():
         return False
@@ -383,7 +371,7 @@ def _nothing_found(settings: Settings, found: Discovery, say: _Say) -> bool:
 
 
 def _dry_run(settings: Settings, found: Discovery, full: bool, say: _Say) -> None:
-    from flows.etl import pipeline
+    from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
     from sinks.store import Store
 
     _, plan = pipeline.plan_run(settings, Store(settings.data_dir), full=full, explicit=found)
@@ -414,8 +402,6 @@ def _where(settings: Settings, sample: bool = False) -> str:
 
 
 def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: str) -> None:
-    from flows.etl.status import rejected_label
-
     c = report.committed
     rows = report.plan_counts
     found = sum(v["new"] + v["changed"] + v["unchanged"] for v in rows.values())
@@ -522,9 +508,7 @@ def _backfill(
     config: Path | None,
     no_redact: bool = False,
 ) -> None:
-    from extractors.registry import detect_format, parse_agent, suggestion, unknown_agent
-    from flows.etl import pipeline
-    from flows.etl.settings import check_data_dir, load_settings
+    from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
 
     paths = list(target)
     named = None
@@ -547,8 +531,6 @@ def _backfill(
     if len(agents) != 1:
         raise UsageError("these paths are of different formats; give one format at a time (--format).")
     agent = agents.pop()
-    from flows.cli.cmd_data import check_old_corpus
-    from flows.etl.datahome import is_sample, sample_data_dir
 
     sample = all(is_sample(Path(p).expanduser()) for p in paths)  # the shipped ChatGPT export
     if sample and data_dir is None:
@@ -598,8 +580,6 @@ def _backfill(
             say.line(f"    {line}")
         say.line("Run again with --write to load it.")
         return
-    from flows.service.server import prefect_api
-    from sinks import ledger
 
     run_id = pipeline.new_run_id()
     env = _environment()
@@ -609,6 +589,7 @@ def _backfill(
     with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
         wait_for_writer(settings)
         with prefect_api() as api:
+            # Here, after quiet_prefect() and prefect_api(): Prefect (~2 s) reads its settings once, at its import.
             from flows.etl import flow as etl
 
             with etl.foreground():
@@ -626,7 +607,6 @@ def _backfill(
 def _refuse_what_is_not_an_export(agent: str, pv: Any, paths: list[str]) -> None:
     """A backfill of an export format (a ChatGPT export) of which nothing is readable (a .zip of something else) is
     a wrong argument."""
-    from extractors.registry import spec
 
     declared = spec(agent)
     if declared.export is None or pv.sessions or pv.deferred:

@@ -12,9 +12,16 @@ from typing import Annotated, Any
 
 import typer
 
+from flows.cli.cmd_data import check_old_corpus
 from flows.cli.cmd_run import Home, Roots, Sources
 from flows.cli.console import FAILED, Config, DataDir, Json, console, fail, print_json, reported, split_list
+from flows.etl.schedule import delete_deployment, describe_schedule, find_deployment, flow_runs, validate_cron
+from flows.etl.settings import check_paths, check_schedule, load_settings
+from flows.service import server, units
 from flows.service.api import quiet_prefect
+from flows.service.server import prefect_api
+from flows.service.serving import Serving, serve_in_own_group
+from sinks import ledger
 
 schedule_app = typer.Typer(
     rich_markup_mode=None,
@@ -57,11 +64,6 @@ def _settings(
     data_dir: Path | None,
     config: Path | None,
 ) -> tuple[Any, dict[str, Any]]:
-
-    from flows.cli.cmd_data import check_old_corpus
-    from flows.etl.schedule import validate_cron
-    from flows.etl.settings import check_paths, check_schedule, load_settings
-
     options: dict[str, Any] = {
         "data_dir": data_dir,
         "home": home,
@@ -97,9 +99,6 @@ def _serve(
     config: Path | None,
     interval: float | None,
 ) -> None:
-    from flows.service.server import prefect_api
-    from flows.service.serving import Serving, serve_in_own_group
-
     settings, options = _settings(cron, timezone, source, home, root, data_dir, config)
     quiet_prefect()
     with prefect_api() as api:
@@ -135,8 +134,6 @@ def install(
 ) -> None:
     """Write and enable what serves the schedule across logout and reboot: a systemd user unit (Linux), a
     launchd agent (macOS). Without a user service manager here, it prints the commands to run (exit 0)."""
-
-    from flows.service import server, units
 
     settings, _options = _settings(cron, timezone, source, home, root, data_dir, config)
     command = [*units.executable(), "schedule", "--cron", settings.schedule_cron]
@@ -183,10 +180,6 @@ def install(
 def status(data_dir: DataDir = None, config: Config = None, as_json: Json = False) -> None:
     """The schedule, its next run and its last runs (Prefect API and the ledger); exit 1 when nothing is
     scheduled."""
-    from flows.etl.schedule import describe_schedule, find_deployment, flow_runs
-    from flows.etl.settings import load_settings
-    from flows.service import server, units
-    from sinks import ledger
 
     settings = load_settings(data_dir=data_dir, config=config)
     unit = units.installed()
@@ -265,8 +258,6 @@ def _print_status(doc: dict[str, Any]) -> None:
 @reported("schedule remove")
 def remove() -> None:
     """Disable and remove the unit (or agent) and delete the deployment from the Prefect server."""
-    from flows.etl.schedule import delete_deployment, find_deployment
-    from flows.service import server, units
 
     try:
         outcome = units.remove_launchd() if sys.platform == "darwin" else units.remove_systemd()

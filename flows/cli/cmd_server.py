@@ -7,6 +7,7 @@ import os
 import typer
 
 from flows.cli.console import FAILED, Json, console, print_json, reported
+from flows.service import runner, server
 
 server_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None, help="The local Prefect server runs go through (and its UI)."
@@ -47,8 +48,6 @@ def _describe(as_json: bool, state: str, url: str | None, pid: int | None, sourc
 def _runner(source: str) -> dict[str, object]:
     """The command runner beside the managed server (flows.service.runner): ready, not running, or off."""
 
-    from flows.service import runner
-
     if not runner.enabled(os.environ):
         return {"state": "off", "pid": None}
     if source != "managed" or not runner.ready():
@@ -61,7 +60,6 @@ def _runner(source: str) -> dict[str, object]:
 @reported("server status")
 def status(as_json: Json = False) -> None:
     """Whether the server runs, and its API and UI addresses (exit 1 when it does not answer)."""
-    from flows.service import server
 
     mine = server.configured()
     where = str(server.state_dir())
@@ -84,7 +82,6 @@ def status(as_json: Json = False) -> None:
 def start(as_json: Json = False) -> None:
     """Start the managed server (reused when it runs already); it keeps running after this command, until it has
     been unused for TRANSCRIPTS_SERVER_IDLE_MINUTES (default 60) or `server stop`."""
-    from flows.service import server
 
     mine = server.configured()
     if mine is not None:
@@ -94,7 +91,6 @@ def start(as_json: Json = False) -> None:
     api = server.start()
     if api.started:
         server.resident_notice(api)
-    from flows.service import runner
 
     started = runner.start_in_background(api.url)
     if started is not None:  # loading Prefect takes seconds; status says "not running" if it did not come up
@@ -106,7 +102,6 @@ def start(as_json: Json = False) -> None:
 @reported("server stop")
 def stop(as_json: Json = False) -> None:
     """Stop the managed server (a server you configured with PREFECT_API_URL is left alone)."""
-    from flows.service import server
 
     stopped = server.stop()
     if as_json:

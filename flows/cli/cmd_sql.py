@@ -163,6 +163,7 @@ def _read_line() -> str:
 def _history(path: Path) -> Callable[[str], None]:
     """readline with a history of whole statements in the data directory, private (0600) like every file there."""
     try:
+        # here: it changes how input() reads the terminal; only the interactive shell wants that
         import readline
     except ImportError:  # no readline (some builds): the shell works, without history
         return lambda sql: None

@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flows.cli.cmd_data import check_old_corpus
 from flows.cli.console import FAILED, Config, DataDir, Json, UsageError, console, count, print_json, reported
+from flows.etl.settings import load_settings
+from flows.etl.status import read_status, rejected_label
 
 if TYPE_CHECKING:
     from flows.etl.status import Status
@@ -37,10 +40,6 @@ def status(
 def _status(
     data_dir: Path | None, as_json: bool, check: bool, rejections: bool, utc: bool, runs: int, config: Path | None
 ) -> None:
-    from flows.cli.cmd_data import check_old_corpus
-    from flows.etl.settings import load_settings
-    from flows.etl.status import read_status
-
     settings = load_settings(data_dir=data_dir, config=config)
     check_old_corpus(settings, refuse=False)  # a corpus left in a checkout: where it is, and the command moving it
     if settings.data_dir.exists() and not settings.data_dir.is_dir():
@@ -77,8 +76,6 @@ def _when(value: Any, utc: bool) -> str:
 
 
 def _what(r: dict[str, Any]) -> str:
-    from flows.etl.status import rejected_label
-
     if r["outcome"] in ("failed", "interrupted", "busy"):
         return (r.get("error") or "")[:60]
     if r["outcome"] == "running":

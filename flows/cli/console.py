@@ -18,6 +18,8 @@ from typing import Annotated, Any, ParamSpec, TextIO, TypeVar
 
 import typer
 
+from flows.etl.cluster import log_path
+
 # Exit codes (docs/operations.md "Exit codes"): a script may rely on them.
 OK = 0
 FAILED = 1  # the run failed; the previous corpus is intact
@@ -184,7 +186,6 @@ def reporting(what: str) -> Iterator[None]:
             tried = f"{allowed + 1} tried" if isinstance(allowed, int) else "all tried"
             last = getattr(getattr(exc, "last_worker", None), "address", None)
             where = f", the last at {last}" if last else ""
-            from flows.etl.cluster import log_path
 
             err.print(
                 f"[red]{what} failed:[/red] the Dask workers reading a batch of sources died ({tried}{escape(where)}; "

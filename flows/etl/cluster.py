@@ -38,6 +38,7 @@ def dask_runner(address: str, *, workers: int = 2) -> Iterator[Any]:
     """A started `DaskTaskRunner` for a scheduler address (`tcp://host:8786`) or `local` (a LocalCluster of
     `workers` single-threaded processes: parsing is Python and holds the GIL), with `distributed`'s logs in
     `log_path()` while it runs."""
+    # here: Dask (~1 s), for `--dask` only
     from prefect_dask.task_runners import DaskTaskRunner
 
     path = log_path()

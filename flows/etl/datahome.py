@@ -59,6 +59,9 @@ def sample_source_dir() -> Path:
     return SAMPLE_DIR
 
 
+SAMPLE_HOME = SAMPLE_DIR / "home"  # what `run --sample` loads
+
+
 def is_sample(path: Path) -> bool:
     """Whether `path` is in the shipped sample (a run or backfill of it goes to the sample's data dir)."""
     try:
@@ -129,5 +132,4 @@ def move_command(old: Path) -> str:
 
 
 def _quote(text: str) -> str:
-
     return shlex.quote(text)

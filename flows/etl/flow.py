@@ -14,12 +14,14 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.utilities.annotations import quote
 
 from extractors.bounded import Limits
 from extractors.model import Agent, Source
 from flows.etl import pipeline
 from flows.etl.batch import read_batch
+from flows.etl.cluster import dask_runner
 from flows.etl.settings import Settings, load_settings
 from flows.etl.status import corpus_snapshot
 from flows.etl.workers import extraction_pool
@@ -275,7 +277,6 @@ def _extract(
     if settings.dask is not None and work:
         if not as_tasks:
             raise ValueError("a Dask cluster runs the extraction as Prefect tasks: run the flow")
-        from flows.etl.cluster import dask_runner
 
         names = ("data_dir", "run_id", "batch_no", "sources", "limits", "versions", "previous", "buckets", "redactor")
         with dask_runner(settings.dask, workers=settings.workers) as runner:
@@ -315,7 +316,6 @@ def foreground() -> Iterator[None]:
     heartbeats. Prefect joins its heartbeat thread at the end of every flow, which sleeps in 1 s steps: up to a
     second of nothing per command. Heartbeats let Prefect tell a crashed deployment run from a long one; a
     foreground run's end is in the ledger however it ends (`status --check`), and the scheduled runs keep them."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield

@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any, cast
 from extractors.discovery import drain_skips, take_identities
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Session, Source, Streamed
-from extractors.registry import extractor, registered
+from extractors.registry import extractor, problem_of, read_streaming, registered
 from flows.etl.settings import Settings
+from sinks.commit import commit_run, record_failed_run
 from sinks.files import private_dir
 from sinks.ledger import COUNT_FIELDS
 from sinks.manifest import Plan, make_plan
 from sinks.results import BatchResult, SourceResult, agent_of
 from sinks.secrets_key import load_or_create_key
 from sinks.store import Store
-from transforms.normalize import reject_row
+from transforms.normalize import kept_turns, reject_row
 from transforms.redact import Redactor, version_suffix
 
 if TYPE_CHECKING:
@@ -302,8 +303,6 @@ def commit(
     buckets: Mapping[str, int],
     versions: Mapping[Agent, str],
 ) -> Committed:
-    from sinks.commit import commit_run
-
     winners = resolve_duplicates(store, plan, results, versions)
     row["ended_at"] = datetime.now(UTC)
     return commit_run(store, run_id, plan, results, _by_value(versions), row, buckets, winners)
@@ -314,7 +313,6 @@ def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Except
     original error, which is what the caller re-raises."""
     log.error("event=failed run=%s error=%r", run_id, f"{type(error).__name__}: {error}")
     row.update(outcome="failed", error=f"{type(error).__name__}: {error}", ended_at=datetime.now(UTC))
-    from sinks.commit import record_failed_run
 
     try:
         record_failed_run(store, run_id, row)
@@ -376,8 +374,6 @@ class Preview:
 def preview(found: Discovery, settings: Settings, *, examples: int = 10) -> Preview:
     """Read every source as a run would, counting what would be loaded and rejected (no writes). A big session is
     read in two passes as a run reads it, its parts counted and let go, so memory follows the limits here too."""
-    from extractors.registry import read_streaming
-    from transforms.normalize import kept_turns
 
     out = Preview()
     for source in found.sources:
@@ -416,8 +412,6 @@ class _Counted:
 def _counted(item: Streamed) -> _Counted | Rejected | Deferred:
     """Read a streamed session's parts (its second pass), keeping only their counts; a failure on the way is the
     source's outcome, as in a run (`flows.etl.batch`)."""
-    from extractors.registry import problem_of
-    from transforms.normalize import kept_turns
 
     turns = calls = 0
     try:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from extractors.errors import BENIGN_REJECT_CODES
-from sinks import ledger
+from extractors.registry import UNEXPECTED_PREFIX
+from sinks import ledger, readonly
 
 if TYPE_CHECKING:
     import duckdb
@@ -150,6 +151,7 @@ def foreign_warehouse(warehouse: Path, snapshot: dict[str, Any] | None) -> str |
 
 def engine_version() -> str:
     """The installed DuckDB's version, without importing it (status stays fast)."""
+    # here: ~30 ms, when the version is asked for
     from importlib.metadata import version
 
     return version("duckdb")
@@ -163,7 +165,6 @@ def _foreign(warehouse: Path, why: str) -> str:
 
 
 def _connect(path: Path) -> duckdb.DuckDBPyConnection:
-    from sinks import readonly
 
     return readonly.connect(path)
 
@@ -178,6 +179,7 @@ def corpus_snapshot(data_dir: Path) -> dict[str, Any]:
     """Rows per table and agent, rejections per agent and reason code, and the audit (reader bugs, redaction,
     unpriced usage) of the warehouse: the figures each load keeps in the file (sinks.warehouse.figures, updated
     from the sessions it replaced), computed whole (read-only) only for a warehouse from before they were kept."""
+    # here: DuckDB (~0.5 s), only when a warehouse is there to read
     from sinks import warehouse
     from transforms.schema import SCHEMA_VERSION
 
@@ -207,7 +209,6 @@ def _reader_bugs(path: Path, rejections: list[dict[str, Any]]) -> int:
     (asked of the warehouse only when there are such rejections)."""
     if not any(r["reason_code"] == "source_unreadable" for r in rejections):
         return 0
-    from extractors.registry import UNEXPECTED_PREFIX
 
     con = _connect(path)
     try:

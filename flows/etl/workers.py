@@ -34,6 +34,7 @@ PRELOAD = ["flows.etl._forkserver_init", "flows.etl.batch"]
 def start_fork_server() -> None:
     """Start the pool's fork server now (it loads the readers in its own process, ~0.3 s): a command calls this
     before it imports Prefect, so the two overlap instead of the first batch waiting for the server."""
+    # here: only a run with worker processes starts a fork server
     from multiprocessing import forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)

@@ -71,7 +71,7 @@ def configured(env: Mapping[str, str] | None = None) -> Api | None:
     """The API the user configured, if any: Prefect's own settings when Prefect is loaded already (a test
     harness), else `PREFECT_API_URL`, else the active Prefect profile (read from its TOML, not via Prefect)."""
     if env is None and "prefect.settings" in sys.modules:
-        from prefect.settings import PREFECT_API_URL
+        from prefect.settings import PREFECT_API_URL  # loaded already (checked above): no cost
 
         value = PREFECT_API_URL.value()
         if value:

@@ -42,12 +42,14 @@ import sys
 import sysconfig
 import threading
 import time
+import traceback
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from extractors import registry
 from flows.etl.places import state_dir
 from flows.service import api
 from flows.service.api import QUIET_PREFECT
@@ -389,7 +391,6 @@ class Loaded:
 
 
 def _log(text: str) -> None:
-
     print(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {text}", flush=True)
 
 
@@ -437,8 +438,6 @@ def preload() -> None:
     """Import what a command through a flow imports, then end DuckDB's default connection: `import duckdb` opens one
     with a thread per core, and a child must not be forked from live DuckDB threads (duckdb-python#292)."""
 
-    from extractors import registry
-
     for name in (*WARM, *registry.modules()):
         with contextlib.suppress(ImportError):  # a module a newer Prefect no longer has costs only its time
             importlib.import_module(name)
@@ -482,7 +481,6 @@ RUNNER_SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 class _Runner:
     def __init__(self, folder: Path, loaded: Loaded, lock: int, command: Callable[[], object]) -> None:
-
         self.command = command
         self.folder = folder
         self.loaded = loaded
@@ -504,7 +502,6 @@ class _Runner:
         self.listener.listen(64)
 
     def loop(self) -> int:
-
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the wakeup fd
         signal.signal(signal.SIGTERM, self._stop)
@@ -558,7 +555,6 @@ class _Runner:
         self.lock = -1
 
     def _record(self) -> None:
-
         record = {"pid": os.getpid(), "url": self.loaded.url, "started_at": datetime.now(UTC).isoformat()}
         tmp = self.folder / f"{STATE}.tmp"
         tmp.write_text(json.dumps(record), encoding="utf-8")
@@ -589,7 +585,6 @@ class _Runner:
                     os.close(fd)  # the child has its own copies; the caller's pipe must not stay open here
 
     def _serve(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-
         name = str(request["argv"][0]) if request.get("argv") else "?"
         reason = self.loaded.decline(request) if len(fds) == 3 else "no stdin, stdout and stderr"
         if reason is not None:
@@ -611,7 +606,6 @@ class _Runner:
             conn.close()
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> int:
-
         sys.stdout.flush()
         sys.stderr.flush()
         # Signals wait until the child has its own handlers: the runner's (stop, reap) must never run in a child,
@@ -671,8 +665,6 @@ class _Runner:
         try:
             self.command()
         except Exception:  # the command started: an error it did not say in one line is a bug, shown as such
-            import traceback
-
             traceback.print_exc()  # as a process of its own prints it, and with its exit code
             raise SystemExit(1) from None
 

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flows.etl.places import state_dir as state_dir  # re-exported: where the server lives
+from flows.service import runner
 from flows.service.api import HEALTH_SECONDS as HEALTH_SECONDS  # the names callers know the server by
 from flows.service.api import Api as Api
 from flows.service.api import ServerError as ServerError
@@ -201,8 +202,6 @@ def _stop_pid(pid: int) -> bool:
 def stop(folder: Path | None = None) -> Api | None:
     """Stop the managed server; returns what was stopped (None: nothing was running)."""
     folder = folder or state_dir()
-    from flows.service import runner
-
     helper = runner.stop(folder)  # the command runner serves this server only: it takes no more commands
     try:
         with _start_lock(folder):
@@ -272,7 +271,7 @@ def prefect_api() -> Iterator[Api]:
         try:
             if "prefect.context" in sys.modules:
                 # Prefect read its settings at its import, before the URL was set: without this it would serve on
-                # a temporary server of its own ("Cannot schedule flows on an ephemeral server").
+                # a temporary server of its own ("Cannot schedule flows on an ephemeral server"). Loaded already.
                 from prefect.settings import PREFECT_API_URL, temporary_settings
 
                 stack.enter_context(temporary_settings(updates={PREFECT_API_URL: api.url}))
