@@ -37,7 +37,7 @@ def test_the_flow_over_several_batches_on_two_workers_gives_the_one_batch_corpus
     real_submit = etl.extract_batch.submit
 
     def counting_submit(*args: object, **kwargs: object) -> object:
-        submitted.append(args[2])  # the batch number
+        submitted.append(args[1])  # the batch number
         return real_submit(*args, **kwargs)
 
     monkeypatch.setattr(etl.extract_batch, "submit", counting_submit)

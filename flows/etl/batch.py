@@ -13,17 +13,16 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from extractors.bounded import Limits, content_sha256
+from extractors.bounded import content_sha256
 from extractors.errors import BENIGN_REJECT_CODES
 from extractors.model import Agent, Deferred, Loaded, Rejected, Source, Streamed
 from extractors.registry import problem_of, read_streaming
+from flows.etl.run import Run
 from sinks import failpoints
 from sinks.results import BatchResult, Previous, SourceResult
 from sinks.staging import SOURCE_COLUMN, stage_tables
-from sinks.store import Store
 from transforms import ids
 from transforms.normalize import SessionStream, kept_turns, reject_row, session_tables
-from transforms.redact import Redactor
 
 FLUSH_BYTES = 24 * 1024 * 1024  # text held before staged rows are written out: bounds a batch's memory
 
@@ -81,32 +80,28 @@ def problem_row(outcome: Rejected | Deferred, parser_versions: Mapping[Agent, st
 
 
 def read_batch(
-    store: Store,
-    run_id: str,
+    run: Run,
     batch_no: int,
     sources: Sequence[Source],
-    limits: Limits,
-    parser_versions: Mapping[Agent, str],
     previous: Mapping[str, Previous],
-    buckets: Mapping[str, int],
-    redactor: Redactor,
     *,
     flush_bytes: int = FLUSH_BYTES,
 ) -> BatchResult:
     """Read every source of the batch and stage its sessions' rows under `data/staging/<run id>/`.
 
     Sessions are normalised and staged every `flush_bytes` of text, so a batch (or one export holding thousands of
-    conversations) never holds more than that in memory. `buckets` is the bucket count of each agent partition;
-    `redactor` turns the secrets of every stored text into markers before anything is written (raw: `Redactor(None)`).
+    conversations) never holds more than that in memory. They are staged into the run's bucket layout, and the run's
+    redactor turns the secrets of every stored text into markers before anything is written (raw: `Redactor(None)`).
     """
     failpoints.reach("batch")
+    store, parser_versions, buckets, redactor = run.store, run.parser_versions, run.buckets, run.redactor
     batch = BatchResult(batch_no, [], {})
     pending: list[Loaded] = []
     held = 0
 
     def stage(tables: dict[str, pa.Table]) -> None:
         batch.flushes += 1
-        for key, pieces in stage_tables(store, run_id, batch_no, batch.flushes, tables, buckets).items():
+        for key, pieces in stage_tables(store, run.run_id, batch_no, batch.flushes, tables, buckets).items():
             batch.staged.setdefault(key, []).extend(pieces)
 
     def flush() -> None:
@@ -154,7 +149,7 @@ def read_batch(
             continue
         result.bytes_read = source.size
         waiting: list[Deferred] = []
-        for outcome in read_streaming(source, limits):
+        for outcome in read_streaming(source, run.limits):
             if isinstance(outcome, Streamed):
                 problem = stream(outcome, result)
                 if problem is None:

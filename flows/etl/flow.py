@@ -17,11 +17,11 @@ from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.utilities.annotations import quote
 
-from extractors.bounded import Limits
 from extractors.model import Agent, Source
 from flows.etl import pipeline
 from flows.etl.batch import read_batch
 from flows.etl.cluster import dask_runner
+from flows.etl.run import Run
 from flows.etl.settings import Settings, load_settings
 from flows.etl.status import corpus_snapshot
 from flows.etl.workers import extraction_pool
@@ -32,7 +32,6 @@ from sinks.lock import writer_lock
 from sinks.manifest import Plan
 from sinks.results import BatchResult, Previous
 from sinks.store import Store
-from transforms.redact import Redactor
 
 log = logging.getLogger("transcripts.etl")
 
@@ -60,45 +59,29 @@ _pool: ProcessPoolExecutor | None = None
 
 
 @task(name="extract-batch", cache_policy=NO_CACHE)
-def extract_batch(
-    data_dir: Path,
-    run_id: str,
-    batch_no: int,
-    sources: list[Source],
-    limits: Limits,
-    versions: dict[Agent, str],
-    previous: dict[str, Previous],
-    buckets: dict[str, int],
-    redactor: Redactor,
-) -> BatchResult:
+def extract_batch(run: Run, batch_no: int, sources: list[Source], previous: dict[str, Previous]) -> BatchResult:
     """Read a batch of sources and stage their rows (in a worker process when the run has a pool)."""
-    args = (Store(data_dir), run_id, batch_no, sources, limits, versions, previous, buckets, redactor)
     if _pool is not None:
-        return _pool.submit(read_batch, *args).result()
-    return read_batch(*args)
+        return _pool.submit(read_batch, run, batch_no, sources, previous).result()
+    return read_batch(run, batch_no, sources, previous)
 
 
 @task(name="commit", cache_policy=NO_CACHE)
-def commit(
-    data_dir: Path,
-    run_id: str,
-    plan: Plan[Source],
-    results: list[BatchResult],
-    row: dict[str, Any],
-    buckets: dict[str, int],
-    versions: dict[Agent, str],
-) -> Committed:
+def commit(run: Run, plan: Plan[Source], results: list[BatchResult], row: dict[str, Any]) -> Committed:
     """Merge the staged rows into the next Parquet version and swap it in."""
-    return pipeline.commit(Store(data_dir), run_id, plan, results, row, buckets, versions)
+    return pipeline.commit(run, plan, results, row)
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
-def load_warehouse(
-    data_dir: Path, run_id: str, previous_version: int, replaced: dict[str, set[str]] | None, timezone: str | None
-) -> None:
+def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]] | None) -> None:
     """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
     warehouse.refresh(
-        data_dir, Store(data_dir), run_id, previous_version=previous_version, replaced=replaced, timezone=timezone
+        run.data_dir,
+        run.store,
+        run.run_id,
+        previous_version=previous_version,
+        replaced=replaced,
+        timezone=run.settings.timezone,
     )
 
 
@@ -170,13 +153,17 @@ def run_etl(
                     redacted=settings.redact,
                 )
             total = sum(s.size for s in plan.to_read)
-            versions = pipeline.parser_versions(settings.redact)
-            redactor = pipeline.redactor(settings)
+            run = Run(
+                settings,
+                run_id,
+                parser_versions=pipeline.parser_versions(settings.redact),
+                buckets=plan.bucket_layout(store.layout()),
+                redactor=pipeline.redactor(settings),
+            )
             work = pipeline.work_of(plan.to_read, settings.batch_bytes, settings.batch_files, settings.workers)
-            buckets = plan.bucket_layout(store.layout())
             results: list[BatchResult] = []
             done = 0
-            extracted = _extract(settings, run_id, plan, work, versions, buckets, redactor, as_tasks=as_tasks)
+            extracted = _extract(run, plan, work, as_tasks=as_tasks)
             for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
                 results.append(last)
                 failpoints.reach("extract")
@@ -194,11 +181,9 @@ def run_etl(
                 if progress_hook is not None:
                     progress_hook(done, total)
             big = _opaque if as_tasks else _as_is
-            committed = commit_step(
-                settings.data_dir, run_id, big(plan), big(results), big(row), big(buckets), big(versions)
-            )
+            committed = commit_step(big(run), big(plan), big(results), big(row))
             replaced = committed.replaced if previous_version else None
-            load_step(settings.data_dir, run_id, previous_version, big(replaced), settings.timezone)
+            load_step(big(run), previous_version, big(replaced))
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
             log.info(
@@ -251,38 +236,28 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-def _extract(
-    settings: Settings,
-    run_id: str,
-    plan: Plan[Source],
-    work: list[list[Source]],
-    versions: dict[Agent, str],
-    buckets: dict[str, int],
-    redactor: Redactor,
-    *,
-    as_tasks: bool,
-) -> Iterator[BatchResult]:
+def _extract(run: Run, plan: Plan[Source], work: list[list[Source]], *, as_tasks: bool) -> Iterator[BatchResult]:
     """Extract every batch, in order; on several processes when there are several batches, or on the Dask
     cluster of `settings.dask` (as Prefect tasks only: a cluster is the flow's business)."""
     global _pool
-    step = extract_batch if as_tasks else extract_batch.fn
+    settings = run.settings
 
-    def args(number: int, batch: list[Source]) -> tuple[Any, ...]:
-        previous = {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
-        return (settings.data_dir, run_id, number, batch, settings.limits, versions, previous, buckets, redactor)
+    def previous(batch: list[Source]) -> dict[str, Previous]:
+        return {s.path: plan.previous[s.path] for s in batch if s.path in plan.previous}
 
     def task_args(number: int, batch: list[Source]) -> tuple[Any, ...]:
-        return tuple(_opaque(a) if i >= 3 else a for i, a in enumerate(args(number, batch)))
+        return (_opaque(run), number, _opaque(batch), _opaque(previous(batch)))
 
     if settings.dask is not None and work:
         if not as_tasks:
             raise ValueError("a Dask cluster runs the extraction as Prefect tasks: run the flow")
 
-        names = ("data_dir", "run_id", "batch_no", "sources", "limits", "versions", "previous", "buckets", "redactor")
         with dask_runner(settings.dask, workers=settings.workers) as runner:
             futures = [
                 # Not quoted: Dask takes a tuple (which `quote` is) in a task's arguments for a task of its own.
-                runner.submit(extract_batch, parameters=dict(zip(names, args(n, b), strict=True)))
+                runner.submit(
+                    extract_batch, parameters={"run": run, "batch_no": n, "sources": b, "previous": previous(b)}
+                )
                 for n, b in enumerate(work)
             ]
             for future in futures:
@@ -290,11 +265,14 @@ def _extract(
         return
     # A big source is read in a worker process even alone: what reading it took (a 2 GB session's first pass holds
     # ~0.6 GB of small objects) goes back to the system with that process, before the commit and the warehouse.
-    apart = any(settings.limits.read_twice(s.size) for batch in work for s in batch)
+    apart = any(run.limits.read_twice(s.size) for batch in work for s in batch)
     with extraction_pool(min(settings.workers, len(work)), apart=apart) as pool:
         if pool is None:
             for number, batch in enumerate(work):
-                yield step(*(task_args if as_tasks else args)(number, batch))
+                if as_tasks:
+                    yield extract_batch(*task_args(number, batch))
+                else:
+                    yield extract_batch.fn(run, number, batch, previous(batch))
             return
         _pool = pool
         try:
@@ -303,7 +281,7 @@ def _extract(
                 for future in futures:
                     yield future.result()
             else:
-                plain = [pool.submit(read_batch, Store(settings.data_dir), *args(n, b)[1:]) for n, b in enumerate(work)]
+                plain = [pool.submit(read_batch, run, n, b, previous(b)) for n, b in enumerate(work)]
                 for done in plain:
                     yield done.result()
         finally:

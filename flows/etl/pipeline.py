@@ -20,6 +20,7 @@ from extractors.discovery import drain_skips, take_identities
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Session, Source, Streamed
 from extractors.registry import extractor, problem_of, read_streaming, registered
+from flows.etl.run import Run
 from flows.etl.settings import Settings
 from sinks.commit import commit_run, record_failed_run
 from sinks.files import private_dir
@@ -294,18 +295,11 @@ def resolve_duplicates(
     return winners
 
 
-def commit(
-    store: Store,
-    run_id: str,
-    plan: Plan[Source],
-    results: Sequence[BatchResult],
-    row: dict[str, Any],
-    buckets: Mapping[str, int],
-    versions: Mapping[Agent, str],
-) -> Committed:
-    winners = resolve_duplicates(store, plan, results, versions)
-    row["ended_at"] = datetime.now(UTC)
-    return commit_run(store, run_id, plan, results, _by_value(versions), row, buckets, winners)
+def commit(run: Run, plan: Plan[Source], results: Sequence[BatchResult], row: dict[str, Any]) -> Committed:
+    store = run.store
+    winners = resolve_duplicates(store, plan, results, run.parser_versions)
+    row["ended_at"] = run.clock()
+    return commit_run(store, run.run_id, plan, results, _by_value(run.parser_versions), row, run.buckets, winners)
 
 
 def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:
