@@ -412,7 +412,7 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
         timezone=str(zone) if zone else None,
         redact=redact,
         env=env,
-        # a default is not named, but for the data dir, whose messages say "(default)"
+        # a default is not named, but the data dir always is: commands print where it came from
         origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},
         flag_roots={a: tuple(p) for a, p in flag_roots.items()},
     )
@@ -434,7 +434,6 @@ def load_settings(
     """Resolve settings from flags (arguments), the environment and the TOML file. Raises SettingsError, whose
     message names the setting and where its value came from."""
     env = dict(os.environ if env is None else env)
-    file = _from_file(_config_path(config, env))
     flags = _from_flags(
         data_dir=data_dir,
         home=home,
@@ -445,7 +444,7 @@ def load_settings(
         dask=dask,
         redact=redact,
     )
-    return _validate(_merge(_defaults(), file, _from_env(env), flags), env)
+    return _validate(_merge(_defaults(), _from_file(_config_path(config, env)), _from_env(env), flags), env)
 
 
 def check_schedule(cron: str, timezone: str | None, origins: Mapping[str, str]) -> None:
