@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from extractors.model import Agent
-from extractors.registry import extractor
+from extractors.registry import extractor, registered
 from flows.etl import datahome
-from flows.etl.settings import SettingsError, load_settings
+from flows.etl.settings import SettingsError, _defaults, _from_env, _from_file, _from_flags, load_settings
 from tests.corpus import S1, claude_exchange
 from tests.test_pipeline import run, table_rows
 
@@ -98,3 +99,112 @@ def test_the_default_data_dir_is_the_data_home_never_the_checkout(tmp_path: Path
     settings = load_settings(env={"HOME": str(home)})
     assert settings.data_dir == home / ".local" / "share" / "transcripts"
     assert not settings.data_dir.is_relative_to(datahome.PROJECT_DIR)
+
+
+def test_each_layer_alone_says_where_its_values_came_from(tmp_path: Path) -> None:
+    config = _toml(tmp_path, 'data_dir = "/f"\n[run]\nworkers = 2\n[schedule]\ncron = "1 2 * * *"\n')
+    assert {v.origin for v in _defaults().values.values()} == {"default"}
+    file = _from_file(config).values
+    assert (file["data_dir"].origin, file["workers"].origin, file["schedule_cron"].origin) == (
+        f"settings file {config}",
+        f"[run] of settings file {config}",
+        f"[schedule] of settings file {config}",
+    )
+    env = _from_env({"TRANSCRIPTS_DATA_DIR": "/e", "TRANSCRIPTS_WORKERS": "", "TRANSCRIPTS_ROOT_CODEX": "/r"})
+    assert env.values["data_dir"].origin == "TRANSCRIPTS_DATA_DIR (environment)"
+    assert "workers" not in env.values, "an empty variable is not set"
+    assert [(name, v.origin) for name, v in env.roots] == [("CODEX", "TRANSCRIPTS_ROOT_CODEX (environment)")]
+    flags = _from_flags(
+        data_dir=Path("/d"),
+        home=None,
+        sources=(),
+        roots=["codex=/r"],
+        limits={"max_records": 3},
+        lock_wait=0.0,
+        dask=None,
+        redact=None,
+    )
+    assert {name: v.origin for name, v in flags.values.items()} == {
+        "data_dir": "--data-dir",
+        "lock_wait_seconds": "--wait",
+    }
+    assert [(name, v.origin) for name, v in [*flags.roots, *flags.limits]] == [
+        ("codex", "--root"),
+        ("max_records", "argument"),
+    ]
+
+
+def test_the_highest_of_the_four_layers_gives_the_value_and_is_named_as_its_origin(tmp_path: Path) -> None:
+    config = _toml(tmp_path, "[run]\nlock_wait_seconds = 5\n")
+    default = load_settings(env={}, data_dir=tmp_path)
+    assert default.lock_wait_seconds == 60.0 and "lock_wait_seconds" not in default.origins
+    from_file = load_settings(env={}, config=config)
+    assert from_file.lock_wait_seconds == 5.0
+    assert from_file.origins["lock_wait_seconds"] == f"[run] of settings file {config}"
+    from_env = load_settings(env={"TRANSCRIPTS_LOCK_WAIT": "7"}, config=config)
+    assert from_env.lock_wait_seconds == 7.0
+    assert from_env.origins["lock_wait_seconds"] == "TRANSCRIPTS_LOCK_WAIT (environment)"
+    flagged = load_settings(env={"TRANSCRIPTS_LOCK_WAIT": "7"}, config=config, lock_wait=2.5)
+    assert flagged.lock_wait_seconds == 2.5 and flagged.origins["lock_wait_seconds"] == "--wait"
+    assert flagged.origins["data_dir"] == "default", "only the data dir is named when it is a default"
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "flag", "message"),
+    [
+        ('[run]\nlock_wait_seconds = "x"\n', {}, None, "lock wait ([run] of settings file {config}) must be a number"),
+        ("", {"TRANSCRIPTS_LOCK_WAIT": "-1"}, None, "lock wait (TRANSCRIPTS_LOCK_WAIT (environment)) must be a number"),
+        ("", {}, -3.0, "lock wait (--wait) must be a number of at least 0, got -3.0"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_the_layer_it_came_from(
+    tmp_path: Path, toml: str, env: dict[str, str], flag: float | None, message: str
+) -> None:
+    config = _toml(tmp_path, toml)
+    with pytest.raises(SettingsError, match=re.escape(message.format(config=config))):
+        load_settings(env=env, config=config, lock_wait=flag)
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "kwargs", "message"),
+    [
+        (
+            "",
+            {"TRANSCRIPTS_LIMIT_MAX_RECORDS": "lots"},
+            {"limits": {"max_records": 3}},
+            "TRANSCRIPTS_LIMIT_MAX_RECORDS",
+        ),
+        ("[roots]\nclaude = 3\n", {"TRANSCRIPTS_ROOT_CLAUDE": "/env"}, {}, "roots.claude (settings file"),
+        ("[roots]\nclade = '/x'\n", {"TRANSCRIPTS_ROOT_CLAUDE": "/env"}, {}, "unknown agent 'clade'"),
+        ("sources = 5\n", {}, {"sources": ["claude"]}, "sources (settings file"),
+    ],
+)
+def test_a_bad_limit_root_or_file_sources_is_refused_even_when_a_higher_layer_overrides_it(
+    tmp_path: Path, toml: str, env: dict[str, str], kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        load_settings(env=env, config=_toml(tmp_path, toml), **kwargs)  # type: ignore[arg-type]
+
+
+def test_roots_merge_per_agent_and_root_flags_add_up(tmp_path: Path) -> None:
+    config = _toml(tmp_path, '[roots]\nclaude = "/file/claude"\ncodex = "/file/codex"\n')
+    env = {"TRANSCRIPTS_ROOT_CLAUDE_CODE": "/env/claude"}
+    from_env = load_settings(env=env, config=config)
+    assert from_env.explicit_roots == {
+        Agent("claude"): (Path("/env/claude"),),
+        Agent("codex"): (Path("/file/codex"),),
+    }, "an alias names the same agent, whose file roots it replaces"
+    flagged = load_settings(env=env, config=config, roots=["claude=/flag/a", "claude-code=/flag/b"])
+    assert flagged.flag_roots == {Agent("claude"): (Path("/flag/a"), Path("/flag/b"))}
+    assert flagged.explicit_roots[Agent("claude")] == (Path("/flag/a"), Path("/flag/b"))
+    assert flagged.explicit_roots[Agent("codex")] == (Path("/file/codex"),)
+
+
+def test_sources_come_from_the_highest_layer_that_names_any(tmp_path: Path) -> None:
+    config = _toml(tmp_path, 'sources = "codex"\n')
+    assert load_settings(env={"TRANSCRIPTS_SOURCES": " , "}, config=config).agents == (Agent("codex"),)
+    assert load_settings(env={"TRANSCRIPTS_SOURCES": "gemini"}, config=config).agents == (Agent("gemini"),)
+    flagged = load_settings(env={"TRANSCRIPTS_SOURCES": "gemini"}, config=config, sources=["claude", "claude-code"])
+    assert flagged.agents == (Agent("claude"),)
+    nightly = load_settings(env={}, config=_toml(tmp_path, "sources = []\n")).agents
+    assert nightly == tuple(a for a, m in registered().items() if m.SPEC.nightly)

@@ -18,7 +18,7 @@ import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from extractors.bounded import Limits
 from extractors.model import Agent
@@ -30,6 +30,9 @@ from flows.etl.workers import default_workers
 
 class SettingsError(ValueError):
     """A setting has a value that cannot be used; the message says which and why."""
+
+
+DEFAULT_CRON = "0 3 * * *"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +47,7 @@ class Settings:
     batch_files: int = 400  # ... or this many files
     workers: int = 1  # processes that read sources when a run has several batches
     lock_wait_seconds: float = 60.0
-    schedule_cron: str = "0 3 * * *"
+    schedule_cron: str = DEFAULT_CRON
     schedule_timezone: str | None = None
     # Run the extraction tasks on a Dask cluster: a scheduler address (tcp://host:8786) or "local" (a LocalCluster
     # on this machine); None: worker processes on this machine (`workers`).
@@ -115,28 +118,304 @@ def _number(raw: Any, name: str, where: str, *, kind: type = int, minimum: float
     return value
 
 
-def _limits(
-    toml: Mapping[str, Any], env: Mapping[str, str], overrides: Mapping[str, Any], config: Path | None
-) -> Limits:
-    values: dict[str, Any] = {}
-    types = {f.name: f.type for f in dataclasses.fields(Limits)}
-    layers: list[tuple[str, dict[str, Any]]] = []
-    file_limits = toml.get("limits", {})
-    if not isinstance(file_limits, dict):
-        raise SettingsError(f"'limits' in settings file {config} must be a table ([limits])")
-    layers += [(f"[limits] of settings file {config}", {k: (k, v) for k, v in file_limits.items()})]
-    env_limits = {
-        k[len("TRANSCRIPTS_LIMIT_") :].lower(): (k, v) for k, v in env.items() if k.startswith("TRANSCRIPTS_LIMIT_")
+class Value(NamedTuple):
+    """One source's raw value for a setting and where it came from, for the message that refuses it."""
+
+    raw: Any
+    origin: str  # "--data-dir", "TRANSCRIPTS_DATA_DIR (environment)", "settings file /x/config.toml", "default"
+    key: str = ""  # as the source spells it, for a message that quotes it: TRANSCRIPTS_LIMIT_MAX_RECORDS, --root
+
+
+@dataclass(slots=True)
+class Layer:
+    """What one source holds: raw values by Settings field, and limits and roots as (name as given, value)."""
+
+    values: dict[str, Value] = field(default_factory=dict)
+    limits: list[tuple[str, Value]] = field(default_factory=list)
+    roots: list[tuple[str, Value]] = field(default_factory=list)
+
+
+# Settings.origins names these settings (the cron and zone of the schedule by their [schedule] keys)
+_NAMED = {
+    "home": "home",
+    "data_dir": "data_dir",
+    "lock_wait_seconds": "lock_wait_seconds",
+    "workers": "workers",
+    "schedule_cron": "cron",
+    "schedule_timezone": "timezone",
+}
+# (table, key) in the settings file -> Settings field
+_FILE_KEYS = {
+    ("", "home"): "home",
+    ("", "data_dir"): "data_dir",
+    ("", "timezone"): "timezone",
+    ("run", "lock_wait_seconds"): "lock_wait_seconds",
+    ("run", "workers"): "workers",
+    ("run", "batch_bytes"): "batch_bytes",
+    ("run", "batch_files"): "batch_files",
+    ("run", "dask"): "dask",
+    ("schedule", "cron"): "schedule_cron",
+    ("schedule", "timezone"): "schedule_timezone",
+    ("redaction", "enabled"): "redact",
+}
+# environment variable -> Settings field; an empty variable is not set
+_ENV_KEYS = {
+    "TRANSCRIPTS_HOME": "home",
+    "TRANSCRIPTS_DATA_DIR": "data_dir",
+    "TRANSCRIPTS_LOCK_WAIT": "lock_wait_seconds",
+    "TRANSCRIPTS_WORKERS": "workers",
+    "TRANSCRIPTS_SCHEDULE_CRON": "schedule_cron",
+    "TRANSCRIPTS_SCHEDULE_TIMEZONE": "schedule_timezone",
+    "TRANSCRIPTS_TIMEZONE": "timezone",
+    "TRANSCRIPTS_DASK": "dask",
+    "TRANSCRIPTS_REDACT": "redact",
+}
+
+
+def _defaults() -> Layer:
+    """The values no source gives. A None home or data dir is the environment's (HOME, the data home), which only
+    `_validate` knows; limits not given are Limits' own."""
+    nightly = [agent for agent, module in registered().items() if module.SPEC.nightly]
+    values = {
+        "home": None,
+        "data_dir": None,
+        "sources": nightly,
+        "lock_wait_seconds": 60.0,
+        "workers": default_workers(),
+        "batch_bytes": 64 * 1024 * 1024,
+        "batch_files": 400,
+        "schedule_cron": DEFAULT_CRON,
+        "redact": True,
     }
-    layers.append(("environment", env_limits))
-    layers.append(("argument", {k: (k, v) for k, v in overrides.items()}))
-    for where, layer in layers:
-        for name, (label, raw) in layer.items():
-            if name not in types:
-                raise SettingsError(f"unknown limit '{name}' ({label}, {where}).{_did_you_mean(name, list(types))}")
-            kind = float if types[name] in ("float", float) else int
-            values[name] = _number(raw, f"limit {label}", where, kind=kind)
+    return Layer({name: Value(raw, "default") for name, raw in values.items()})
+
+
+def _config_path(config: Path | None, env: Mapping[str, str]) -> Path:
+    """The settings file: --config > TRANSCRIPTS_CONFIG > the XDG one; a file named explicitly must exist."""
+    path = config or (Path(env["TRANSCRIPTS_CONFIG"]) if env.get("TRANSCRIPTS_CONFIG") else None)
+    if path is None:
+        base = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", str(Path.home()))) / ".config")
+        return base / "transcripts" / "config.toml"
+    if not path.exists():
+        raise SettingsError(f"settings file {path} does not exist ({'--config' if config else 'TRANSCRIPTS_CONFIG'})")
+    return path
+
+
+def _from_file(path: Path) -> Layer:
+    """What the settings file holds. Its shape is checked as it is read, so that a malformed file is refused even
+    where the environment or a flag overrides the malformed part."""
+    data = _read_toml(path)
+    in_file = f"settings file {path}"
+    layer = Layer()
+    for (table, key), name in _FILE_KEYS.items():
+        section = data if table == "" else data.get(table, {})
+        if key in section:
+            layer.values[name] = Value(section[key], in_file if table == "" else f"[{table}] of {in_file}")
+    sources = data.get("sources", [])
+    if isinstance(sources, str):
+        sources = _split(sources)
+    if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        raise SettingsError(f"sources ({in_file}) must be a list of agent names, got {sources!r}")
+    if sources:
+        layer.values["sources"] = Value(sources, in_file)
+    roots = data.get("roots", {})
+    if not isinstance(roots, dict):
+        raise SettingsError(f"roots ({in_file}) must be a table ([roots]) of AGENT = [folders]")
+    layer.roots = [(name, Value(paths, in_file)) for name, paths in roots.items()]
+    limits = data.get("limits", {})
+    if not isinstance(limits, dict):
+        raise SettingsError(f"'limits' in {in_file} must be a table ([limits])")
+    layer.limits = [(name, Value(raw, f"[limits] of {in_file}", name)) for name, raw in limits.items()]
+    return layer
+
+
+def _from_env(env: Mapping[str, str]) -> Layer:
+    """What the environment holds: the TRANSCRIPTS_* variables that are set and not empty (a limit: set)."""
+    layer = Layer()
+    for key, name in _ENV_KEYS.items():
+        if env.get(key):
+            layer.values[name] = Value(env[key], f"{key} (environment)")
+    if sources := _split(env.get("TRANSCRIPTS_SOURCES", "")):
+        layer.values["sources"] = Value(sources, "TRANSCRIPTS_SOURCES (environment)")
+    for key, raw in env.items():
+        if key.startswith("TRANSCRIPTS_LIMIT_"):
+            layer.limits.append((key[len("TRANSCRIPTS_LIMIT_") :].lower(), Value(raw, "environment", key)))
+        if key.startswith("TRANSCRIPTS_ROOT_") and raw:
+            layer.roots.append((key[len("TRANSCRIPTS_ROOT_") :], Value(_split(raw), f"{key} (environment)")))
+    return layer
+
+
+def _from_flags(
+    *,
+    data_dir: Path | None,
+    home: Path | None,
+    sources: Sequence[str],
+    roots: Sequence[str],
+    limits: Mapping[str, Any],
+    lock_wait: float | None,
+    dask: str | None,
+    redact: bool | None,
+) -> Layer:
+    """What the command line (a caller's arguments) gives: the flags that are not None (a --dask or --source: not
+    empty). Each --root AGENT=PATH adds a folder."""
+    layer = Layer()
+    for name, flag, raw in (
+        ("home", "--home", home),
+        ("data_dir", "--data-dir", data_dir),
+        ("lock_wait_seconds", "--wait", lock_wait),
+        ("redact", "--no-redact", redact),
+    ):
+        if raw is not None:
+            layer.values[name] = Value(raw, flag)
+    if dask:
+        layer.values["dask"] = Value(dask, "--dask")
+    if sources:
+        layer.values["sources"] = Value(list(sources), "--source")
+    for item in roots:
+        name, sep, path = item.partition("=")
+        layer.roots.append((name, Value(path if sep else "", "--root", item)))
+    layer.limits = [(name, Value(raw, "argument", name)) for name, raw in limits.items()]
+    return layer
+
+
+def _merge(*layers: Layer) -> Layer:
+    """The layers, lowest precedence first, as one: each setting from the highest layer that holds it. Limits and
+    roots keep every layer's entries in that order: `_validate` checks each (as always) and a later one replaces an
+    earlier one per limit or agent, whose name only counts once parsed ('claude-code' is claude)."""
+    merged = Layer()
+    for layer in layers:
+        merged.values.update(layer.values)
+        merged.limits += layer.limits
+        merged.roots += layer.roots
+    return merged
+
+
+def _path(name: str, value: Value) -> Path | None:
+    """A path setting; None when it is not given or empty, for the default."""
+    if value.raw is None or value.raw == "":
+        return None
+    if not isinstance(value.raw, str | Path):
+        raise SettingsError(f"{name} ({value.origin}) must be a path, got {value.raw!r}")
+    return Path(value.raw).expanduser()
+
+
+def _string(name: str, value: Value | None) -> str | None:
+    if value is not None and not isinstance(value.raw, str):
+        raise SettingsError(f"{name} ({value.origin}) must be a string, got {value.raw!r}")
+    return None if value is None else value.raw
+
+
+def _agents(value: Value, known: Mapping[Agent, Extractor]) -> tuple[Agent, ...]:
+    try:
+        agents = tuple(dict.fromkeys(parse_agent(name) for name in value.raw))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    for agent in agents:
+        if agent not in known:
+            raise SettingsError(f"no extractor for '{agent}' in this version")
+    return agents
+
+
+def _roots(entries: Sequence[tuple[str, Value]]) -> tuple[dict[Agent, list[Path]], dict[Agent, list[Path]]]:
+    """The folders per agent (a later layer's replace an earlier one's), and those given as --root (which add up)."""
+    explicit: dict[Agent, list[Path]] = {}
+    flag_roots: dict[Agent, list[Path]] = {}
+    for name, value in entries:
+        if value.origin == "--root" and not value.raw:
+            raise SettingsError(f"--root takes AGENT=PATH, got {value.key!r}")
+        listed = [value.raw] if isinstance(value.raw, str) else value.raw
+        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+            raise SettingsError(
+                f"roots.{name} ({value.origin}) must be a folder or a list of folders, got {value.raw!r}"
+            )
+        agent, paths = _agent(name), [Path(p).expanduser() for p in listed]
+        if value.origin == "--root":
+            flag_roots.setdefault(agent, []).extend(paths)
+        else:
+            explicit[agent] = paths
+    explicit.update(flag_roots)
+    return explicit, flag_roots
+
+
+def _limits(entries: Sequence[tuple[str, Value]]) -> Limits:
+    """Limits from every layer's entries, a later one replacing an earlier one per limit."""
+    types = {f.name: f.type for f in dataclasses.fields(Limits)}
+    values: dict[str, Any] = {}
+    for name, value in entries:
+        if name not in types:
+            raise SettingsError(
+                f"unknown limit '{name}' ({value.key}, {value.origin}).{_did_you_mean(name, list(types))}"
+            )
+        kind = float if types[name] in ("float", float) else int
+        values[name] = _number(value.raw, f"limit {value.key}", value.origin, kind=kind)
     return Limits(**values)
+
+
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _redact(value: Value) -> bool:
+    """--no-redact is a bool, TRANSCRIPTS_REDACT a word (true/false, yes/no, on/off, 1/0), [redaction] enabled a
+    TOML bool."""
+    if value.origin == "TRANSCRIPTS_REDACT (environment)":
+        if value.raw.strip().lower() not in _BOOLS:
+            raise SettingsError(f"TRANSCRIPTS_REDACT must be true or false, got {value.raw!r}")
+        return _BOOLS[value.raw.strip().lower()]
+    if not isinstance(value.raw, bool):
+        raise SettingsError(f"[redaction] enabled must be true or false, got {value.raw!r}")
+    return value.raw
+
+
+def _validate(merged: Layer, env: dict[str, str]) -> Settings:
+    """Settings from the merged raw values, each converted and checked: a SettingsError names the setting and where
+    its value came from."""
+    values = merged.values
+
+    def number(name: str, setting: str, **kwargs: Any) -> Any:
+        return _number(values[setting].raw, name, values[setting].origin, **kwargs)
+
+    home = _path("home", values["home"])
+    data_dir = _path("data_dir", values["data_dir"])
+    agents = _agents(values["sources"], registered())
+    explicit, flag_roots = _roots(merged.roots)
+    wait = number("lock wait", "lock_wait_seconds", kind=float)
+    workers = number("workers", "workers", minimum=1)
+    batch_bytes = number("batch_bytes", "batch_bytes", minimum=1)
+    batch_files = number("batch_files", "batch_files", minimum=1)
+    cron = _string("cron", values["schedule_cron"])
+    timezone = _string("timezone", values.get("schedule_timezone"))
+    zone = values["timezone"].raw if "timezone" in values else None
+    if zone:
+        from sinks.views import ZoneError, check_zone  # lazily: it imports DuckDB, which `status` does without
+
+        try:
+            check_zone(str(zone))
+        except ZoneError as exc:
+            raise SettingsError(f"timezone: {exc}") from None
+    limits = _limits(merged.limits)
+    redact = _redact(values["redact"])
+    origins = {key: values[name].origin for name, key in _NAMED.items() if name in values}
+    return Settings(
+        data_dir=(data_dir or default_data_dir(env)).absolute(),
+        home=(home or Path(env.get("HOME") or Path.home())).absolute(),
+        home_explicit=home is not None,
+        agents=agents,
+        explicit_roots={a: tuple(p) for a, p in explicit.items()},
+        limits=limits,
+        batch_bytes=batch_bytes,
+        batch_files=batch_files,
+        workers=workers,
+        lock_wait_seconds=wait,
+        schedule_cron=cron or DEFAULT_CRON,
+        schedule_timezone=timezone or None,
+        dask=(values["dask"].raw or None) if "dask" in values else None,
+        timezone=str(zone) if zone else None,
+        redact=redact,
+        env=env,
+        # a default is not named, but the data dir always is: commands print where it came from
+        origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},
+        flag_roots={a: tuple(p) for a, p in flag_roots.items()},
+    )
 
 
 def load_settings(
@@ -155,135 +434,17 @@ def load_settings(
     """Resolve settings from flags (arguments), the environment and the TOML file. Raises SettingsError, whose
     message names the setting and where its value came from."""
     env = dict(os.environ if env is None else env)
-    config_path = config or (Path(env["TRANSCRIPTS_CONFIG"]) if env.get("TRANSCRIPTS_CONFIG") else None)
-    if config_path is None:
-        base = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", str(Path.home()))) / ".config")
-        config_path = base / "transcripts" / "config.toml"
-    elif not config_path.exists():
-        origin = "--config" if config else "TRANSCRIPTS_CONFIG"
-        raise SettingsError(f"settings file {config_path} does not exist ({origin})")
-    toml = _read_toml(config_path)
-    in_file = f"settings file {config_path}"
-    run = dict(toml.get("run", {}))
-    schedule = dict(toml.get("schedule", {}))
-    origins: dict[str, str] = {}
-
-    def pick(name: str, flag: Any, flag_name: str, env_key: str, toml_value: Any, toml_where: str) -> Any:
-        if flag is not None:
-            origins[name] = flag_name
-            return flag
-        if env.get(env_key):
-            origins[name] = f"{env_key} (environment)"
-            return env[env_key]
-        if toml_value is not None:
-            origins[name] = toml_where
-        return toml_value
-
-    def path_value(name: str, value: Any) -> Path | None:
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str | Path):
-            raise SettingsError(f"{name} ({origins[name]}) must be a path, got {value!r}")
-        return Path(value).expanduser()
-
-    home_value = path_value("home", pick("home", home, "--home", "TRANSCRIPTS_HOME", toml.get("home"), in_file))
-    home_path = (home_value or Path(env.get("HOME") or Path.home())).absolute()
-    data_value = path_value(
-        "data_dir",
-        pick("data_dir", data_dir, "--data-dir", "TRANSCRIPTS_DATA_DIR", toml.get("data_dir"), in_file),
+    flags = _from_flags(
+        data_dir=data_dir,
+        home=home,
+        sources=sources,
+        roots=roots,
+        limits=limits or {},
+        lock_wait=lock_wait,
+        dask=dask,
+        redact=redact,
     )
-    data_path = (data_value or default_data_dir(env)).absolute()
-    origins.setdefault("data_dir", "default")
-
-    known = registered()
-    file_sources = toml.get("sources", [])
-    if isinstance(file_sources, str):
-        file_sources = _split(file_sources)
-    if not isinstance(file_sources, list) or not all(isinstance(x, str) for x in file_sources):
-        raise SettingsError(f"sources ({in_file}) must be a list of agent names, got {file_sources!r}")
-    chosen = list(sources) or _split(env.get("TRANSCRIPTS_SOURCES", "")) or list(file_sources)
-    try:
-        agents = (
-            tuple(dict.fromkeys(parse_agent(name) for name in chosen))
-            if chosen
-            else tuple(a for a, m in known.items() if m.SPEC.nightly)
-        )
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from None
-    for agent in agents:
-        if agent not in known:
-            raise SettingsError(f"no extractor for '{agent}' in this version")
-
-    explicit: dict[Agent, list[Path]] = {}
-    file_roots = toml.get("roots", {})
-    if not isinstance(file_roots, dict):
-        raise SettingsError(f"roots ({in_file}) must be a table ([roots]) of AGENT = [folders]")
-    for name, paths in file_roots.items():
-        listed = [paths] if isinstance(paths, str) else paths
-        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
-            raise SettingsError(f"roots.{name} ({in_file}) must be a folder or a list of folders, got {paths!r}")
-        explicit[_agent(name)] = [Path(p).expanduser() for p in listed]
-    for key, value in env.items():
-        if key.startswith("TRANSCRIPTS_ROOT_") and value:
-            explicit[_agent(key[len("TRANSCRIPTS_ROOT_") :])] = [Path(p).expanduser() for p in _split(value)]
-    flag_roots: dict[Agent, list[Path]] = {}
-    for item in roots:
-        name, sep, path = item.partition("=")
-        if not sep or not path:
-            raise SettingsError(f"--root takes AGENT=PATH, got {item!r}")
-        flag_roots.setdefault(_agent(name), []).append(Path(path).expanduser())
-    explicit.update(flag_roots)
-
-    wait_raw = pick(
-        "lock_wait_seconds",
-        lock_wait,
-        "--wait",
-        "TRANSCRIPTS_LOCK_WAIT",
-        run.get("lock_wait_seconds"),
-        f"[run] of {in_file}",
-    )
-    wait = 60.0 if wait_raw is None else _number(wait_raw, "lock wait", origins["lock_wait_seconds"], kind=float)
-    workers_raw = pick("workers", None, "", "TRANSCRIPTS_WORKERS", run.get("workers"), f"[run] of {in_file}")
-    workers = (
-        default_workers() if workers_raw is None else _number(workers_raw, "workers", origins["workers"], minimum=1)
-    )
-    batch_bytes = _number(run.get("batch_bytes", 64 * 1024 * 1024), "batch_bytes", f"[run] of {in_file}", minimum=1)
-    batch_files = _number(run.get("batch_files", 400), "batch_files", f"[run] of {in_file}", minimum=1)
-    cron = pick("cron", None, "", "TRANSCRIPTS_SCHEDULE_CRON", schedule.get("cron"), f"[schedule] of {in_file}")
-    timezone = pick(
-        "timezone", None, "", "TRANSCRIPTS_SCHEDULE_TIMEZONE", schedule.get("timezone"), f"[schedule] of {in_file}"
-    )
-    for name, value in (("cron", cron), ("timezone", timezone)):
-        if value is not None and not isinstance(value, str):
-            raise SettingsError(f"{name} ({origins[name]}) must be a string, got {value!r}")
-    zone = env.get("TRANSCRIPTS_TIMEZONE") or toml.get("timezone")
-    if zone:
-        from sinks.views import ZoneError, check_zone  # lazily: it imports DuckDB, which `status` does without
-
-        try:
-            check_zone(str(zone))
-        except ZoneError as exc:
-            raise SettingsError(f"timezone: {exc}") from None
-    return Settings(
-        data_dir=data_path,
-        home=home_path,
-        home_explicit=home_value is not None,
-        agents=agents,
-        explicit_roots={a: tuple(p) for a, p in explicit.items()},
-        limits=_limits(toml, env, limits or {}, config_path),
-        batch_bytes=batch_bytes,
-        batch_files=batch_files,
-        workers=workers,
-        lock_wait_seconds=wait,
-        schedule_cron=cron or "0 3 * * *",
-        schedule_timezone=timezone or None,
-        dask=dask or env.get("TRANSCRIPTS_DASK") or run.get("dask") or None,
-        timezone=str(zone) if zone else None,
-        redact=_redact(redact, env, toml),
-        env=env,
-        origins=origins,
-        flag_roots={a: tuple(p) for a, p in flag_roots.items()},
-    )
+    return _validate(_merge(_defaults(), _from_file(_config_path(config, env)), _from_env(env), flags), env)
 
 
 def check_schedule(cron: str, timezone: str | None, origins: Mapping[str, str]) -> None:
@@ -332,24 +493,6 @@ def check_data_dir(settings: Settings) -> None:
         raise SettingsError(f"data dir {path} ({where}) cannot be created: {probe} is a file")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise SettingsError(f"data dir {path} ({where}) cannot be written: no write permission on {probe}")
-
-
-_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-
-
-def _redact(flag: bool | None, env: Mapping[str, str], toml: Mapping[str, Any]) -> bool:
-    """Redaction: `--no-redact` > TRANSCRIPTS_REDACT > `[redaction] enabled` > on."""
-    if flag is not None:
-        return flag
-    if env.get("TRANSCRIPTS_REDACT"):
-        value = env["TRANSCRIPTS_REDACT"].strip().lower()
-        if value not in _BOOLS:
-            raise SettingsError(f"TRANSCRIPTS_REDACT must be true or false, got {env['TRANSCRIPTS_REDACT']!r}")
-        return _BOOLS[value]
-    enabled = dict(toml.get("redaction", {})).get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise SettingsError(f"[redaction] enabled must be true or false, got {enabled!r}")
-    return enabled
 
 
 def _agent(name: str) -> Agent:
