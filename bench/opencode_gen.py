@@ -1,9 +1,9 @@
 """Fake OpenCode data, shaped like docs/agents/opencode.md: `opencode.db` and a small legacy `storage/` JSON tree.
 
-`~/.local/share/opencode/opencode.db`: the canonical drizzle schema (tests/opencode_support.py), one row per project,
-session, message and part, `data` columns holding the message-v2 JSON minus its ids. Sessions have user messages
-(a text part, sometimes a synthetic @-file part and a file part) and assistant messages of one to four model steps
-(`step-start`, `reasoning`, `tool` parts with completed/error states, `text`, `step-finish` with tokens and cost);
+`~/.local/share/opencode/opencode.db`: the canonical drizzle schema (tests/agents/opencode/schema.sql), one row per
+project, session, message and part, `data` columns holding the message-v2 JSON minus its ids. Sessions have user
+messages (a text part, sometimes a synthetic @-file part and a file part) and assistant messages of one to four model
+steps (`step-start`, `reasoning`, `tool` parts with completed/error states, `text`, `step-finish` with tokens and cost);
 4% of exchanges spawn a child session through the `task` tool (`parent_id`, `state.metadata.sessionId`), one in 15 is
 archived. Written with rollback journal off and a fixed page size in one transaction, so the file is self-contained
 (no `-wal`) and the same rows in the same order give the same bytes.
@@ -27,35 +27,9 @@ import orjson
 from bench.material import Material, Project, rand_hex, rand_token
 from bench.output import Written, set_mtime
 
-SCHEMA = """
-CREATE TABLE project (
-  id text PRIMARY KEY, worktree text NOT NULL, vcs text, name text, icon_url text, icon_url_override text,
-  icon_color text, time_created integer NOT NULL, time_updated integer NOT NULL, time_initialized integer,
-  sandboxes text NOT NULL, commands text
-);
-CREATE TABLE session (
-  id text PRIMARY KEY, project_id text NOT NULL, parent_id text, slug text NOT NULL, directory text NOT NULL,
-  path text, title text NOT NULL, version text NOT NULL, share_url text, summary_additions integer,
-  summary_deletions integer, summary_files integer, summary_diffs text, cost real DEFAULT 0 NOT NULL,
-  tokens_input integer DEFAULT 0 NOT NULL, tokens_output integer DEFAULT 0 NOT NULL,
-  tokens_reasoning integer DEFAULT 0 NOT NULL, tokens_cache_read integer DEFAULT 0 NOT NULL,
-  tokens_cache_write integer DEFAULT 0 NOT NULL, revert text, permission text,
-  time_created integer NOT NULL, time_updated integer, time_compacting integer, time_archived integer,
-  FOREIGN KEY (project_id) REFERENCES project(id) ON DELETE CASCADE
-);
-CREATE TABLE message (
-  id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL,
-  data text NOT NULL, FOREIGN KEY (session_id) REFERENCES session(id) ON DELETE CASCADE
-);
-CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
-CREATE TABLE part (
-  id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL, time_created integer NOT NULL,
-  time_updated integer NOT NULL, data text NOT NULL,
-  FOREIGN KEY (message_id) REFERENCES message(id) ON DELETE CASCADE
-);
-CREATE INDEX part_message_id_id_idx ON part (message_id, id);
-CREATE INDEX part_session_idx ON part (session_id);
-"""
+# OpenCode's schema: the one copy, beside the agent's test fixtures.
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "tests" / "agents" / "opencode" / "schema.sql"
+SCHEMA = SCHEMA_FILE.read_text(encoding="utf-8")
 PAGE_SIZE = 4096
 VERSIONS_JSON = ("0.15.8", "1.0.25", "1.1.3", "1.1.14")
 VERSIONS_DB = ("1.2.1", "1.2.10", "1.2.21", "1.3.0")

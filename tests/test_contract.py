@@ -65,7 +65,8 @@ def materialise(agent: Agent, where: Path, *, patch: dict[str, Any] | None = Non
     patched = _patched(folder, patch)
     for build in facts.get("build", []):
         script = patched.get(build["script"], (folder / build["script"]).read_text(encoding="utf-8"))
-        build_database(home / build["database"], script)
+        schema = (folder / build["schema"]).read_text(encoding="utf-8") if "schema" in build else ""
+        build_database(home / build["database"], schema + script)
     for rel, text in patched.items():
         if rel.startswith(facts["home"] + "/"):
             (home / rel.removeprefix(facts["home"] + "/")).write_text(text, encoding="utf-8")
