@@ -55,3 +55,19 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _prefect_loggers_as_they_were() -> Iterator[None]:
+    """A command interrupted in this process (an in-process CLI test) silences Prefect's loggers for the rest of the
+    process, as the command's own process would be ending (flows.cli.console._silence_prefect): put them back."""
+    import logging
+
+    levels = {
+        name: logging.getLogger(name).level for name in list(logging.root.manager.loggerDict) if "prefect" in name
+    }
+    levels["prefect"] = logging.getLogger("prefect").level
+    yield
+    for name in list(logging.root.manager.loggerDict):
+        if name == "prefect" or name.startswith("prefect."):
+            logging.getLogger(name).setLevel(levels.get(name, logging.NOTSET))
