@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -31,8 +32,15 @@ for key in (
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="transcripts-xdg-")
 # The default data dir (and the sample's) is under the data home: a test that names none never writes the real one.
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="transcripts-data-home-")
-# The managed Prefect server of a test lives here, never in the real ~/.local/state (stopped at the end).
-_STATE_DIR = tempfile.mkdtemp(prefix="transcripts-state-")
+# The managed Prefect server of the tests lives here, never in the real ~/.local/state: one for the whole run, shared
+# by pytest-xdist's workers (they share the run's id), since starting one costs 20-50 s of CPU on a loaded 2-core
+# machine and each worker started its own, and a harness server besides. Stopped by the last worker to finish.
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+if _RUN.isalnum():
+    _STATE_DIR = os.path.join(tempfile.gettempdir(), f"transcripts-state-{_RUN}")
+    os.makedirs(_STATE_DIR, mode=0o700, exist_ok=True)
+else:
+    _STATE_DIR = tempfile.mkdtemp(prefix="transcripts-state-")
 os.environ["TRANSCRIPTS_STATE_DIR"] = _STATE_DIR
 # The command runner (flows.service.runner) only where a test asks for it (tests/test_runner.py): the rest run here.
 os.environ["TRANSCRIPTS_RUNNER"] = "off"
@@ -40,20 +48,42 @@ os.environ["TRANSCRIPTS_RUNNER"] = "off"
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_managed_server_outlives_the_tests() -> Iterator[None]:
+    """Each worker holds the tests' managed server in use (the shared lock every command takes) for its whole
+    session; the one that then finds no other worker holding it stops it, whatever happened."""
+    import fcntl
+
+    from flows.service import server
+
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": _STATE_DIR})
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    held = os.open(folder / server.IN_USE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_SH)
     try:
         yield
     finally:
-        from flows.service import server
-
-        server.stop(server.state_dir({"TRANSCRIPTS_STATE_DIR": _STATE_DIR}))
+        os.close(held)
+        last = os.open(folder / server.IN_USE, os.O_RDWR)
+        try:
+            fcntl.flock(last, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            server.stop(folder)
+            if _RUN.isalnum():
+                shutil.rmtree(_STATE_DIR, ignore_errors=True)
+        except BlockingIOError:
+            pass  # another worker is still at work: it stops the server
+        finally:
+            os.close(last)
 
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """A temporary Prefect API for tests that run the real flow (started once: it costs seconds)."""
-    from prefect.testing.utilities import prefect_test_harness
+    """A Prefect API for tests that call the real flow in this process: the run's managed server (one for every
+    worker, started by the first that needs it), set in Prefect's settings as a harness would set its own."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
+    from flows.service import server
+
+    api = server.start(server.state_dir({"TRANSCRIPTS_STATE_DIR": _STATE_DIR}))
+    with temporary_settings(updates={PREFECT_API_URL: api.url}):
         yield
 
 
