@@ -292,7 +292,7 @@ def test_server_stop_stops_the_runner_and_status_says_so(state: Path, tmp_path: 
         [sys.executable, "-m", "flows.cli.app", "server", "stop"], env=env, capture_output=True, text=True, timeout=60
     )
     assert stopped.returncode == 0, stopped.stderr
-    assert not Path(f"/proc/{pid}").exists() or b"flows.service.runner" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert not Path(f"/proc/{pid}").exists() or runner.PROCESS.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert not runner.ready(_folder(state)) and runner.read_state(_folder(state)) is None
     before = len(_log(state))
     proc = _transcripts(state, "run", "--sample", "--data-dir", str(tmp_path / "d"), cwd=tmp_path)

@@ -148,6 +148,21 @@ def test_the_managed_ui_asks_its_own_api_not_port_4200(state: Path) -> None:
     assert settings["api_url"] == api.url, settings
 
 
+def test_server_stop_in_the_process_that_started_the_server_reaps_its_watch(state: Path) -> None:
+    """The idle watch is a child of the process that started the server (a test, a serving `schedule`): ended but
+    not reaped, it stayed a zombie, and `server stop` waited all of STOP_SECONDS for it to go."""
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(state)})
+    server.stop(folder)
+    server.start(folder)  # by this process
+    deadline = time.monotonic() + 60
+    while not (folder / "watch.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    watch = int((folder / "watch.pid").read_text(encoding="utf-8"))
+    assert os.getpid() == int(Path(f"/proc/{watch}/stat").read_text().rsplit(")", 1)[1].split()[1]), "our child"
+    server.stop(folder)
+    assert not Path(f"/proc/{watch}").exists(), "the idle watch is left a zombie"
+
+
 def test_an_idle_watch_names_itself_so_a_starter_killed_before_it_wrote_the_pid_leaves_none_unnamed(
     tmp_path: Path,
 ) -> None:

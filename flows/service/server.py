@@ -222,15 +222,38 @@ def _stop_watch(folder: Path) -> None:
     """End the idle watch of a stopped server now (it would leave by itself within its period)."""
     try:
         pid = int((folder / "watch.pid").read_text(encoding="utf-8"))
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (OSError, ValueError):
         return
-    if pid != os.getpid() and b"flows.service.server" in cmdline and b"watch" in cmdline:
+    if pid == os.getpid():
+        return
+    if _is_watch(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_SECONDS  # gone when `server stop` returns, not a moment later
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        while _is_watch(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
+    if _our_zombie(pid):  # this process started the server (a test, a serving `schedule`): the watch is its child
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _is_watch(pid: int) -> bool:
+    """Whether `pid` is a live idle watch (an ended one not reaped yet has no command line: waiting for /proc/<pid>
+    to go waited the whole STOP_SECONDS for it)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"flows.service.server" in cmdline and b"watch" in cmdline
+
+
+def _our_zombie(pid: int) -> bool:
+    """Whether `pid` is an ended child of this process that it has not reaped."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] == "Z" and fields[1] == str(os.getpid())
 
 
 def api_for_command(*, manage: bool = True) -> Api:
