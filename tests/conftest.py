@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -81,8 +82,9 @@ def prefect_harness() -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.service import server
+    from tests.prefect_db import migrated
 
-    api = server.start(server.state_dir({"TRANSCRIPTS_STATE_DIR": _STATE_DIR}))
+    api = server.start(server.state_dir({"TRANSCRIPTS_STATE_DIR": str(migrated(Path(_STATE_DIR)))}))
     with temporary_settings(updates={PREFECT_API_URL: api.url}):
         yield
 

@@ -17,6 +17,7 @@ from flows.etl.settings import load_settings
 from sinks import warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.lock_support import HANG, runs_only_after_the_lock_is_free
+from tests.prefect_db import migrated
 from tests.test_crash import leftovers
 from tests.test_pipeline import run, settings_for, snapshot, table_rows
 
@@ -223,7 +224,7 @@ def test_a_run_killed_from_outside_leaves_no_process_behind(tmp_path: Path) -> N
     token = uuid.uuid4().hex  # unique: another test session on the machine has the same tmp_path names
     marker = f"TRANSCRIPTS_TEST_MARKER={token}"
     env = {**os.environ, "TRANSCRIPTS_TEST_MARKER": token, "PREFECT_HOME": str(tmp_path / "prefect")}
-    env["TRANSCRIPTS_STATE_DIR"] = str(tmp_path / "state")
+    env["TRANSCRIPTS_STATE_DIR"] = str(migrated(tmp_path / "state"))
     env.pop("PREFECT_API_URL", None)
     folder = server.state_dir(env)
     cli = [

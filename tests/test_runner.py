@@ -17,6 +17,7 @@ import pytest
 
 from flows.service import runner, server
 from tests.corpus import busy_home
+from tests.prefect_db import migrated
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A managed server and a ready runner in a state directory of their own, stopped at the end whatever happens."""
-    base = tmp_path_factory.mktemp("runner-state")
+    base = migrated(tmp_path_factory.mktemp("runner-state"))
     folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
     try:
         api = server.start(folder)

@@ -23,6 +23,7 @@ from flows.etl.schedule import DEPLOYMENT, FLOW, serve_arguments
 from flows.etl.settings import load_settings
 from flows.service import server
 from sinks import ledger
+from tests.prefect_db import migrated
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample" / "home"
@@ -143,7 +144,7 @@ def _wait(what: str, seconds: float, check: Callable[[], Any], proc: subprocess.
 @pytest.fixture
 def serving(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
     """A state directory, a copy of the sample home and a data directory; whatever runs there is stopped after."""
-    base = tmp_path / "state"
+    base = migrated(tmp_path / "state")
     home = tmp_path / "home"
     shutil.copytree(SAMPLE, home, symlinks=True)
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flows.service import server
+from tests.prefect_db import migrated
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A state directory of its own; whatever a test leaves running there is stopped, whatever happens."""
-    base = tmp_path_factory.mktemp("state")
+    base = migrated(tmp_path_factory.mktemp("state"))
     folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
     try:
         yield base
@@ -101,7 +102,7 @@ def test_the_server_and_runner_say_what_they_leave_running_and_leave_when_idle_b
 ) -> None:
     from flows.service import runner
 
-    base = tmp_path / "state"
+    base = migrated(tmp_path / "state")
     folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
     idle = {server.IDLE_ENV: "0.1", "TRANSCRIPTS_RUNNER": "on"}  # 6 s
 

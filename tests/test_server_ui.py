@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from flows.service import server
+from tests.prefect_db import migrated
 from tests.test_report import DevTools, browser  # noqa: F401  (browser: headless Chromium over CDP, a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +64,7 @@ def test_the_printed_ui_lists_a_run_of_this_corpus_with_another_server_on_4200(
     browser: DevTools,  # noqa: F811
     port_4200: list[str],
 ) -> None:
-    base = tmp_path / "state"
+    base = migrated(tmp_path / "state")
     folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["TRANSCRIPTS_STATE_DIR"] = str(base)

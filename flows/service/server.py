@@ -226,15 +226,21 @@ def _stop_watch(folder: Path) -> None:
         return
     if pid == os.getpid():
         return
+    deadline = time.monotonic() + STOP_SECONDS  # gone when `server stop` returns, not a moment later
+    ours = _is_watch(pid) or _zombie(pid)  # not another process that took an ended watch's pid
     if _is_watch(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_SECONDS  # gone when `server stop` returns, not a moment later
         while _is_watch(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-    if _our_zombie(pid):  # this process started the server (a test, a serving `schedule`): the watch is its child
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+    if ours and _parent(pid) == os.getpid():  # this process started the server (a test, a serving `schedule`): reap its
+        while time.monotonic() < deadline:  # watch, ended or ending, or it stays a zombie
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.05)
 
 
 def _is_watch(pid: int) -> bool:
@@ -247,13 +253,19 @@ def _is_watch(pid: int) -> bool:
     return b"flows.service.server" in cmdline and b"watch" in cmdline
 
 
-def _our_zombie(pid: int) -> bool:
-    """Whether `pid` is an ended child of this process that it has not reaped."""
+def _zombie(pid: int) -> bool:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
-    return fields[0] == "Z" and fields[1] == str(os.getpid())
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of process `pid` (an ended one included, until it is reaped), if there is such a process."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def api_for_command(*, manage: bool = True) -> Api:
