@@ -127,6 +127,10 @@ class Session:
     models: tuple[str, ...] = ()
     cli_versions: tuple[str, ...] = ()
     archived: bool = False
+    # True when the source writes no time for its start and `started_at` is inferred from something beside it (a
+    # Cursor transcript without `<timestamp>` tags: its file's mtime, a sidecar's creation time). Say where in the
+    # agent's docs page.
+    started_at_inferred: bool = False
     turns: tuple[Turn, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     usage: tuple[Usage, ...] = ()

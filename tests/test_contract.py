@@ -359,13 +359,11 @@ def test_discovery_under_the_default_roots_finds_exactly_the_session_files(agent
 # --- real captures ---------------------------------------------------------------------------------------------------
 
 
-def real_captures(agent: Agent, tmp_path: Path) -> Iterator[tuple[dict[str, Any], list[Outcome]]]:
-    """Each capture of the agent's `real_captures.toml` with its outcomes, read from the shared fixtures (or from a
-    copy of the capture's folder at `copy_to` under `tmp_path`, for a capture kept outside its real layout)."""
-    folder = next(name for name, a in SHARED_DIRS.items() if a == agent)
-    base = shared_fixtures(folder)
-    with (AGENTS_DIR / agent / "real_captures.toml").open("rb") as f:
-        captures = tomllib.load(f)["capture"]
+def capture_outcomes(
+    agent: Agent, base: Path, captures: list[dict[str, Any]], tmp_path: Path
+) -> Iterator[tuple[dict[str, Any], list[Outcome]]]:
+    """Each capture with its outcomes, read under `base` (or from a copy of the capture's folder at `copy_to` under
+    `tmp_path`, for a capture kept outside its real layout)."""
     for capture in captures:
         path = base / capture["path"]
         assert path.exists(), f"{path}: listed in real_captures.toml but absent"
@@ -374,7 +372,8 @@ def real_captures(agent: Agent, tmp_path: Path) -> Iterator[tuple[dict[str, Any]
             shutil.copytree(path.parent, tmp_path / capture["copy_to"])
             path, root = tmp_path / capture["copy_to"] / path.name, tmp_path
         kind = capture.get("kind", "file")
-        if kind == "directory":
+        if kind in ("directory", "discovered"):
+            # the unit as discovery lists it (a directory, or a file whose sidecars count in its fingerprint)
             [source] = [s for s in module(agent).discover(root) if Path(s.path) == path]
         else:
             st = path.stat()
@@ -382,10 +381,15 @@ def real_captures(agent: Agent, tmp_path: Path) -> Iterator[tuple[dict[str, Any]
         yield capture, list(read_source(source, SETTLED))
 
 
-@by_agent
-def test_real_captures_give_the_counts_checked_by_hand(agent: Agent, tmp_path: Path) -> None:
+def real_captures_toml(agent: Agent) -> dict[str, Any]:
+    with (AGENTS_DIR / agent / "real_captures.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def check_counts(captures: Iterator[tuple[dict[str, Any], list[Outcome]]]) -> tuple[int, int]:
+    """Compare each capture's outcomes with the counts checked by hand; returns (captures seen, checked by hand)."""
     seen = checked = 0
-    for capture, outcomes in real_captures(agent, tmp_path):
+    for capture, outcomes in captures:
         seen += 1
         checked += "checked" in capture
         where = capture["path"]
@@ -396,9 +400,44 @@ def test_real_captures_give_the_counts_checked_by_hand(agent: Agent, tmp_path: P
         for session, w in zip(sessions, want, strict=True):
             users = sum(t.role is Role.USER for t in session.turns)
             assistants = sum(t.role is Role.ASSISTANT for t in session.turns)
-            assert (users, assistants, len(session.tool_calls)) == (w["user"], w["assistant"], w["tools"]), where
+            got = (users, assistants, len(session.tool_calls))
+            assert got == (w["user"], w["assistant"], w["tools"]), (where, session.session_id, got)
+    return seen, checked
+
+
+@by_agent
+def test_real_captures_give_the_counts_checked_by_hand(agent: Agent, tmp_path: Path) -> None:
+    folder = next(name for name, a in SHARED_DIRS.items() if a == agent)
+    base = shared_fixtures(folder)
+    if not base.is_dir():
+        # The shared fixtures are here but hold no capture of this agent: its real captures are public files in
+        # other projects, listed under [[external]] and checked by the test below.
+        pytest.skip(f"no {folder}/ in the shared fixtures: the [[external]] captures check this agent")
+    seen, checked = check_counts(capture_outcomes(agent, base, real_captures_toml(agent).get("capture", []), tmp_path))
     assert seen, f"tests/agents/{agent}/real_captures.toml lists no capture"
     assert checked, "say (`checked`) how at least one capture's counts were verified by hand"
+
+
+EXTERNAL = [a for a in AGENTS if real_captures_toml(a).get("external")]
+
+
+@pytest.mark.parametrize("agent", EXTERNAL, ids=list(EXTERNAL))
+def test_external_real_captures_give_the_counts_checked_by_hand(agent: Agent, tmp_path: Path) -> None:
+    """Real captures found in other public projects, which this project must not copy in: `[[external]]` names each
+    by repository, commit and path, and `python -m tests.external_captures DIR` lays them out under DIR (from
+    GitHub, or from local git mirrors). Without TRANSCRIPTS_EXTERNAL_CAPTURES the check cannot read them."""
+    where = os.environ.get("TRANSCRIPTS_EXTERNAL_CAPTURES", "")
+    if not where:
+        pytest.skip("TRANSCRIPTS_EXTERNAL_CAPTURES is unset: `python -m tests.external_captures DIR` fetches them")
+    entries = real_captures_toml(agent)["external"]
+    for entry in entries:
+        assert entry.get("checked"), f"{entry['path']}: say (`checked`) how its counts were verified by hand"
+    captures = [{**e, "path": f"{e['repo'].replace('/', '__')}/{e['path']}"} for e in entries]
+    for capture in captures:
+        if "root" in capture:
+            capture["root"] = f"{capture['path'].split('/', 1)[0]}/{capture['root']}"
+    seen, _ = check_counts(capture_outcomes(agent, Path(where), captures, tmp_path))
+    assert seen == len(entries)
 
 
 def test_reject_codes_in_the_contracts_are_known_codes() -> None:
