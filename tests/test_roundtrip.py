@@ -46,7 +46,10 @@ def sessions(draw: st.DrawFn) -> Session:
         for n, i in enumerate(indices[:3])
     )
     usage = tuple(Usage(i, "m", draw(st.integers(0, 10**9)), draw(st.integers(0, 10**6))) for i in indices[:2])
-    ses = Session(Agent("claude"), sid, native, START, turns=turns, tool_calls=calls, usage=usage)
+    inferred = draw(st.booleans())
+    ses = Session(
+        Agent("claude"), sid, native, START, started_at_inferred=inferred, turns=turns, tool_calls=calls, usage=usage
+    )
     ses.census[("user", "2.1", Disposition.TURN)] = len(turns)
     return ses
 

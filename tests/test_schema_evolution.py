@@ -19,7 +19,7 @@ from flows.etl.flow import run_etl
 from flows.etl.settings import Settings, load_settings
 from sinks.store import LAYOUT, SchemaMismatch, Store, conform
 from tests.corpus import codex_rollout, grok_session
-from transforms.schema import SESSIONS, TABLES
+from transforms.schema import SCHEMA_VERSION, SESSIONS, TABLES
 
 GONE = "019e1695-0522-7c83-8b39-0dd379793f81"  # its source is deleted after the upgrade
 CHANGED = "019e1695-0522-7c83-8b39-0dd379793f82"  # its source grows after the upgrade
@@ -142,7 +142,7 @@ def test_ok_old_corpus_merges_keeps_gone_rows_and_rereads_the_rest(tmp_path: Pat
     store = Store(data)
     current = store.current()
     assert current is not None
-    assert json.loads((current / LAYOUT).read_text(encoding="utf-8"))["schema_version"] == "3"
+    assert json.loads((current / LAYOUT).read_text(encoding="utf-8"))["schema_version"] == SCHEMA_VERSION
     for table in TABLES:
         for path in store.files(table.name):
             assert pq.read_schema(path).equals(table.arrow_schema, check_metadata=False), path

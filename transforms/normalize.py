@@ -222,6 +222,7 @@ def _head_rows(
     s["record_count"].append(records)
     s["parser_version"].append(parser_version)
     s["git_repository"].append(audit(ses.git_repository, "sessions.git_repository", sid, agent, start))
+    s["started_at_inferred"].append(ses.started_at_inferred)
 
 
 def _tables(cols: dict[str, dict[str, list[Any]]]) -> dict[str, pa.Table]:

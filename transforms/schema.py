@@ -104,6 +104,13 @@ SESSIONS = Table(
             "credentials, port and `.git` dropped); Codex and Grok record it, null elsewhere and in rows loaded "
             "before it existed.",
         ),
+        # Added in schema 4.
+        _c(
+            "started_at_inferred",
+            pa.bool_(),
+            "True when the source writes no start time and `started_at` is inferred (a Cursor transcript without "
+            "`<timestamp>` tags: its file's time); null in rows loaded before it existed.",
+        ),
     ),
     ("session_id",),
 )
