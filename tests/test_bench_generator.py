@@ -184,3 +184,20 @@ def test_shapes_are_deterministic(tmp_path: Path) -> None:
         a, b = _digests(tmp_path / f"{shape}-1"), _digests(tmp_path / f"{shape}-2")
         a.pop(MANIFEST), b.pop(MANIFEST)  # it records the generation time
         assert a == b and len(a) > 1
+
+
+def test_readers_bench_reads_every_generated_agent_alone(tmp_path: Path) -> None:
+    """`bench/readers.py` times each reader on a corpus of its agent alone: every agent the generator writes gets a
+    row of loaded sessions and its share of the Claude reader's MB/s (the figures themselves are the bench's)."""
+    import json
+
+    from bench import readers
+
+    out = tmp_path / "readers.json"
+    readers.main(["--mb", "0.5", "--repeat", "1", "--keep", str(tmp_path / "work"), "--out", str(out)])
+    rows = json.loads(out.read_text(encoding="utf-8"))["readers"]
+    assert list(rows) == list(AGENTS)
+    for agent, row in rows.items():
+        assert row["outcomes"].get("Loaded", 0) >= 1, agent
+        assert row["mb"] > 0 and row["mbps"] > 0 and row["share_of_claude"] > 0, agent
+    assert rows["claude"]["share_of_claude"] == 1.0
