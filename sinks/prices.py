@@ -297,8 +297,12 @@ def price_models(models: list[tuple[str, str]], cache: Path | None = None) -> pa
     return pa.Table.from_pylist(rows, schema=PRICE_MODEL_SCHEMA)
 
 
+# Bumped when `_match` decides differently, so that answers kept by an earlier matcher are asked again.
+MATCHER_VERSION = "2"  # 2: `provider/model` names
+
+
 def _matches_path(folder: Path) -> Path:
-    return folder / f"price-matches-{source_version().removeprefix(PACKAGE).strip()}.json"
+    return folder / f"price-matches-{source_version().removeprefix(PACKAGE).strip()}-m{MATCHER_VERSION}.json"
 
 
 def _cached_matches(folder: Path) -> dict[str, list[str] | None]:
@@ -324,8 +328,16 @@ def _keep_matches(folder: Path, known: Mapping[str, list[str] | None]) -> None:
     )
 
 
+# Provider prefixes of `provider/model` names (LiteLLM's, which Aider and others write: `gemini/gemini-2.5-flash`,
+# `openrouter/anthropic/claude-3.7-sonnet`) that are not `genai-prices` provider ids themselves.
+_PREFIX_PROVIDERS = {"gemini": "google", "vertex_ai": "google", "xai": "x-ai", "bedrock": "aws", "azure_ai": "azure"}
+
+
 @cache
 def _match(model: str, provider: str | None) -> tuple[str, str] | None:
+    """The priced (provider, model) of a model name, `provider` tried first; a `provider/model` name the package does
+    not know whole is looked up without its prefix, the prefix as the provider (`openrouter/anthropic/x` is
+    OpenRouter's `anthropic/x`, `gemini/gemini-2.5-flash` Google's)."""
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
@@ -335,7 +347,12 @@ def _match(model: str, provider: str | None) -> tuple[str, str] | None:
         except LookupError:
             continue
         return found_provider.id, found_model.id
-    return None
+    prefix, slash, rest = model.partition("/")
+    if not slash or not rest:
+        return None
+    named = _PREFIX_PROVIDERS.get(prefix.lower(), prefix.lower())
+    known = any(p.id == named for p in snapshot.providers)
+    return _match(rest, named if known else provider)
 
 
 def cached_price_table(folder: Path) -> pa.Table:

@@ -379,9 +379,10 @@ def test_a_whole_build_matches_models_an_earlier_build_matched_without_the_snaps
     models = [("claude", "claude-opus-4-6"), ("codex", "gpt-5-codex"), ("opencode", "no-such-model-xyz")]
     (tmp_path / "cache").mkdir()
     (folder / "price-matches-0.0.1.json").write_text("{}")
+    (folder / f"price-matches-{genai_prices.__version__}.json").write_text("{}")  # an earlier matcher's answers
     first = prices.price_models(models, folder)
     assert first.num_rows == 2  # the unknown model is unmatched
-    kept = folder / f"price-matches-{genai_prices.__version__}.json"
+    kept = folder / f"price-matches-{genai_prices.__version__}-m{prices.MATCHER_VERSION}.json"
     assert [p.name for p in folder.iterdir()] == [kept.name], "another version's answers go"
     assert oct(kept.stat().st_mode & 0o777) == "0o600"
 
@@ -395,3 +396,19 @@ def test_a_whole_build_matches_models_an_earlier_build_matched_without_the_snaps
     kept.write_text('{"claude\\tclaude-opus-4-6": "damaged"')
     monkeypatch.undo()
     assert prices.price_models(models, folder).equals(first), "a damaged file is matched again"
+
+
+@pytest.mark.parametrize(
+    ("model", "hint", "want"),
+    [
+        ("anthropic/claude-sonnet-4-5", None, ("anthropic", "claude-sonnet-4-5")),
+        ("gemini/gemini-2.5-flash", None, ("google", "gemini-2.5-flash")),
+        ("openrouter/anthropic/claude-3.7-sonnet", None, ("openrouter", "anthropic/claude-3.7-sonnet")),
+        ("claude-sonnet-4.6", None, ("anthropic", "claude-sonnet-4-6")),  # dotted versions (Copilot CLI)
+        ("acme/not-a-model-anyone-sells", None, None),  # still unpriced: NULL cost, never 0
+    ],
+)
+def test_provider_prefixed_model_names_are_priced_under_their_provider(
+    model: str, hint: str | None, want: tuple[str, str] | None
+) -> None:
+    assert prices._match(model, hint) == want
