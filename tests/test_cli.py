@@ -432,6 +432,24 @@ def test_status_shows_the_last_run_that_loaded_something_with_labelled_times(sho
     assert json.loads(out)["last_loaded"]["run_id"] == "r0"
 
 
+def test_status_lists_every_source_the_readers_know_with_zeros_for_those_without_sessions(short_data: Path) -> None:
+    from extractors.registry import agents
+    from sinks import ledger
+
+    data = short_data
+    corpus = {"counts": {"sessions": {"claude": 4, "retired": 1}, "turns": {"claude": 9}}, "rejections": []}
+    ledger.append(data, {"event": "started", "run_id": "r0", "flow": "etl", "at": "2026-11-01T03:00:00+00:00"})
+    ledger.append(data, {"event": "ended", "run_id": "r0", "outcome": "ok", "counts": {}, "corpus": corpus})
+    code, out = invoke("status", "--utc", "--data-dir", str(data))
+    assert code == 0, out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("  ") and line.split()}
+    listed = [name for name in rows if name in {*agents(), "retired"}]
+    # every known source in the readers' order, then a partition no reader knows (a newer version's), by name
+    assert listed == [*agents(), "retired"]
+    assert rows["claude"][:2] == ["4", "9"]
+    assert all(rows[a][:3] == ["0", "0", "0"] for a in agents() if a != "claude")
+
+
 def test_status_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
     from sinks import ledger
 

@@ -99,3 +99,13 @@ def test_every_relative_link_resolves() -> None:
 def test_readme_is_short() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail to docs/"
+
+
+def test_every_agent_has_a_row_in_the_readme_and_the_agents_table() -> None:
+    from extractors.registry import specs
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = (ROOT / "docs" / "agents" / "README.md").read_text(encoding="utf-8")
+    for spec in specs():
+        assert f"| [{spec.display}](docs/agents/{spec.name}.md) |" in readme, f"README.md: no row for {spec.name}"
+        assert f"| [`{spec.name}`]({spec.name}.md) |" in table, f"docs/agents/README.md: no row for {spec.name}"

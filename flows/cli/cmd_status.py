@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from extractors.registry import agents as known_agents
 from flows.cli.cmd_data import check_old_corpus
 from flows.cli.console import FAILED, Config, DataDir, Json, UsageError, console, count, print_json, reported
 from flows.etl.settings import load_settings
@@ -104,8 +105,11 @@ def _print(st: Status, *, utc: bool, rejections: bool) -> None:
     if st.last_loaded is not None:
         say("Last run that loaded something:", highlight=False)
         say(_run_line(st.last_loaded, utc), soft_wrap=True, highlight=False)
-    agents = sorted({a for per in st.counts.values() for a in per if a})
-    if agents:
+    # Every source the reader knows, in its order, so one with nothing loaded shows as 0 rather than as absent;
+    # then any other agent partition in the corpus (written by another version), by name.
+    seen = {a for per in st.counts.values() for a in per if a}
+    agents = [*known_agents(), *sorted(seen - set(known_agents()))]
+    if seen:
         say("", highlight=False)
         say(f"  {'agent':<10}{'sessions':>10}{'turns':>10}{'tool calls':>12}{'rejected':>10}{'deferred':>10}")
         for a in agents:
