@@ -269,7 +269,7 @@ def parse_jsonl(lines: Iterable[Line], limits: Limits, facts: Facts) -> Session:
             else:
                 assembler.count(kind if isinstance(kind, str) else "(untyped)", Disposition.SKIPPED)
             continue
-        if role not in tables.ROLES:
+        if not isinstance(role, str) or role not in tables.ROLES:
             assembler.count(f"role/{role}" if isinstance(role, str) else "role/(not text)", Disposition.SKIPPED)
             continue
         assembler.row(_row(record, line.index, role, limits))
