@@ -37,7 +37,7 @@ class Facts:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    position: int  # the block's place in its row: the call id is `<line>.<position>`
+    position: int  # the call id is `<line>.<position>`: the block's place in its row (.txt: the marker's line)
     name: str
     input: str | None
 
@@ -381,7 +381,8 @@ def _txt_row(index: int, role: str, body: list[str], limits: Limits) -> Row:
         if marker == tables.TXT_THINKING:
             reasoning = True
         elif marker == tables.TXT_TOOL_CALL:
-            calls.append(Call(start - 1, name or "tool", clip(_arguments(inner), limits) if inner else None))
+            # the call id's second part is the `[Tool call]` line's own number (body line k is line index + 1 + k)
+            calls.append(Call(index + start, name or "tool", clip(_arguments(inner), limits) if inner else None))
         else:
             results.append(Result(name or None, inner, None))
     return Row(index, role, ("\n".join(texts),), tuple(calls), tuple(results), (), reasoning)
