@@ -365,6 +365,14 @@ def test_a_legacy_txt_transcript_gives_turns_tool_calls_and_results(tmp_path: Pa
     assert {version for _, version, _ in session.census} == {"txt"}
 
 
+def test_an_empty_tool_result_body_leaves_the_call_without_output(tmp_path: Path) -> None:
+    legacy = "user:\nread it\n\nassistant:\n[Tool call] Read\n  path: a.json\n\n[Tool result] Read\n\nassistant:\n"
+    legacy += "It is empty.\n"
+    session = one(write(transcripts(tmp_path) / f"{S}.txt", legacy))
+    assert said(session) == [("user", "read it"), ("assistant", "It is empty.")]
+    assert [(c.name, c.input, c.output) for c in session.tool_calls] == [("Read", '{"path":"a.json"}', None)]
+
+
 def test_a_recent_txt_without_a_final_newline_is_deferred(tmp_path: Path) -> None:
     path = transcripts(tmp_path) / f"{S}.txt"
     path.parent.mkdir(parents=True)

@@ -383,7 +383,7 @@ def _txt_row(index: int, role: str, body: list[str], limits: Limits) -> Row:
         elif marker == tables.TXT_TOOL_CALL:
             # the call id's second part is the `[Tool call]` line's own number (body line k is line index + 1 + k)
             calls.append(Call(index + start, name or "tool", clip(_arguments(inner), limits) if inner else None))
-        else:
+        elif inner:  # an empty body: the result was not written (peers' samples), so the call keeps no output
             results.append(Result(name or None, inner, None))
     return Row(index, role, ("\n".join(texts),), tuple(calls), tuple(results), (), reasoning)
 
