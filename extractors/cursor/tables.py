@@ -40,9 +40,11 @@ USER_QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 # offset, minute precision (agentsview#1627: in 810/814 parents and 964/967 children of one real machine).
 TIMESTAMP = re.compile(r"<timestamp>\s*(.*?)\s*</timestamp>", re.DOTALL)
 # A user row without <user_query> whose text starts with one of these tags is harness (injected context), never a
-# person's turn (pond#207 lists <context>; the others are the tags Cursor's harness family writes).
+# person's turn (pond#207 lists <context>; a peer's .txt reader names <cursor_commands>, the expanded body of a
+# command; the others are the tags Cursor's harness family writes).
 HARNESS_TAGS = (
     "<context",
+    "<cursor_commands",
     "<user_info",
     "<system_reminder",
     "<system-reminder",
