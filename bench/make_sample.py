@@ -2,7 +2,7 @@
 
 A fake home with one or more sessions of every agent, covering the cases a newcomer should see: tool calls, a
 slash command, an injected reminder, a response split over lines, a subagent, a compaction, injected Codex
-context, a Grok session, a Gemini and an OpenCode session, a corrupt file (rejected) and a summary-only file
+context, a Grok session, a Gemini, an OpenCode and a Cursor session, a corrupt file (rejected) and a summary-only file
 (nothing to load); and a ChatGPT export for `transcripts backfill`.
 """
 
@@ -426,6 +426,39 @@ def grok_session() -> None:
     )
 
 
+def cursor_session() -> None:
+    sid = "5b0e9d2c-6a1f-4c3e-8d7b-2f4a6c8e0b13"
+    folder = HOME / ".cursor" / "projects" / "home-dev-webapp" / "agent-transcripts" / sid
+
+    def row(role: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+        return {"role": role, "message": {"content": list(blocks)}}
+
+    write(
+        folder / f"{sid}.jsonl",
+        jl(
+            [
+                row(
+                    "user",
+                    {
+                        "type": "text",
+                        "text": "<timestamp>Friday, Jul 31, 2026, 1:20 PM (UTC+3)</timestamp>\n<user_query>\n"
+                        "Which port does the dev server listen on?\n</user_query>",
+                    },
+                ),
+                row("assistant", {"type": "text", "text": "[REDACTED]"}),
+                row(
+                    "assistant",
+                    {"type": "text", "text": "Checking the config.\n\n[REDACTED]"},
+                    {"type": "tool_use", "name": "Grep", "input": {"path": CWD, "pattern": "port"}},
+                ),
+                row("assistant", {"type": "text", "text": "Port 5173, set in vite.config.ts.\n\n[REDACTED]"}),
+                {"type": "turn_ended", "status": "success"},
+            ]
+        ),
+    )
+    write(HOME / ".cursor" / "projects" / "home-dev-webapp" / "worker.log", "worker started\n")
+
+
 def gemini_session() -> None:
     chats = HOME / ".gemini" / "tmp" / "0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9" / "chats"
     write(
@@ -586,6 +619,7 @@ def main() -> None:
     gemini_session()
     opencode_session()
     chatgpt_export()
+    cursor_session()
     old = 1767225600  # 2026-01-01: the sample is settled (no file looks like it is being written)
     for path in OUT.rglob("*"):
         os.utime(path, (old, old))

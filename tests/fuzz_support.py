@@ -479,6 +479,35 @@ def _chatgpt_write(zipped: bool) -> Callable[[Path, dict[str, bytes], bool], Cas
     return write
 
 
+# Cursor: `~/.cursor/projects/<cwd>/agent-transcripts/<id>/<id>.jsonl`; the good session is a flat `<id>.jsonl` beside.
+CURSOR_T = "7f3c1a2e-0b4d-4c5e-9f61-2a3b4c5d6e7f"
+CURSOR_G = "6d8e0f1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"
+
+
+def _cursor_records() -> list[Any]:
+    def row(role: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+        return {"role": role, "message": {"content": list(blocks)}}
+
+    return [
+        row("user", {"type": "text", "text": "<timestamp>Sunday, Sep 20, 2026, 12:31 AM (UTC+3)</timestamp>\n"
+                     "<user_query>\nfix the build\n</user_query>"}),
+        row("assistant", {"type": "text", "text": "[REDACTED]"},
+            {"type": "tool_use", "name": "Shell", "input": {"command": "make"}}),
+        row("assistant", {"type": "text", "text": "Fixed.\n\n[REDACTED]"}),
+        {"type": "turn_ended", "status": "success"},
+    ]  # fmt: skip
+
+
+def _cursor_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".cursor" / "projects" / "home-u-proj" / "agent-transcripts"
+    (folder / CURSOR_T).mkdir(parents=True, exist_ok=True)
+    good = folder / f"{CURSOR_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _cursor_records()).dump())
+    target = folder / CURSOR_T / f"{CURSOR_T}.jsonl"
+    target.write_bytes(files["transcript.jsonl"])
+    return Case(Agent("cursor"), home, [home / ".cursor" / "projects"], target, {str(good): f"cursor-{CURSOR_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -494,6 +523,8 @@ FORMATS: dict[str, Format] = {
         Format("opencode-storage", Agent("opencode"), _opencode_storage_docs, _opencode_storage_write),
         Format("chatgpt-json", Agent("chatgpt"), _chatgpt_docs, _chatgpt_write(zipped=False)),
         Format("chatgpt-zip", Agent("chatgpt"), _chatgpt_docs, _chatgpt_write(zipped=True)),
+        Format("cursor", Agent("cursor"), lambda: {"transcript.jsonl": Doc("jsonl", _cursor_records())},
+               _cursor_write),
     ]
 }  # fmt: skip
 

@@ -23,7 +23,7 @@ from extractors.registry import extractor, registered
 from tests.support import outcomes_under
 
 MIX = {"claude": 0.7, "codex": 0.2, "grok": 0.1}
-ALL = {"claude": 0.5, "codex": 0.2, "grok": 0.1, "gemini": 0.1, "opencode": 0.1}
+ALL = {"claude": 0.5, "codex": 0.2, "grok": 0.1, "gemini": 0.1, "opencode": 0.1, "cursor": 0.1}
 
 
 def _digests(home: Path) -> dict[str, tuple[str, int]]:
@@ -94,7 +94,7 @@ def test_mix_parsing() -> None:
     assert parse_mix("claude=0.7,codex=0.2,grok=0.1") == pytest.approx(MIX)
     assert parse_mix("claude=2,grok=2") == {"claude": 0.5, "grok": 0.5}
     with pytest.raises(ValueError, match="AGENT"):
-        parse_mix("cursor=1")
+        parse_mix("nonesuch=1")
 
 
 @pytest.mark.parametrize("agent", [Agent(name) for name in AGENTS])
@@ -117,7 +117,8 @@ def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
     assert any(s.tool_calls for s in sessions)
-    if agent != Agent("grok"):  # Grok's chat_history.jsonl has no token counts (docs/agents/grok.md "Token usage")
+    # Grok's chat_history.jsonl (docs/agents/grok.md "Token usage") and Cursor's transcripts have no token counts
+    if agent not in (Agent("grok"), Agent("cursor")):
         assert any(s.usage for s in sessions)
 
 

@@ -79,12 +79,22 @@ def _opencode(tmp: Path) -> Layout:
     return Layout(Agent("opencode"), root, root / "opencode.db", root / "opencode-b.db")
 
 
+def _cursor(tmp: Path) -> Layout:
+    root = tmp / ".cursor" / "projects"
+    folder = root / "home-u-proj" / "agent-transcripts"
+    (folder / S1).mkdir(parents=True)
+    good = folder / S1 / f"{S1}.jsonl"
+    good.write_text('{"role":"user","message":{"content":"<user_query>hi</user_query>"}}\n')
+    return Layout(Agent("cursor"), root, good, folder / S1 / "transcript.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
     "gemini": _gemini,
     "grok": _grok,
     "opencode": _opencode,
+    "cursor": _cursor,
 }
 
 

@@ -46,6 +46,12 @@ def _agent_words() -> set[str]:
     return {word.lower() for spec in specs() for word in (spec.name, *spec.aliases)}
 
 
+# Agent names that are also everyday identifiers of the code: as a variable or attribute they name no agent (the
+# DB-API's `Connection.cursor()` and the `cursor` it returns, for Cursor). As a string constant or `Agent.X` they
+# still do.
+ORDINARY_IDENTIFIERS = frozenset({"cursor"})
+
+
 def _naming_an_agent(path: Path, words: set[str]) -> list[str]:
     """Code that names a particular agent: an `Agent.X` attribute, a name or attribute spelled as an agent, or a
     string constant that is an agent's name or alias. Comments and docstrings are prose: an agent as an example
@@ -65,11 +71,14 @@ def _naming_an_agent(path: Path, words: set[str]) -> list[str]:
         where = f"{shown}:{getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Agent":
             found.append(f"{where} Agent.{node.attr}")
-        elif isinstance(node, ast.Attribute) and node.attr.lower() in words:
+        elif isinstance(node, ast.Attribute) and node.attr.lower() in words - ORDINARY_IDENTIFIERS:
             found.append(f"{where} .{node.attr}")
-        elif isinstance(node, ast.Name) and node.id.lower() in words:
+        elif isinstance(node, ast.Name) and node.id.lower() in words - ORDINARY_IDENTIFIERS:
             found.append(f"{where} {node.id}")
-        elif isinstance(node, ast.alias) and (node.asname or node.name).split(".")[-1].lower() in words:
+        elif (
+            isinstance(node, ast.alias)
+            and (node.asname or node.name).split(".")[-1].lower() in words - ORDINARY_IDENTIFIERS
+        ):
             found.append(f"{where} import {node.name}")
         elif (
             isinstance(node, ast.Constant)

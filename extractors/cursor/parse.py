@@ -1,0 +1,417 @@
+"""Cursor transcript rows already read -> a Session (pure: no I/O). docs/agents/cursor.md.
+
+Both forms, the JSONL (`iter_jsonl` lines) and the legacy `.txt` (`iter_text_lines`), are turned into `Row`s first;
+one assembler then applies the turn rules: the person's text is the interior of `<user_query>`, consecutive
+assistant rows are one reply, tool calls get ids from their line and block position, `[REDACTED]` is not text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from extractors.bounded import Limits, Line, clip, count_glued_line, json_text
+from extractors.cursor import tables
+from extractors.errors import RejectCode, RejectError
+from extractors.ids import session_id
+from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn
+from extractors.timeutil import parse_iso
+
+AGENT = Agent("cursor")
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the file's place and stat say about its session."""
+
+    native_id: str  # the file's stem (the nested folder's name for `<uuid>/transcript.jsonl`)
+    parent: str | None  # the parent's native id, for `<parent>/subagents/<child>.jsonl`
+    mtime: datetime | None  # the start when no `<timestamp>` tag gives one (then `started_at_inferred`)
+    version: str = ""  # the census's writer version: "" for JSONL, "txt" for the legacy text form
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    position: int  # the call id is `<line>.<position>`: the block's place in its row (.txt: the marker's line)
+    name: str
+    input: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    name: str | None  # the tool's name where the form says it (.txt), else None
+    output: str
+    is_error: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One role-bearing record: a JSONL row, or a `user:` / `assistant:` block of the .txt form."""
+
+    index: int
+    role: str
+    texts: tuple[str, ...] = ()
+    calls: tuple[Call, ...] = ()
+    results: tuple[Result, ...] = ()
+    attachments: tuple[str, ...] = ()
+    reasoning: bool = False  # it held thinking / redacted blocks (harness)
+
+
+# --- times ------------------------------------------------------------------------------------------------------------
+
+_WALL_CLOCK = re.compile(
+    r"^(?:[A-Za-z]+,\s*)?(?P<month>[A-Za-z]+)\.?\s+(?P<day>\d{1,2}),?\s+(?P<year>\d{4}),?\s+"
+    r"(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?\s*(?P<ampm>[AaPp][Mm])?\s*"
+    r"\(\s*(?:UTC|GMT)\s*(?:(?P<sign>[+-])\s*(?P<oh>\d{1,2})(?::?(?P<om>\d{2}))?)?\s*\)$"
+)
+_MONTHS = {
+    name: n
+    for n, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1
+    )
+}
+
+
+def tag_time(body: str) -> datetime | None:
+    """The time of a `<timestamp>` tag's text: `Sunday, Sep 20, 2026, 12:31 AM (UTC+3)` (local wall clock with its
+    UTC offset; docs/agents/cursor.md "Times"), or an ISO 8601 string; None when it is neither."""
+    m = _WALL_CLOCK.match(body.strip())
+    if m is None:
+        return parse_iso(body.strip())
+    month = _MONTHS.get(m["month"][:3].lower())
+    hour = int(m["hour"])
+    if month is None or hour > 23:
+        return None
+    if m["ampm"]:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if m["ampm"].lower() == "pm" else 0)
+    offset = timedelta(hours=int(m["oh"] or 0), minutes=int(m["om"] or 0))
+    if offset >= timedelta(hours=24):
+        return None
+    try:
+        zone = timezone(-offset if m["sign"] == "-" else offset)
+        local = datetime(int(m["year"]), month, int(m["day"]), hour, int(m["minute"]), int(m["second"] or 0), 0, zone)
+    except ValueError:
+        return None
+    return parse_iso(local.astimezone(UTC).isoformat())  # the house's range check
+
+
+# --- the assembler ------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Open:
+    call: ToolCall
+    output: str | None = None
+    is_error: bool | None = None
+
+
+@dataclass(slots=True)
+class _Assembler:
+    limits: Limits
+    facts: Facts
+    turns: list[Turn] = field(default_factory=list)
+    calls: list[_Open] = field(default_factory=list)
+    waiting: deque[_Open] = field(default_factory=deque)  # calls without a result, oldest first
+    times: list[datetime] = field(default_factory=list)
+    census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
+    reply_index: int | None = None  # the first line of the reply being merged
+    reply_texts: list[str] = field(default_factory=list)
+    prompts: int = 0  # user rows met that are not only tool results
+
+    def count(self, kind: str, disposition: Disposition) -> None:
+        self.census[(kind, self.facts.version, disposition)] += 1
+
+    def close_reply(self) -> None:
+        """Many consecutive assistant rows are ONE reply (docs/agents/cursor.md "A reply"): one turn, at the line
+        of its first row, when any of them had text."""
+        if self.reply_index is not None and self.reply_texts:
+            text = clip("\n\n".join(self.reply_texts), self.limits)
+            self.turns.append(Turn(self.reply_index, Role.ASSISTANT, text))
+        self.reply_index = None
+        self.reply_texts = []
+
+    def row(self, row: Row) -> None:
+        if row.role == "assistant":
+            self.assistant(row)
+        else:
+            self.user(row)
+
+    def assistant(self, row: Row) -> None:
+        if self.reply_index is None:
+            self.reply_index = row.index
+        for call in row.calls:
+            opened = _Open(ToolCall(f"{row.index}.{call.position}", self.reply_index, call.name, call.input))
+            self.calls.append(opened)
+            self.waiting.append(opened)
+        self.join(row.results)
+        text = _visible(row.texts)
+        if text:
+            self.reply_texts.append(text)
+            self.count("assistant", Disposition.TURN)
+        elif row.calls:
+            self.count("assistant/tool_use", Disposition.TOOL)
+        elif row.results:
+            self.count("assistant/tool_result", Disposition.TOOL)
+        elif row.reasoning or any(tables.REDACTED in t for t in row.texts):
+            self.count("assistant/redacted", tables.REDACTED_DISPOSITION)
+        else:
+            self.count("assistant/empty", Disposition.SKIPPED)
+
+    def user(self, row: Row) -> None:
+        raw = "\n".join(row.texts)
+        if row.results and not raw.strip():
+            # Tool results written back as a user row (the Claude-compatible shape): part of the reply's loop.
+            self.join(row.results)
+            self.count("user/tool_result", Disposition.TOOL)
+            return
+        self.join(row.results)
+        self.close_reply()
+        self.prompts += 1
+        stamp = tables.TIMESTAMP.search(raw)
+        when = tag_time(stamp.group(1)) if stamp else None
+        if when is not None:
+            self.times.append(when)
+        if self.facts.parent is not None and self.prompts == 1:
+            # A subagent's first user row is the delegation prompt its parent model wrote (AS fixture
+            # subagent-session.jsonl), not a person's words.
+            self.count("user/subagent_prompt", Disposition.HARNESS)
+            return
+        queries = tables.USER_QUERY.findall(raw)
+        if queries:
+            text, kind = "\n".join(q for q in (_visible((q,)) for q in queries) if q), "user/user_query"
+        else:
+            text = _visible((tables.TIMESTAMP.sub("", raw),))
+            if text.startswith(tables.HARNESS_TAGS):
+                self.count("user/injected", Disposition.HARNESS)
+                return
+            kind = "user/untagged"
+        if not text and not row.attachments:
+            self.count("user/empty", Disposition.SKIPPED)
+            return
+        self.turns.append(Turn(row.index, Role.USER, clip(text, self.limits), when, None, row.attachments))
+        self.count(kind, Disposition.TURN)
+
+    def join(self, results: tuple[Result, ...]) -> None:
+        """Results carry no call id: each goes to the oldest call still without one (of its name, where known)."""
+        for result in results:
+            target = next((c for c in self.waiting if result.name in (None, c.call.name)), None)
+            if target is None:
+                continue  # an orphan result: its row is counted under its own kind
+            self.waiting.remove(target)
+            target.output, target.is_error = clip(result.output, self.limits), result.is_error
+
+    def session(self) -> Session:
+        self.close_reply()
+        facts = self.facts
+        started = self.times[0] if self.times else facts.mtime
+        if started is None:
+            raise RejectError(
+                RejectCode.MISSING_TIMESTAMP,
+                "no <timestamp> tag and no usable file mtime",
+                session_hint=session_id(AGENT, facts.native_id),
+            )
+        latest = max(self.times, default=None)
+        parent = session_id(AGENT, facts.parent) if facts.parent else None
+        return Session(
+            agent=AGENT,
+            session_id=session_id(AGENT, facts.native_id),
+            native_id=facts.native_id,
+            started_at=started,
+            ended_at=latest if latest is not None and latest > started else None,
+            parent_session_id=parent,
+            started_at_inferred=not self.times,
+            turns=tuple(self.turns),
+            tool_calls=tuple(
+                ToolCall(o.call.call_id, o.call.turn_index, o.call.name, o.call.input, o.output, o.is_error)
+                for o in self.calls
+            ),
+            links=(SessionLink(parent, LinkKind.SUBAGENT),) if parent else (),
+            census=self.census,
+        )
+
+
+def _visible(texts: Iterable[str]) -> str:
+    """The text without `[REDACTED]` markers, trimmed."""
+    return "\n".join(t.replace(tables.REDACTED, "") for t in texts).strip()
+
+
+# --- JSONL --------------------------------------------------------------------------------------------------------
+
+
+def parse_jsonl(lines: Iterable[Line], limits: Limits, facts: Facts) -> Session:
+    """The session of one agent-transcript JSONL. Raises RejectError (bad_shape, unsupported_format)."""
+    assembler = _Assembler(limits, facts)
+    for line in lines:
+        count_glued_line(line, assembler.census)
+        record = line.record
+        role = record.get("role")
+        if role is None:
+            kind = record.get("type")
+            if isinstance(kind, str) and kind in tables.CLAUDE_TYPES and "message" in record:
+                raise RejectError(
+                    RejectCode.UNSUPPORTED_FORMAT,
+                    f"a record with type {kind!r} and no top-level role: Claude Code JSONL, not Cursor's "
+                    "(read it with --format claude)",
+                    line=line.index,
+                )
+            if kind == "turn_ended":
+                assembler.close_reply()
+                status = record.get("status")
+                kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
+                assembler.count(kind, Disposition.SKIPPED)
+            else:
+                assembler.count(kind if isinstance(kind, str) else "(untyped)", Disposition.SKIPPED)
+            continue
+        if not isinstance(role, str) or role not in tables.ROLES:
+            assembler.count(f"role/{role}" if isinstance(role, str) else "role/(not text)", Disposition.SKIPPED)
+            continue
+        assembler.row(_row(record, line.index, role, limits))
+    return assembler.session()
+
+
+def _row(record: dict[str, Any], index: int, role: str, limits: Limits) -> Row:
+    message = record.get("message")
+    if not isinstance(message, dict):
+        raise RejectError(RejectCode.BAD_SHAPE, f"a {role} row without a message object", line=index)
+    content = message.get("content")
+    if isinstance(content, str):
+        return Row(index, role, (content,))
+    if content is None:
+        return Row(index, role)
+    if not isinstance(content, list):
+        raise RejectError(RejectCode.BAD_SHAPE, "message.content is neither text nor a list of blocks", line=index)
+    texts: list[str] = []
+    calls: list[Call] = []
+    results: list[Result] = []
+    attachments: list[str] = []
+    reasoning = False
+    for position, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise RejectError(RejectCode.BAD_SHAPE, "a content block that is not an object", line=index)
+        kind = block.get("type")
+        if kind == "text":
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
+        elif kind == "tool_use":
+            name = block.get("name")
+            if not isinstance(name, str) or not name:
+                raise RejectError(RejectCode.BAD_SHAPE, "a tool_use block without a name", line=index)
+            raw = block.get("input")
+            calls.append(Call(position, name, None if raw is None else clip(json_text(raw), limits)))
+        elif kind == "tool_result":
+            failed = block.get("is_error")
+            is_error = failed if isinstance(failed, bool) else None
+            results.append(Result(None, _result_text(block.get("content")), is_error))
+        elif kind == "image":
+            attachments.append("image")
+        elif kind in ("thinking", "redacted", "reasoning"):
+            reasoning = True
+    return Row(index, role, tuple(texts), tuple(calls), tuple(results), tuple(attachments), reasoning)
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return "" if content is None else json_text(content)
+
+
+# --- the legacy .txt ------------------------------------------------------------------------------------------------
+
+
+def parse_txt(lines: Iterable[tuple[int, str]], limits: Limits, facts: Facts) -> Session:
+    """The session of one legacy plain-text transcript: blocks opened by a line `user:` or `assistant:`, each one
+    record (its index is the marker's line). Lines before the first marker are counted as `preamble`."""
+    assembler = _Assembler(limits, facts)
+    block: tuple[int, str] | None = None
+    body: list[str] = []
+    preamble = False
+    for index, text in lines:
+        role = tables.TXT_ROLES.get(text.strip())
+        if role is None:
+            if block is None:
+                preamble = preamble or bool(text.strip())
+            else:
+                body.append(text)
+            continue
+        if block is not None:
+            assembler.row(_txt_row(block[0], block[1], body, limits))
+        block, body = (index, role), []
+    if block is not None:
+        assembler.row(_txt_row(block[0], block[1], body, limits))
+    if preamble:
+        assembler.count("preamble", Disposition.SKIPPED)
+    return assembler.session()
+
+
+def _txt_row(index: int, role: str, body: list[str], limits: Limits) -> Row:
+    if role == "user":
+        return Row(index, role, ("\n".join(body),))
+    texts: list[str] = []
+    calls: list[Call] = []
+    results: list[Result] = []
+    reasoning = False
+    i = 0
+    while i < len(body):
+        trimmed = body[i].strip()
+        marker = next(
+            (m for m in (tables.TXT_THINKING, tables.TXT_TOOL_CALL, tables.TXT_TOOL_RESULT) if trimmed.startswith(m)),
+            None,
+        )
+        if marker is None:
+            texts.append(body[i])
+            i += 1
+            continue
+        start = i + 1
+        i = start
+        while i < len(body) and not _body_ends(body[i]):
+            i += 1
+        inner = _dedent(body[start:i])
+        name = trimmed[len(marker) :].strip()
+        if marker == tables.TXT_THINKING:
+            reasoning = True
+        elif marker == tables.TXT_TOOL_CALL:
+            # the call id's second part is the `[Tool call]` line's own number (body line k is line index + 1 + k)
+            calls.append(Call(index + start, name or "tool", clip(_arguments(inner), limits) if inner else None))
+        elif inner:  # an empty body: the result was not written (peers' samples), so the call keeps no output
+            results.append(Result(name or None, inner, None))
+    return Row(index, role, ("\n".join(texts),), tuple(calls), tuple(results), (), reasoning)
+
+
+def _body_ends(line: str) -> bool:
+    """A marker body is its indented or blank lines; a non-blank line at the left margin (or a marker) ends it."""
+    trimmed = line.strip()
+    if trimmed.startswith((tables.TXT_THINKING, tables.TXT_TOOL_CALL, tables.TXT_TOOL_RESULT)):
+        return True
+    return bool(trimmed) and not line.startswith((" ", "\t"))
+
+
+def _dedent(lines: list[str]) -> str:
+    indents = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
+    cut = min(indents, default=0)
+    return "\n".join(line[cut:] for line in lines).strip()
+
+
+def _arguments(text: str) -> str:
+    """A tool call's arguments as JSON text: the body itself when it is JSON, else its `key: value` lines as an
+    object, else the body as written."""
+    try:
+        json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return text
+    pairs = [line.split(":", 1) for line in text.splitlines() if line.strip()]
+    if pairs and all(len(p) == 2 and p[0].strip() and not p[0].startswith((" ", "\t")) for p in pairs):
+        return json_text({k.strip(): v.strip() for k, v in pairs})
+    return text
