@@ -330,7 +330,7 @@ def _keep_matches(folder: Path, known: Mapping[str, list[str] | None]) -> None:
 
 # Provider prefixes of `provider/model` names (LiteLLM's, which Aider and others write: `gemini/gemini-2.5-flash`,
 # `openrouter/anthropic/claude-3.7-sonnet`) that are not `genai-prices` provider ids themselves.
-_PREFIX_PROVIDERS = {"gemini": "google", "vertex_ai": "google", "xai": "x-ai", "bedrock": "aws", "azure_ai": "azure"}
+_PREFIX_PROVIDERS = {"vertex_ai": "google", "xai": "x-ai", "bedrock": "aws", "azure_ai": "azure"}
 
 
 @cache
