@@ -45,7 +45,7 @@ from extractors.model import (
     Usage,
 )
 from extractors.pi.tables import COMMAND_PREFIX, ENTRY_KINDS, MESSAGE_ROLES
-from extractors.timeutil import from_epoch_ms, parse_iso
+from extractors.timeutil import parse_any, parse_iso
 
 AGENT = Agent("pi")
 MAIN = ""  # the owner key of the active branch (branch sessions are keyed by their leaf's id)
@@ -307,7 +307,7 @@ class _Builder:
         if not isinstance(message, dict):
             raise RejectError(RejectCode.BAD_SHAPE, "a message entry without a message object", line=entry.index)
         role = message.get("role")
-        at = from_epoch_ms(message.get("timestamp")) or entry.at
+        at = parse_any(message.get("timestamp")) or entry.at
         if at is not None:
             part.times.append(at)
         if role == "user":
