@@ -284,7 +284,15 @@ def test_usage_is_one_row_per_response_with_pis_own_cost_and_zero_rows_dropped(t
             user("u1", None, 1, "q"),
             assistant("a1", "u1", 2, [call("c1")], usage=tokens(100, 20, 1000, 50, 0.0125)),
             result("r1", "a1", 3, "c1", "x"),
-            assistant("a2", "r1", 4, [text("a")], usage=tokens(30, 10, 1100, 0, 0.004), model="gpt-5.1-codex"),
+            assistant(
+                "a2",
+                "r1",
+                4,
+                [text("a")],
+                usage={**tokens(30, 10, 1100, 0, 0.004), "reasoning": 6, "cacheWrite1h": 0},
+                model="gpt-5.1-codex",
+                responseId="chatcmpl-1",
+            ),
             assistant("a3", "a2", 5, [], usage=tokens(0, 0, cost=0), stopReason="aborted"),
         ],
     )
@@ -296,6 +304,7 @@ def test_usage_is_one_row_per_response_with_pis_own_cost_and_zero_rows_dropped(t
         (4, "gpt-5.1-codex", 30, 10, 1100, 0, 0.004),
     ]
     assert session.models == ("claude-sonnet-4-5", "gpt-5.1-codex")
+    assert [(u.reasoning_tokens, u.response_id) for u in session.usage] == [(None, None), (6, "chatcmpl-1")]
 
 
 # --- times ---------------------------------------------------------------------------------------------------------

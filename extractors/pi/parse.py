@@ -388,7 +388,7 @@ class _Builder:
         if not isinstance(usage, dict):
             return
         counts: list[int | None] = []
-        for name in ("input", "output", "cacheRead", "cacheWrite"):
+        for name in ("input", "output", "cacheRead", "cacheWrite", "reasoning"):
             value, out = token_count(usage.get(name))
             if out:
                 part.census[OUT_OF_RANGE] += 1
@@ -399,9 +399,21 @@ class _Builder:
             part.census[OUT_OF_RANGE] += 1
         if not any(counts) and not total:
             return
-        tokens_in, tokens_out, cache_read, cache_write = counts
+        tokens_in, tokens_out, cache_read, cache_write, reasoning = counts
+        response = message.get("responseId")
         part.usage.append(
-            Usage(entry.index, model, tokens_in, tokens_out, cache_read, cache_write, cost_usd=total, timestamp=at)
+            Usage(
+                entry.index,
+                model,
+                tokens_in,
+                tokens_out,
+                cache_read,
+                cache_write,
+                reasoning_tokens=reasoning,  # newer pi: the part of `output` that was reasoning
+                cost_usd=total,
+                timestamp=at,
+                response_id=response if isinstance(response, str) and response else None,
+            )
         )
 
     def tool_result(self, entry: Entry, message: dict[str, Any], at: datetime | None, part: _Part) -> None:
