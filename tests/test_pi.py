@@ -426,6 +426,24 @@ def test_a_branch_with_nothing_said_is_counted_not_a_session(tmp_path: Path) -> 
     assert main.census[("abandoned/label", "3", Disposition.SKIPPED)] == 1
 
 
+def test_a_branch_off_an_empty_branch_links_to_where_that_one_forked(tmp_path: Path) -> None:
+    path = session_file(
+        tmp_path,
+        [
+            header(),
+            user("u1", None, 1, "root"),
+            entry("label", "l1", "u1", 2, targetId="u1", label="x"),
+            entry("label", "l2", "l1", 3, targetId="u1", label="y"),
+            user("s1", "l1", 4, "side"),
+            user("m1", "u1", 5, "main"),
+        ],
+    )
+    main, side = sessions(path)
+    assert turns(side) == [("user", "side")]
+    assert side.links[0].other_session_id == main.session_id
+    assert main.census[("abandoned/label", "3", Disposition.SKIPPED)] == 2
+
+
 def test_a_dangling_parent_hangs_on_the_entry_before_it(tmp_path: Path) -> None:
     path = session_file(tmp_path, [header(), user("u1", None, 1, "one"), user("u2", "gone-label", 2, "two")])
     assert turns(only(path)) == [("user", "one"), ("user", "two")]

@@ -463,18 +463,16 @@ class _Builder:
             key: main_id if key == MAIN else session_id(AGENT, f"{header.native_id}-branch-{key}") for key in self.parts
         }
         main = self.parts[MAIN]
-        sessions: list[Session] = []
-        for key, part in self.parts.items():
-            if key != MAIN and not part.turns and not part.calls:
-                for (kind, version, _), n in part.census.items():  # nothing said on it: counted, not a session
-                    main.census[(f"abandoned/{kind}", version, Disposition.SKIPPED)] += n
-        for key, part in self.parts.items():
-            if key != MAIN and not part.turns and not part.calls:
-                continue
-            sessions.append(self.session(key, part, ids, main_id))
-        return sessions
+        empty = {key for key, part in self.parts.items() if key != MAIN and not part.turns and not part.calls}
+        for key in empty:
+            for (kind, version, _), n in self.parts[key].census.items():  # nothing said on it: not a session
+                main.census[(f"abandoned/{kind}", version, Disposition.SKIPPED)] += n
+        for part in self.parts.values():
+            while part.fork_of in empty:  # a branch off a branch that is no session hangs on that one's fork point
+                part.fork_of = self.parts[part.fork_of or MAIN].fork_of
+        return [self.session(key, part, ids) for key, part in self.parts.items() if key not in empty]
 
-    def session(self, key: str, part: _Part, ids: dict[str, str], main_id: str) -> Session:
+    def session(self, key: str, part: _Part, ids: dict[str, str]) -> Session:
         header = self.header
         if key == MAIN:
             links = (SessionLink(session_id(AGENT, header.parent), LinkKind.FORK),) if header.parent else ()
