@@ -626,3 +626,11 @@ def test_role_is_user_for_every_persons_turn_only(tmp_path: Path) -> None:
     )
     [turn] = session.turns
     assert turn.role is Role.USER and turn.text == "" and turn.attachments[0].startswith("image/png sha256:")
+
+
+def test_token_counts_past_int64_are_null_and_counted(tmp_path: Path) -> None:
+    huge = assistant("a1", "u1", 2, [text("a")], usage={**tokens(2**63, 5, 10**29 + 7), "cost": {"total": 1e400}})
+    session = only(session_file(tmp_path, [header(), user("u1", None, 1, "q"), huge]))
+    [row] = session.usage
+    assert (row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cost_usd) == (None, 5, None, None)
+    assert session.census[("usage/out_of_range", "", Disposition.METADATA)] == 3
