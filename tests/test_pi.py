@@ -634,3 +634,19 @@ def test_token_counts_past_int64_are_null_and_counted(tmp_path: Path) -> None:
     [row] = session.usage
     assert (row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cost_usd) == (None, 5, None, None)
     assert session.census[("usage/out_of_range", "", Disposition.METADATA)] == 3
+
+
+def test_an_old_openai_row_has_its_cached_part_taken_out_of_input(tmp_path: Path) -> None:
+    def response(native: str, parent: str, when_ms: int, usage: dict[str, Any]) -> dict[str, Any]:
+        message = {"role": "assistant", "content": [text("a")], "api": "openai-responses", "provider": "openai",
+                   "model": "gpt-5", "usage": usage, "stopReason": "stop", "timestamp": when_ms}  # fmt: skip
+        return {"type": "message", "id": native, "parentId": parent, "timestamp": T0, "message": message}
+
+    before, after = 1764806400000, 1764900000000  # 2025-12-04T00:00Z (pi 0.12.6 and older), 2025-12-05T02:00Z
+    old = {"input": 1500, "output": 10, "cacheRead": 1000, "cacheWrite": 0, "cost": {"total": 0.1}}
+    new = {**old, "input": 500, "totalTokens": 1510}
+    records = [header(version=None), response("a", "", before, old), response("b", "a", after, {**old, "input": 500}),
+               response("c", "b", before, new)]  # fmt: skip
+    session = only(session_file(tmp_path, records))
+    assert [u.input_tokens for u in session.usage] == [500, 500, 500]
+    assert [u.cache_read_tokens for u in session.usage] == [1000, 1000, 1000]

@@ -25,7 +25,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from extractors.blobref import base64_reference
@@ -400,6 +400,8 @@ class _Builder:
         if not any(counts) and not total:
             return
         tokens_in, tokens_out, cache_read, cache_write, reasoning = counts
+        if _input_holds_cache(message, usage, at) and tokens_in is not None and cache_read:
+            tokens_in = max(tokens_in - cache_read, 0)
         response = message.get("responseId")
         part.usage.append(
             Usage(
@@ -516,6 +518,24 @@ class _Builder:
             links=links,
             census=part.census,
         )
+
+
+# pi before v0.12.7 (released 2025-12-04T02:11:03Z) wrote an OpenAI response's `input` WITH its cached part
+# (pi-mono 989af797 "Fixed usage.input to exclude cached tokens for OpenAI providers"); `totalTokens` came after
+# (v0.13.0). A row of an OpenAI API without `totalTokens` stamped before that release can only be such a row
+# (docs/agents/pi.md "Tokens").
+_OPENAI_INPUT_NET_SINCE = datetime(2025, 12, 4, 2, 11, 3, tzinfo=UTC)
+
+
+def _input_holds_cache(message: dict[str, Any], usage: dict[str, Any], at: datetime | None) -> bool:
+    api = message.get("api")
+    return (
+        isinstance(api, str)
+        and api.startswith("openai-")
+        and "totalTokens" not in usage
+        and at is not None
+        and at < _OPENAI_INPUT_NET_SINCE
+    )
 
 
 def _kind(entry: Entry) -> str:
