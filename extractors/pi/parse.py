@@ -145,7 +145,7 @@ def parse_session_file(lines: Iterable[Line], limits: Limits) -> list[Session]:
         by_id[native] = entry
         previous = native
     if header is None:
-        raise RejectError(RejectCode.NO_CONVERSATION, "an empty file: no session header and no entry")
+        raise RejectError(RejectCode.NO_CONVERSATION, "no session header (an empty file, or title lines only)")
     hint = session_id(AGENT, header.native_id)
     _mark_copied(entries, header, hint)
     owners = _owners(entries, by_id, hint)
