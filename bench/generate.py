@@ -38,9 +38,10 @@ from bench.grok_gen import grok_session
 from bench.material import Material, Project, ms_of
 from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
+from bench.pi_gen import pi_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "pi")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -92,6 +93,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "gemini": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "opencode": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "cursor": ((), 0.0, (1.0, 2.0), 12_000, 300_000, 1.3),
+    "pi": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -104,6 +106,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "gemini": (3_000, 40_000, 1.5),
     "opencode": (3_000, 40_000, 1.5),
     "cursor": (3_000, 30_000, 2.5),
+    "pi": (3_000, 40_000, 1.5),
 }
 
 
@@ -293,6 +296,7 @@ def _write(
         "cursor": lambda: cursor_session(
             material, rng, home, project, start, item.target, with_child=small or item.index % 25 == 9
         ),
+        "pi": lambda: pi_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

@@ -508,6 +508,39 @@ def _cursor_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("cursor"), home, [home / ".cursor" / "projects"], target, {str(good): f"cursor-{CURSOR_G}"})
 
 
+# Pi: `sessions/--<cwd>--/<time>_<id>.jsonl`, a v3 entry tree; the good session is another file in the same folder.
+PI_T = "77777777-2222-4333-8444-555555555555"
+PI_G = "aaaaaaaa-0000-4000-8000-0000000000b1"
+
+
+def _pi_records(sid: str) -> list[Any]:
+    at = "2026-02-10T21:00:00.000Z"
+    ms = 1770757200000
+    return [
+        {"type": "session", "version": 3, "id": sid, "timestamp": at, "cwd": "/w"},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": at,
+         "message": {"role": "user", "content": [{"type": "text", "text": "a question"}], "timestamp": ms}},
+        {"type": "message", "id": "e2", "parentId": "e1", "timestamp": at,
+         "message": {"role": "assistant", "model": "m", "provider": "p", "stopReason": "toolUse", "timestamp": ms + 1,
+                     "content": [{"type": "text", "text": "an answer"},
+                                 {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}}],
+                     "usage": {"input": 3, "output": 2, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.1}}}},
+        {"type": "message", "id": "e3", "parentId": "e2", "timestamp": at,
+         "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "read", "isError": False,
+                     "content": [{"type": "text", "text": "x"}], "timestamp": ms + 2}},
+    ]  # fmt: skip
+
+
+def _pi_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".pi" / "agent" / "sessions" / "--w--"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / f"2026-02-10T21-00-00-000Z_{PI_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _pi_records(PI_G)).dump())
+    target = folder / f"2026-02-10T21-00-00-000Z_{PI_T}.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    return Case(Agent("pi"), home, [home / ".pi" / "agent" / "sessions"], target, {str(good): f"pi-{PI_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -525,6 +558,7 @@ FORMATS: dict[str, Format] = {
         Format("chatgpt-zip", Agent("chatgpt"), _chatgpt_docs, _chatgpt_write(zipped=True)),
         Format("cursor", Agent("cursor"), lambda: {"transcript.jsonl": Doc("jsonl", _cursor_records())},
                _cursor_write),
+        Format("pi", Agent("pi"), lambda: {"session.jsonl": Doc("jsonl", _pi_records(PI_T))}, _pi_write),
     ]
 }  # fmt: skip
 

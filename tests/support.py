@@ -32,6 +32,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "opencode": Agent("opencode"),
     "chatgpt": Agent("chatgpt"),
     "cursor": Agent("cursor"),
+    "pi": Agent("pi"),
 }
 
 

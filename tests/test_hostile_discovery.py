@@ -88,6 +88,15 @@ def _cursor(tmp: Path) -> Layout:
     return Layout(Agent("cursor"), root, good, folder / S1 / "transcript.jsonl")
 
 
+def _pi(tmp: Path) -> Layout:
+    root = tmp / ".pi" / "agent" / "sessions"
+    folder = root / "--home-u--"
+    folder.mkdir(parents=True)
+    good = folder / "2026-01-01T10-00-00-000Z_aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("pi"), root, good, folder / f"2026-01-01T10-01-00-000Z_{UUID2}.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -95,6 +104,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "grok": _grok,
     "opencode": _opencode,
     "cursor": _cursor,
+    "pi": _pi,
 }
 
 
