@@ -89,7 +89,10 @@ def _windows_appdata(value: str) -> Path | None:
 
 def discover(root: Path) -> Iterator[Source]:
     """Task folders under `root`: a `globalStorage` folder (only the three extensions' `tasks/`), an extension's
-    folder, a `tasks` folder, one task folder, or any folder of copied task folders (up to four levels). Stat only."""
+    folder, a `tasks` folder, one task folder, or any folder of copied task folders (up to five levels). Stat only."""
+    given = root
+    if root.name != GLOBAL_STORAGE and (root / GLOBAL_STORAGE).is_dir():
+        root = root / GLOBAL_STORAGE  # an editor's user dir given: its globalStorage, pruned as below
     if root.name == GLOBAL_STORAGE:
 
         def is_unit(name: str, folders: tuple[str, ...], depth: int) -> bool:
@@ -108,7 +111,7 @@ def discover(root: Path) -> Iterator[Source]:
         def not_tasks(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
             return name in {"checkpoints", "node_modules", ".git"}
 
-        found = walk_files(root, anywhere, max_depth=4, skip_dir=not_tasks)
+        found = walk_files(root, anywhere, max_depth=5, skip_dir=not_tasks)
     for path, st in found:
         size, mtime = st.st_size, st.st_mtime_ns
         for name in SIDECARS:
@@ -117,7 +120,7 @@ def discover(root: Path) -> Iterator[Source]:
             except OSError:
                 continue
             size, mtime = size + side.st_size, max(mtime, side.st_mtime_ns)
-        yield Source(SPEC.name, path, size, mtime, str(root))
+        yield Source(SPEC.name, path, size, mtime, str(given))
 
 
 def extension_of(path: Path) -> str | None:

@@ -125,7 +125,7 @@ class _Parser:
                         pending.remove(call)
                     call.output = clip(output, self.limits)
                     call.is_error = True if block.get("is_error") is True or error else None
-                    spans.extend(m.group(2) for m in t.RESULT_PERSON_SPAN.finditer(output))
+                    spans.extend(t.result_person_spans(output))
                 continue
             if kind == "image":
                 attachments.append(_image_reference(block))
@@ -141,7 +141,7 @@ class _Parser:
                 call.output = clip(output, self.limits)
                 call.is_error = True if t.ERROR_RESULT.search(output) else None
                 waiting_body = call if not output.strip() else None
-                spans.extend(m.group(2) for m in t.RESULT_PERSON_SPAN.finditer(text))
+                spans.extend(t.result_person_spans(text))
                 continue
             if self.cwd is None:
                 found = t.CWD_LINE.search(text)
@@ -150,7 +150,7 @@ class _Parser:
             if waiting_body is not None and plain.strip():
                 waiting_body.output = clip(text, self.limits)
                 waiting_body.is_error = True if t.ERROR_RESULT.search(text) else None
-                spans.extend(m.group(2) for m in t.RESULT_PERSON_SPAN.finditer(text))
+                spans.extend(t.result_person_spans(text))
                 waiting_body = None
                 continue
             spans.extend(m.group(2) for m in t.PERSON_SPAN.finditer(plain))

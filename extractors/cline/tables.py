@@ -58,12 +58,25 @@ UI_PARTIAL_KIND = "ui/partial"
 # --- the person's words ----------------------------------------------------------------------------------------------
 # In a user message, the person's words are the interiors of these tags (Cline's and Roo's own wrappers: the first
 # prompt `<task>`, feedback on a result or a denied tool `<feedback>`, the reply to ask_followup_question `<answer>`,
-# a message typed into a running or resumed task `<user_message>`). A tag counts only at the start of a line; in a
-# tool result block only right after a line ending in ':' (`] Result:`, `the following feedback:`), so a file that
-# the model read and that happens to hold such a tag is never taken for a person.
+# a message typed into a running or resumed task `<user_message>`). A tag counts only at the start of a line. In a
+# tool result block (`[x] Result:`) only `<feedback>` and `<answer>` count, and only where the harness puts them:
+# right after a line ending in ':' (`] Result:`, `the following feedback:`) or closing the block (`...attempt
+# completion again.\n<feedback>...</feedback>`), so a file the model read that holds such a tag is not a person.
 PERSON_TAGS = ("task", "feedback", "answer", "user_message")
 PERSON_SPAN = re.compile(r"(?:^|\n)<(task|feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
-RESULT_PERSON_SPAN = re.compile(r":[ \t]*\n<(feedback|answer)>\n?(.*?)\n?</\1>", re.DOTALL)
+RESULT_PERSON_SPAN = re.compile(r"(?:^|\n)<(feedback|answer)>\n?(.*?)\n?</\1>", re.DOTALL)
+
+
+def result_person_spans(text: str) -> list[str]:
+    """The person's words in a tool result block (see above)."""
+    spans = []
+    for match in RESULT_PERSON_SPAN.finditer(text):
+        before = text[: match.start()].rstrip()
+        if before.endswith(":") or not text[match.end() :].strip():
+            spans.append(match.group(2))
+    return spans
+
+
 # Text the harness writes into user messages; removed before looking for tags (never a person's words).
 HARNESS_SECTIONS = re.compile(
     r"<environment_details>.*?(?:</environment_details>|\Z)|<file_content\b.*?(?:</file_content>|\Z)", re.DOTALL
