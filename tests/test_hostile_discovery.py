@@ -79,12 +79,23 @@ def _opencode(tmp: Path) -> Layout:
     return Layout(Agent("opencode"), root, root / "opencode.db", root / "opencode-b.db")
 
 
+def _cline(tmp: Path) -> Layout:
+    root = tmp / "globalStorage"
+    tasks = root / "saoudrizwan.claude-dev" / "tasks"
+    (tasks / "1767348000000").mkdir(parents=True)
+    (tasks / "1767348000001").mkdir(parents=True)
+    good = tasks / "1767348000000" / "api_conversation_history.json"
+    good.write_text("[]")
+    return Layout(Agent("cline"), root, good, tasks / "1767348000001" / "api_conversation_history.json")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
     "gemini": _gemini,
     "grok": _grok,
     "opencode": _opencode,
+    "cline": _cline,
 }
 
 

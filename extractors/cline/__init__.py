@@ -192,7 +192,9 @@ def _optional(path: Path, limits: Limits, hint: str, kind: type) -> Any:
     document = _document(path, limits, hint)
     if not isinstance(document, kind):
         raise RejectError(
-            RejectCode.BAD_SHAPE, f"{path.name} is not a JSON {kind.__name__.replace('dict', 'object')}", session_hint=hint
+            RejectCode.BAD_SHAPE,
+            f"{path.name} is not a JSON {kind.__name__.replace('dict', 'object')}",
+            session_hint=hint,
         )
     return document
 

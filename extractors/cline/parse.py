@@ -305,8 +305,8 @@ def _result_content(content: Any, index: int) -> tuple[str, bool]:
 def _image_reference(block: dict[str, Any]) -> str:
     source = block.get("source")
     if isinstance(source, dict) and isinstance(source.get("data"), str):
-        media = source.get("media_type") if isinstance(source.get("media_type"), str) else "image/png"
-        return base64_reference(source["data"], media)
+        media = source.get("media_type")
+        return base64_reference(source["data"], media if isinstance(media, str) else "image/png")
     return "image"
 
 
