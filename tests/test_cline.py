@@ -202,6 +202,7 @@ def test_tool_result_blocks_join_by_id_and_xml_era_results_make_their_calls(tmp_
         ui=[{"ts": T0, "type": "say", "say": "text", "text": "edit"}],
     )  # fmt: skip
     s = session(path)
+    assert s.tool_calls[0].input == "<read_file>\n<path>a</path>\n</read_file>"
     assert [(c.call_id, c.turn_index, c.name, c.output, c.is_error) for c in s.tool_calls] == [
         ("xml-1-0", 1, "read_file", "A", None),
         ("n1", 3, "apply_diff", '{"status":"error","error":"no match"}', True),
@@ -295,6 +296,29 @@ def test_messages_without_ts_leave_turn_times_unknown_and_the_ui_dates_the_task(
     s = session(path)
     assert [t.timestamp for t in s.turns] == [None, None]
     assert s.started_at.timestamp() * 1000 == T0 + 5000 and not s.started_at_inferred
+
+
+def test_cline_messages_without_ts_take_the_time_of_the_ui_row_written_once_they_were_stored(tmp_path: Path) -> None:
+    path = task(
+        tmp_path,
+        [
+            {"role": "user", "content": [text("<task>\nhi\n</task>")]},
+            {"role": "assistant", "content": [text("yo")]},
+            {"role": "user", "content": [text("<feedback>\nmore\n</feedback>")]},
+            {"role": "assistant", "content": [text("sure")]},
+        ],
+        ui=[
+            {"ts": T0, "type": "say", "say": "text", "text": "hi", "conversationHistoryIndex": -1},
+            req(T0 + 100, 1, 1, 0.1, conversationHistoryIndex=-1),
+            {"ts": T0 + 2000, "type": "say", "say": "reasoning", "conversationHistoryIndex": 0},  # reply streaming
+            {"ts": T0 + 5000, "type": "say", "say": "checkpoint_created", "conversationHistoryIndex": 1},
+            {"ts": T0 + 9000, "type": "say", "say": "user_feedback", "conversationHistoryIndex": 1},
+            req(T0 + 9100, 1, 1, 0.1, conversationHistoryIndex=1),
+            {"ts": T0 + 9500, "type": "say", "say": "text", "conversationHistoryIndex": 3},
+        ],
+    )
+    s = session(path)
+    assert [int(t.timestamp.timestamp() * 1000) - T0 for t in s.turns if t.timestamp] == [2000, 5000, 9500, 9500]
 
 
 def test_a_task_with_no_written_time_is_dated_by_its_cline_task_id_as_inferred(tmp_path: Path) -> None:

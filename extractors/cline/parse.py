@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -74,6 +75,8 @@ class _Parser:
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     cwd: str | None = None
     assistants: list[tuple[int, datetime | None]] = field(default_factory=list)  # (index, ts) of replies
+    stored: dict[int, datetime] = field(default_factory=dict)  # message index -> the UI row written after it
+    reply_text: dict[int, str] = field(default_factory=dict)  # assistant message index -> its text (XML calls)
 
     def count(self, kind: str, disposition: Disposition) -> None:
         self.census[(kind, self.version, disposition)] += 1
@@ -94,6 +97,8 @@ class _Parser:
         when = from_epoch_ms(message.get("ts"))
         if when is not None:
             self.times.append(when)
+        else:
+            when = self.stored.get(index)
         if role == "user":
             self.user(index, message, when)
         elif role == "assistant":
@@ -169,11 +174,15 @@ class _Parser:
 
     def _xml_call(self, head: str) -> _Call:
         """A result with no tool_use before it (Cline's and Roo's XML tool protocol): the call, made by the last
-        reply, named by the result's head (`read_file for 'x'` -> read_file). docs/agents/cline.md "Tool calls"."""
+        reply, named by the result's head (`read_file for 'x'` -> read_file), its input the reply's `<read_file>...`
+        block of that name where there is one. docs/agents/cline.md "Tool calls"."""
         reply = self._last_reply()
         turn = reply if reply is not None else -1
         name = head.split(" ", 1)[0] or "tool"
-        call = _Call(f"xml-{turn}-{sum(c.turn_index == turn for c in self.calls)}", turn, name, None)
+        made = [c for c in self.calls if c.turn_index == turn]
+        xml = re.findall(rf"<{re.escape(name)}>.*?</{re.escape(name)}>", self.reply_text.get(turn, ""), re.DOTALL)
+        written = xml[sum(c.name == name for c in made)] if len(xml) > sum(c.name == name for c in made) else None
+        call = _Call(f"xml-{turn}-{len(made)}", turn, name, None if written is None else clip(written, self.limits))
         self.calls.append(call)
         self.by_id[call.call_id] = call
         return call
@@ -206,6 +215,7 @@ class _Parser:
             return
         self.assistants.append((index, when))
         text = "\n".join(texts)
+        self.reply_text[index] = text
         if text.strip():
             self.turns.append(Turn(index, Role.ASSISTANT, clip(text, self.limits), when, model))
             self.count("api/assistant", Disposition.TURN)
@@ -368,7 +378,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
             session_hint=sid,
         )
     version, cli_versions = _writer(task)
-    parser = _Parser(task, limits, version)
+    parser = _Parser(task, limits, version, stored=_stored_times(task.ui or []))
     records = len(task.api) + len(task.ui or ())
     if records > limits.max_records:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} records")
@@ -416,6 +426,24 @@ def parse_task(task: Task, limits: Limits) -> Session:
         links=(SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else (),
         census=parser.census,
     )
+
+
+def _stored_times(rows: list[Any]) -> dict[int, datetime]:
+    """Message index -> the `ts` of the first UI row whose `conversationHistoryIndex` reaches it: the row Cline wrote
+    once that message was in the API history, which dates messages written without a `ts` of their own
+    (docs/agents/cline.md "Times")."""
+    stored: dict[int, datetime] = {}
+    reached = 0
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        index, when = row.get("conversationHistoryIndex"), from_epoch_ms(row.get("ts"))
+        if not isinstance(index, int) or isinstance(index, bool) or when is None:
+            continue
+        while reached <= index:
+            stored[reached] = when
+            reached += 1
+    return stored
 
 
 def _start(task: Task, times: list[datetime]) -> tuple[datetime | None, bool]:
