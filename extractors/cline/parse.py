@@ -5,6 +5,8 @@ docs/agents/cline.md holds the rules; each function below cites its section.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 import re
@@ -76,7 +78,9 @@ class _Parser:
     cwd: str | None = None
     assistants: list[tuple[int, datetime | None]] = field(default_factory=list)  # (index, ts) of replies
     stored: dict[int, datetime] = field(default_factory=dict)  # message index -> the UI row written after it
-    reply_text: dict[int, str] = field(default_factory=dict)  # assistant message index -> its text (XML calls)
+    open_calls: list[_Call] = field(default_factory=list)  # the calls of the last reply: results join these
+    last_text: str = ""  # the last reply's text, where XML calls are written
+    reply_models: dict[int, str | None] = field(default_factory=dict)  # reply index -> its model
 
     def count(self, kind: str, disposition: Disposition) -> None:
         self.census[(kind, self.version, disposition)] += 1
@@ -104,7 +108,7 @@ class _Parser:
         elif role == "assistant":
             self.assistant(index, message, when)
         else:
-            self.count(f"api/{role if isinstance(role, str) else '(no role)'}", Disposition.SKIPPED)
+            self.count(f"api/{_kind(role)}", Disposition.SKIPPED)
 
     def user(self, index: int, message: dict[str, Any], when: datetime | None) -> None:
         """docs/agents/cline.md "A person's turn": only tag interiors; tool results join the previous calls."""
@@ -115,7 +119,7 @@ class _Parser:
         spans: list[str] = []
         attachments: list[str] = []
         results = 0
-        pending = [c for c in self.calls if c.output is None and c.turn_index == self._last_reply()]
+        pending = [c for c in self.open_calls if c.output is None]
         waiting_body: _Call | None = None  # Roo's XML era: `[x] Result:` alone, the output in the next block
         for block in blocks:
             kind = block.get("type")
@@ -179,10 +183,12 @@ class _Parser:
         reply = self._last_reply()
         turn = reply if reply is not None else -1
         name = head.split(" ", 1)[0] or "tool"
-        made = [c for c in self.calls if c.turn_index == turn]
-        xml = re.findall(rf"<{re.escape(name)}>.*?</{re.escape(name)}>", self.reply_text.get(turn, ""), re.DOTALL)
-        written = xml[sum(c.name == name for c in made)] if len(xml) > sum(c.name == name for c in made) else None
+        made = self.open_calls
+        xml = re.findall(rf"<{re.escape(name)}>.*?</{re.escape(name)}>", self.last_text, re.DOTALL)
+        same = sum(c.name == name for c in made)
+        written = xml[same] if len(xml) > same else None
         call = _Call(f"xml-{turn}-{len(made)}", turn, name, None if written is None else clip(written, self.limits))
+        self.open_calls.append(call)
         self.calls.append(call)
         self.by_id[call.call_id] = call
         return call
@@ -195,13 +201,12 @@ class _Parser:
             return
         blocks = _blocks(message.get("content"), index)
         texts: list[str] = []
-        uses = 0
+        made: list[_Call] = []
         for block in blocks:
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
                 texts.append(block["text"])
             elif kind == "tool_use":
-                uses += 1
                 raw_id, name = block.get("id"), block.get("name")
                 if not isinstance(raw_id, str) or not raw_id or not isinstance(name, str):
                     raise RejectError(RejectCode.BAD_SHAPE, "a tool_use block without a string id and name", line=index)
@@ -210,16 +215,19 @@ class _Parser:
                     raise RejectError(RejectCode.INCONSISTENT_SOURCE, f"tool_use id {raw_id!r} twice", line=index)
                 self.calls.append(call)
                 self.by_id[raw_id] = call
+                made.append(call)
         if message.get("isSummary"):
             self.count("api/assistant/summary", Disposition.HARNESS)
             return
         self.assistants.append((index, when))
+        self.reply_models[index] = model
+        self.open_calls = made
         text = "\n".join(texts)
-        self.reply_text[index] = text
+        self.last_text = text
         if text.strip():
             self.turns.append(Turn(index, Role.ASSISTANT, clip(text, self.limits), when, model))
             self.count("api/assistant", Disposition.TURN)
-        elif uses:
+        elif made:
             self.count("api/assistant/tool_calls", Disposition.TOOL)
         elif blocks:
             self.count("api/assistant/reasoning", Disposition.HARNESS)
@@ -234,7 +242,7 @@ class _Parser:
         for row_index, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise RejectError(RejectCode.BAD_SHAPE, "a ui_messages.json row that is not an object")
-            kind = f"{row.get('type')}/{row.get('say') or row.get('ask')}"
+            kind = f"{_kind(row.get('type'))}/{_kind(row.get('say') or row.get('ask'))}"
             when = from_epoch_ms(row.get("ts"))
             if when is not None:
                 self.times.append(when)
@@ -246,18 +254,19 @@ class _Parser:
             fields = _request_fields(row.get("text")) if kind == "say/api_req_started" else None
             if fields is not None:
                 requests.append((row_index, row, when, fields))
-        replies = [self._reply_of(row, when, order) for order, (_, row, when, _) in enumerate(requests)]
+        replies = _Replies(self.assistants)
+        replies_of = [replies.of(row, when, order) for order, (_, row, when, _) in enumerate(requests)]
         usage: list[Usage] = []
         taken: set[int] = set()
         for k, (row_index, row, when, fields) in enumerate(requests):
-            reply = replies[k]
-            if reply is not None and (reply in taken or (k + 1 < len(replies) and replies[k + 1] == reply)):
+            reply = replies_of[k]
+            if reply is not None and (reply in taken or (k + 1 < len(replies_of) and replies_of[k + 1] == reply)):
                 reply = None  # a retried request: the last request before a reply is the one that produced it
             info = row.get("modelInfo")
             model = self.model(info.get("modelId")) if isinstance(info, dict) else None
             if reply is not None:
                 taken.add(reply)
-                model = model or self._model_of(reply)
+                model = model or self.reply_models.get(reply)
             usage.append(
                 Usage(
                     turn_index=reply if reply is not None else UI_ROW_BASE + row_index,
@@ -272,18 +281,34 @@ class _Parser:
             )
         return usage
 
-    def _reply_of(self, row: dict[str, Any], when: datetime | None, order: int) -> int | None:
-        """The API message a request produced: the first reply after Cline's `conversationHistoryIndex`, else the
-        first reply dated at or after the request (Roo dates its messages), else the reply of the same rank."""
+
+class _Replies:
+    """Which API reply a request produced (docs/agents/cline.md "Tokens"), looked up by bisection."""
+
+    def __init__(self, assistants: list[tuple[int, datetime | None]]) -> None:
+        self.indexes = [i for i, _ in assistants]  # ascending: the messages' order
+        dated = [(ts, i) for i, ts in assistants if ts is not None]
+        self.dated = dated if all(a[0] <= b[0] for a, b in itertools.pairwise(dated)) else sorted(dated)
+        self.times = [ts for ts, _ in self.dated]
+
+    def of(self, row: dict[str, Any], when: datetime | None, order: int) -> int | None:
+        """The first reply after Cline's `conversationHistoryIndex`, else the first reply dated at or after the
+        request (Roo dates its messages), else the reply of the same rank."""
         chi = row.get("conversationHistoryIndex")
         if isinstance(chi, int) and not isinstance(chi, bool):
-            return next((i for i, _ in self.assistants if i > chi), None)
-        if when is not None and any(ts is not None for _, ts in self.assistants):
-            return next((i for i, ts in self.assistants if ts is not None and ts >= when), None)
-        return self.assistants[order][0] if order < len(self.assistants) else None
+            at = bisect.bisect_right(self.indexes, chi)
+            return self.indexes[at] if at < len(self.indexes) else None
+        if when is not None and self.dated:
+            at = bisect.bisect_left(self.times, when)
+            return self.dated[at][1] if at < len(self.dated) else None
+        return self.indexes[order] if order < len(self.indexes) else None
 
-    def _model_of(self, reply: int) -> str | None:
-        return next((turn.model for turn in self.turns if turn.index == reply), None)
+
+def _kind(value: Any) -> str:
+    """A record kind for the census: the written name, or a placeholder for a missing or absurd one."""
+    if not isinstance(value, str) or not value:
+        return "(none)"
+    return value if len(value) <= 64 else "(long)"
 
 
 def _blocks(content: Any, index: int) -> list[dict[str, Any]]:
@@ -326,7 +351,7 @@ def _request_fields(text: Any) -> dict[str, Any] | None:
         return None
     try:
         fields = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a broken row says nothing; the rest of the task still loads
         return None
     if not isinstance(fields, dict):
         return None
