@@ -94,8 +94,8 @@ def test_only_the_interiors_of_the_persons_tags_are_a_persons_turn(tmp_path: Pat
             ]},
             {"role": "assistant", "ts": T0 + 1, "content": [text("On it.")]},
             {"role": "user", "ts": T0 + 2, "content": [
-                text("[TASK RESUMPTION] This task was interrupted 2 minutes ago."),
-                text("New instructions for task continuation:\n<user_message>\nand add a test\n</user_message>"),
+                text("[TASK RESUMPTION] This task was interrupted 2 minutes ago; the last [x] Result: was lost.\n\n"
+                     "New instructions for task continuation:\n<user_message>\nand add a test\n</user_message>"),
                 text(ENV),
             ]},
             {"role": "assistant", "ts": T0 + 3, "content": [text("Done.")]},

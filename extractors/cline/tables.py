@@ -82,8 +82,9 @@ HARNESS_SECTIONS = re.compile(
     r"<environment_details>.*?(?:</environment_details>|\Z)|<file_content\b.*?(?:</file_content>|\Z)", re.DOTALL
 )
 # A tool result sent back as user text (Cline's text protocol, Roo's XML era): `[read_file for 'x'] Result:`.
-# The head may hold newlines and brackets (a command, a follow-up question): the first `] Result:` ends it.
-RESULT_HEAD = re.compile(r"\A\s*\[(.*?)\] Result:[ \t]*\n?", re.DOTALL)
+# The head starts with the tool's snake_case name (`[TASK RESUMPTION]`, `[ERROR]` are notices, not results) and may
+# hold newlines and brackets after it (a command, a follow-up question): the first `] Result:` ends it.
+RESULT_HEAD = re.compile(r"\A\s*\[([a-z][a-z0-9_]*(?: .*?)?)\] Result:[ \t]*\n?", re.DOTALL)
 ERROR_RESULT = re.compile(r"\A\s*(?:The tool execution failed|<error>|\[ERROR\])|\"status\"\s*:\s*\"error\"")
 # The first `# Current Working Directory (<path>) Files` of an environment_details block: Cline's only cwd.
 CWD_LINE = re.compile(r"# Current Working Directory \((.+?)\) Files")
