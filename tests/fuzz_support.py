@@ -541,6 +541,55 @@ def _pi_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("pi"), home, [home / ".pi" / "agent" / "sessions"], target, {str(good): f"pi-{PI_G}"})
 
 
+# Cline: `globalStorage/saoudrizwan.claude-dev/tasks/<id>/api_conversation_history.json` + `ui_messages.json`; the
+# good session is another task folder.
+CLINE_T, CLINE_G = "1767348000001", "1767348000000"
+
+
+def _cline_api(task: str) -> list[dict[str, Any]]:
+    ts = int(task)
+    return [
+        {"role": "user", "ts": ts, "content": [
+            {"type": "text", "text": "<task>\nlist files\n</task>"},
+            {"type": "text", "text": "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"},
+        ]},
+        {"role": "assistant", "ts": ts + 1000, "modelInfo": {"modelId": "claude-sonnet-4-5"}, "content": [
+            {"type": "text", "text": "Listing."},
+            {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {"path": "."}},
+        ]},
+        {"role": "user", "ts": ts + 2000, "content": [{"type": "text", "text": "[list_files for '.'] Result:\na.txt"}]},
+        {"role": "assistant", "ts": ts + 3000, "content": [{"type": "text", "text": "One file."}]},
+    ]  # fmt: skip
+
+
+def _cline_ui(task: str) -> list[dict[str, Any]]:
+    ts = int(task)
+    usage = '{"tokensIn":10,"tokensOut":5,"cacheWrites":0,"cacheReads":0,"cost":0.001}'
+    return [
+        {"ts": ts, "type": "say", "say": "text", "text": "list files", "conversationHistoryIndex": -1},
+        {"ts": ts + 10, "type": "say", "say": "api_req_started", "text": usage, "conversationHistoryIndex": -1},
+        {"ts": ts + 2010, "type": "say", "say": "api_req_started", "text": usage, "conversationHistoryIndex": 1},
+    ]
+
+
+def _cline_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    root = home / ".config" / "Code" / "User" / "globalStorage"
+    tasks = root / "saoudrizwan.claude-dev" / "tasks"
+    for task, docs in ((CLINE_G, None), (CLINE_T, files)):
+        folder = tasks / task
+        folder.mkdir(parents=True, exist_ok=True)
+        if docs is None:
+            docs = {
+                "api_conversation_history.json": Doc("json", _cline_api(task)).dump(),
+                "ui_messages.json": Doc("json", _cline_ui(task)).dump(),
+            }
+        for name, raw in docs.items():
+            (folder / name).write_bytes(raw)
+    good = tasks / CLINE_G / "api_conversation_history.json"
+    target = tasks / CLINE_T / "api_conversation_history.json"
+    return Case(Agent("cline"), home, [root], target, {str(good): f"cline-{CLINE_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -559,6 +608,10 @@ FORMATS: dict[str, Format] = {
         Format("cursor", Agent("cursor"), lambda: {"transcript.jsonl": Doc("jsonl", _cursor_records())},
                _cursor_write),
         Format("pi", Agent("pi"), lambda: {"session.jsonl": Doc("jsonl", _pi_records(PI_T))}, _pi_write),
+        Format("cline", Agent("cline"), lambda: {
+            "api_conversation_history.json": Doc("json", _cline_api(CLINE_T)),
+            "ui_messages.json": Doc("json", _cline_ui(CLINE_T)),
+        }, _cline_write),
     ]
 }  # fmt: skip
 

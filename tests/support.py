@@ -33,6 +33,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "chatgpt": Agent("chatgpt"),
     "cursor": Agent("cursor"),
     "pi": Agent("pi"),
+    "cline": Agent("cline"),
 }
 
 

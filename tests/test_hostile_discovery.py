@@ -97,6 +97,16 @@ def _pi(tmp: Path) -> Layout:
     return Layout(Agent("pi"), root, good, folder / f"2026-01-01T10-01-00-000Z_{UUID2}.jsonl")
 
 
+def _cline(tmp: Path) -> Layout:
+    root = tmp / "globalStorage"
+    tasks = root / "saoudrizwan.claude-dev" / "tasks"
+    (tasks / "1767348000000").mkdir(parents=True)
+    (tasks / "1767348000001").mkdir(parents=True)
+    good = tasks / "1767348000000" / "api_conversation_history.json"
+    good.write_text("[]")
+    return Layout(Agent("cline"), root, good, tasks / "1767348000001" / "api_conversation_history.json")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -105,6 +115,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "opencode": _opencode,
     "cursor": _cursor,
     "pi": _pi,
+    "cline": _cline,
 }
 
 

@@ -1,0 +1,93 @@
+"""The declarative tables of the Cline / Roo Code / Kilo Code reader: what each record of a task folder becomes.
+
+A task folder holds `api_conversation_history.json` (the messages sent to the model: turns and tool calls are read
+here), `ui_messages.json` (the UI transcript: per-request usage, compaction and delegation markers are read here;
+its copies of the conversation are not read twice) and the metadata sidecars `task_metadata.json` (Cline) and
+`history_item.json` (Roo, Kilo). docs/agents/cline.md "Which file says what".
+"""
+
+from __future__ import annotations
+
+import re
+
+from extractors.model import Disposition
+
+# The extension ids whose `globalStorage/<id>/tasks/<task id>/` folders are read, and the product each one is.
+EXTENSIONS: dict[str, str] = {
+    "saoudrizwan.claude-dev": "Cline",
+    "rooveterinaryinc.roo-cline": "Roo Code",
+    "kilocode.kilo-code": "Kilo Code",
+}
+
+API_HISTORY = "api_conversation_history.json"  # the unit: one per task folder
+UI_MESSAGES = "ui_messages.json"
+TASK_METADATA = "task_metadata.json"
+HISTORY_ITEM = "history_item.json"
+SIDECARS = (UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)  # read with the unit and counted in its fingerprint
+
+# --- api_conversation_history.json: message kinds (census `api/<kind>`) ----------------------------------------------
+# A message's kind is its `role`, refined below; a role not listed is an unknown record (SPEC.unknown_records).
+MESSAGE_KINDS: dict[str, tuple[Disposition, str]] = {
+    "user": (Disposition.TURN, "a person's turn when it holds a <task>/<feedback>/<answer>/<user_message> span"),
+    "user/tool_results": (Disposition.TOOL, "only tool results (`[tool] Result:` text or tool_result blocks)"),
+    "user/harness": (Disposition.HARNESS, "environment details, reminders, resumption notices: nothing typed"),
+    "user/truncation_marker": (Disposition.HARNESS, "Roo's `isTruncationMarker` placeholder for dropped messages"),
+    "assistant": (Disposition.TURN, "the model's visible text; its tool_use blocks become tool calls"),
+    "assistant/tool_calls": (Disposition.TOOL, "tool_use blocks (or XML tool calls) and no other text"),
+    "assistant/reasoning": (Disposition.HARNESS, "thinking blocks only, or Roo's `type: reasoning` item"),
+    "assistant/summary": (Disposition.HARNESS, "Roo's condense summary (`isSummary`): a compaction, not a reply"),
+    "assistant/empty": (Disposition.SKIPPED, "no content at all (an interrupted request)"),
+}
+
+# --- ui_messages.json: `say` / `ask` kinds (census `ui/say/<kind>`, `ui/ask/<kind>`) ----------------------------------
+# The UI transcript repeats the conversation for display; only these kinds say something the API history does not.
+UI_READ: dict[str, tuple[Disposition, str]] = {
+    "say/api_req_started": (Disposition.METADATA, "per-request tokens and cost: the usage rows"),
+    "say/condense_context": (Disposition.HARNESS, "Roo/Kilo compaction marker (contextCondense): counted, not a turn"),
+    "say/context_condense": (Disposition.HARNESS, "the same marker under its other spelling"),
+    "say/condense_context_error": (Disposition.HARNESS, "a compaction that failed"),
+    "say/sliding_window_truncation": (Disposition.HARNESS, "Roo dropped old messages to fit the window"),
+    "say/subtask_result": (Disposition.HARNESS, "a child task's result handed back to its parent (Roo)"),
+}
+# Every other ui row is the UI's copy of what api_conversation_history.json holds (text, tool asks, command output,
+# checkpoints, reasoning) or UI bookkeeping: SKIPPED, with this why. Rows still `partial: true` are skipped too: the
+# streaming leaves them behind (and real Cline files keep a last assistant text row partial).
+UI_COPY_WHY = "the UI's copy of the conversation, read from api_conversation_history.json instead"
+UI_PARTIAL_KIND = "ui/partial"
+
+# --- the person's words ----------------------------------------------------------------------------------------------
+# In a user message, the person's words are the interiors of these tags (Cline's and Roo's own wrappers: the first
+# prompt `<task>`, feedback on a result or a denied tool `<feedback>`, the reply to ask_followup_question `<answer>`,
+# a message typed into a running or resumed task `<user_message>`). A tag counts only at the start of a line. In a
+# tool result block (`[x] Result:`) only `<feedback>` and `<answer>` count, and only where the harness puts them:
+# right after a line ending in ':' (`] Result:`, `the following feedback:`) or closing the block (`...attempt
+# completion again.\n<feedback>...</feedback>`), so a file the model read that holds such a tag is not a person.
+PERSON_TAGS = ("task", "feedback", "answer", "user_message")
+PERSON_SPAN = re.compile(r"(?:^|\n)<(task|feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
+RESULT_PERSON_SPAN = re.compile(r"(?:^|\n)<(feedback|answer)>\n?(.*?)\n?</\1>", re.DOTALL)
+
+
+def result_person_spans(text: str) -> list[str]:
+    """The person's words in a tool result block (see above)."""
+    spans = []
+    for match in RESULT_PERSON_SPAN.finditer(text):
+        before = text[: match.start()].rstrip()
+        if before.endswith(":") or not text[match.end() :].strip():
+            spans.append(match.group(2))
+    return spans
+
+
+# Text the harness writes into user messages; removed before looking for tags (never a person's words).
+HARNESS_SECTIONS = re.compile(
+    r"<environment_details>.*?(?:</environment_details>|\Z)|<file_content\b.*?(?:</file_content>|\Z)", re.DOTALL
+)
+# A tool result sent back as user text (Cline's text protocol, Roo's XML era): `[read_file for 'x'] Result:`.
+# The head starts with the tool's snake_case name (`[TASK RESUMPTION]`, `[ERROR]` are notices, not results) and may
+# hold newlines and brackets after it (a command, a follow-up question): the first `] Result:` ends it.
+RESULT_HEAD = re.compile(r"\A\s*\[([a-z][a-z0-9_]*(?: .*?)?)\] Result:[ \t]*\n?", re.DOTALL)
+ERROR_RESULT = re.compile(r"\A\s*(?:The tool execution failed|<error>|\[ERROR\])|\"status\"\s*:\s*\"error\"")
+# The first `# Current Working Directory (<path>) Files` of an environment_details block: Cline's only cwd.
+CWD_LINE = re.compile(r"# Current Working Directory \((.+?)\) Files")
+
+# Roo's delegation tool: its calls spawn the child tasks listed in history_item.json `childIds`, in order.
+DELEGATION_TOOLS = frozenset({"new_task", "newTask"})
