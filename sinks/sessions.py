@@ -15,9 +15,11 @@ from typing import Any
 
 import duckdb
 
+from sinks import views
+
 # A session's text was redacted when its parser version says which rules did it (`3+r1.1.5e2f1a9c`).
 REDACTED = "regexp_matches({alias}.parser_version, '[+]r[0-9]')"
-PROJECT = "coalesce(regexp_extract(rtrim(s.cwd, '/\\'), '[^/\\\\]+$'), '(none)')"
+PROJECT = f"coalesce({views.PROJECT}, '(none)')"  # a session's project: its folder's name, as `turn_context`
 MAX_LIST = 500  # rows of one page of `list_sessions`, at most
 
 
