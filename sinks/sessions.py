@@ -59,10 +59,12 @@ def resolve(con: duckdb.DuckDBPyConnection, ref: str | None, *, last: bool = Fal
     ref = (ref or "").strip()
     if not ref:
         raise SessionNotFound("name a session: its id, the start of its id, or --last")
+    # Exact ids first, then the shortest: a parent's id starts its subagents' ids, and a prefix of the parent's
+    # names the parent rather than being ambiguous with its own subagents.
     rows = con.execute(
-        f"""SELECT session_id FROM sessions s WHERE {served} AND (session_id = $ref OR starts_with(session_id, $ref)
-                   OR native_session_id = $ref OR starts_with(native_session_id, $ref))
-            ORDER BY session_id = $ref OR native_session_id = $ref DESC, session_id LIMIT 6""",
+        f"""SELECT session_id, session_id = $ref OR native_session_id = $ref AS exact FROM sessions s
+            WHERE {served} AND (starts_with(session_id, $ref) OR starts_with(native_session_id, $ref))
+            ORDER BY exact DESC, length(session_id), session_id""",
         {"ref": ref},
     ).fetchall()
     ids = [str(r[0]) for r in rows]
@@ -71,14 +73,11 @@ def resolve(con: duckdb.DuckDBPyConnection, ref: str | None, *, last: bool = Fal
             f'no session {ref!r}: find ids with `transcripts sql "SELECT session_id, started_at, title FROM sessions '
             'ORDER BY started_at DESC LIMIT 20"`, or show the latest with --last'
         )
-    exact = con.execute(
-        f"SELECT count(*) FROM sessions s WHERE {served} AND (session_id = $ref OR native_session_id = $ref)",
-        {"ref": ref},
-    ).fetchone()
-    if len(ids) > 1 and not (exact and exact[0] == 1):
-        more = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-        raise AmbiguousSession(f"{ref!r} starts more than one session id ({more}): give more of it")
-    return ids[0]
+    exact = [i for i, is_exact in rows if is_exact]
+    if len(exact) == 1 or all(i.startswith(ids[0]) for i in ids):
+        return exact[0] if exact else ids[0]
+    more = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+    raise AmbiguousSession(f"{ref!r} starts more than one session id ({more}): give more of it")
 
 
 def _where(
