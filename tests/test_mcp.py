@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import tomllib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,7 +18,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
+from typer.testing import CliRunner
 
+from flows.cli.app import app
 from tests.test_warehouse_views import load_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,3 +151,19 @@ def test_no_corpus_yet_is_a_tool_error_naming_the_run(tmp_path: Path) -> None:
         assert result.isError and "transcripts run" in text(result)
 
     run(tmp_path / "empty", body)
+
+
+def test_the_documented_client_setups_start_this_server() -> None:
+    """docs/mcp.md's one-liners for Claude Code, Codex and any JSON client all run `transcripts mcp`, and that
+    command is the one `transcripts` installs."""
+    page = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"^```(\w+)\n(.*?)^```", page, flags=re.MULTILINE | re.DOTALL)[:3])
+    claude = [line for line in blocks["sh"].splitlines() if line.startswith("claude mcp add")]
+    assert claude and all(line.split(" -- ", 1)[1].split()[:2] == ["transcripts", "mcp"] for line in claude)
+    codex = tomllib.loads(blocks["toml"])["mcp_servers"]["transcripts"]
+    generic = json.loads(blocks["json"])["mcpServers"]["transcripts"]
+    assert codex == generic == {"command": "transcripts", "args": ["mcp"]}
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["scripts"]["transcripts"] == "flows.cli.entry:main"
+    shown = CliRunner().invoke(app, ["mcp", "--help"])
+    assert shown.exit_code == 0 and "MCP" in shown.stdout
