@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import tomllib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -167,3 +168,21 @@ def test_the_documented_client_setups_start_this_server() -> None:
     assert pyproject["project"]["scripts"]["transcripts"] == "flows.cli.entry:main"
     shown = CliRunner().invoke(app, ["mcp", "--help"])
     assert shown.exit_code == 0 and "MCP" in shown.stdout
+
+
+def test_the_benchmark_runs_on_a_tiny_corpus(tmp_path: Path) -> None:
+    """bench/mcp_bench.py (docs/benchmarks.md): generation, the long session, the load and every timed call."""
+    out = tmp_path / "mcp.json"
+    args = ["--mb", "0.3", "--turns", "40", "--repeat", "1", "--keep", str(tmp_path / "home")]
+    args += ["--data", str(tmp_path / "data"), "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "mcp_bench.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["turns"] == 40 and figures["search_ms"]["n"] == 5 and figures["get_session_pages"] == 1

@@ -68,7 +68,11 @@ def _agent(name: str | None) -> str | None:
 def build(served: Served) -> FastMCP:
     """The server over `served`, with its five tools."""
     agents = ", ".join(spec.name for spec in specs())
-    server = FastMCP("transcripts", instructions=INSTRUCTIONS.format(agents=agents, zone=served.zone))
+    server = FastMCP(
+        "transcripts",
+        instructions=INSTRUCTIONS.format(agents=agents, zone=served.zone),
+        log_level="WARNING",  # not a line on stderr per request: clients keep the server's stderr as its log
+    )
 
     async def run(work: Callable[[duckdb.DuckDBPyConnection], T], seconds: float = SECONDS) -> T:
         """`work` on the snapshot in a thread (the server keeps reading messages), its errors as tool errors."""
