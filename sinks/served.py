@@ -3,8 +3,9 @@ between calls when a run has swapped a new file in, and each call interrupted af
 
 The reader always holds a connection, so a run never changes the file in place under it: DuckDB's lock would refuse
 the run's read-write open, so the run builds the new warehouse beside it and renames it over the path
-(`sinks.warehouse.refresh`). A call in flight keeps reading the old file; the next call sees the new one. A call never
-waits for a run, and a run never waits for a call.
+(`sinks.warehouse.refresh`). A call in flight keeps reading the old file; the next call sees the new one. A run never
+waits for a call; a call waits for a run only in the moment it reopens the file (the old one closed, a run that
+starts just then may change a big warehouse in place, about a second, which `sinks.readonly` waits out).
 """
 
 from __future__ import annotations
@@ -52,20 +53,21 @@ class Served:
         identity = self._stat()
         if self._con is not None and (identity is None or identity == self._identity):
             return self._con
+        # DuckDB keeps one database per path in a process: a connect while the old file is open would hand back the
+        # old file's database. So the old connection is closed first (no call is in flight: the caller holds _lock).
+        if self._con is not None:
+            self._con.close()
+            self._con = None
         try:
             con = query.connect(self.data_dir, self.zone)
         except query.NoWarehouse as exc:
             raise NotServed(str(exc)) from None
         except (warehouse.WarehouseUnreadable, duckdb.Error) as exc:
-            if self._con is not None:  # the new file cannot be opened now: the snapshot held stays served
-                return self._con
             raise NotServed(first_line(exc)) from None
         query.lock_down(con)
         row = con.execute(f"SELECT count(*) FROM sessions s WHERE NOT {REDACTED.format(alias='s')}").fetchone()
-        old, self._con, self._identity = self._con, con, identity
+        self._con, self._identity = con, identity
         self._unredacted = int(row[0]) if row else 0
-        if old is not None:
-            old.close()
         return con
 
     @property

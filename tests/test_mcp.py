@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -22,6 +24,9 @@ from mcp.types import CallToolResult, TextContent
 from typer.testing import CliRunner
 
 from flows.cli.app import app
+from flows.etl.datahome import SAMPLE_HOME
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 from tests.test_warehouse_views import load_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,3 +191,31 @@ def test_the_benchmark_runs_on_a_tiny_corpus(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert figures["turns"] == 40 and figures["search_ms"]["n"] == 5 and figures["get_session_pages"] == 1
+
+
+def test_a_run_committing_while_the_server_holds_the_corpus_neither_waits_nor_breaks_a_call(tmp_path: Path) -> None:
+    """The server holds the warehouse open; a run that adds a session builds the new warehouse beside it and swaps
+    it in (it does not fail on DuckDB's lock), and the next call sees the new session."""
+    home = tmp_path / "home"
+    shutil.copytree(SAMPLE_HOME, home, symlinks=True)
+    data = tmp_path / "data"
+    settings = load_settings(home=home, data_dir=data, env={}, lock_wait=5)
+    run_etl(settings, as_tasks=False)
+
+    async def body(session: ClientSession) -> None:
+        before = ok(await session.call_tool("list_sessions", {}))
+        folder = home / ".claude" / "projects" / "-home-dev-webapp"
+        old = "7a2e9b4c-1d2f-4e3a-8b5c-6d7e8f901202"
+        new = "7a2e9b4c-1d2f-4e3a-8b5c-00000000beef"
+        text = (folder / f"{old}.jsonl").read_text(encoding="utf-8").replace(old, new)
+        (folder / f"{new}.jsonl").write_text(text, encoding="utf-8")
+        started = time.monotonic()
+        await anyio.to_thread.run_sync(lambda: run_etl(settings, as_tasks=False))
+        assert time.monotonic() - started < 60
+        after = ok(await session.call_tool("list_sessions", {}))
+        assert after["total"] == before["total"] + 1
+        assert f"claude-{new}" in {s["session_id"] for s in after["sessions"]}
+        shown = await session.call_tool("get_session", {"session_id": f"claude-{new}"})
+        assert not shown.isError
+
+    run(data, body)
