@@ -219,3 +219,18 @@ def test_a_run_committing_while_the_server_holds_the_corpus_neither_waits_nor_br
         assert not shown.isError
 
     run(data, body)
+
+
+def test_sessions_loaded_without_redaction_are_not_served(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    run_etl(load_settings(home=SAMPLE_HOME, data_dir=data, env={}, lock_wait=5, redact=False), as_tasks=False)
+
+    async def body(session: ClientSession) -> None:
+        assert ok(await session.call_tool("list_sessions", {}))["total"] == 0
+        assert ok(await session.call_tool("search", {"query": "password"}))["hits"] == []
+        refused = await session.call_tool("sql", {"query": "SELECT text FROM turns"})
+        assert refused.isError and "without redaction" in text(refused)
+        missing = await session.call_tool("get_session", {"session_id": "claude-5f0c2a1e"})
+        assert missing.isError
+
+    run(data, body)
