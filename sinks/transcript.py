@@ -91,18 +91,19 @@ def _step_head(step: Step) -> str:
     return " · ".join(parts)
 
 
-def markdown(session: Session, zone: str, *, max_chars: int | None = None) -> tuple[str, int | None]:
-    """The session as Markdown, and None, or (with `max_chars` reached) the number of the first turn left out, so a
-    caller can ask for the rest from there. A single turn longer than the budget is cut, saying so."""
+def markdown(session: Session, zone: str, *, max_bytes: int | None = None) -> tuple[str, int | None]:
+    """The session as Markdown, and None, or (with about `max_bytes` of UTF-8 reached) the number of the first turn
+    left out, so a caller can ask for the rest from there. A single turn longer than the budget is cut, saying so."""
     out = [f"# {_title(session)}", ""]
     out += [f"- {k}: {v}" for k, v in _header(session, zone)]
     out.append("")
-    used = sum(len(line) + 1 for line in out)
+    used = sum(_size(line) + 1 for line in out)
     for n, step in enumerate(session.steps):
         block = _markdown_step(step)
-        if max_chars is not None and used + len(block) > max_chars:
-            if n == 0:  # never nothing: the first step, cut
-                room = max(200, max_chars - used - 200)
+        size = _size(block)
+        if max_bytes is not None and used + size > max_bytes:
+            if n == 0:  # never nothing: the first step, cut (characters: at most 4 bytes each)
+                room = max(200, (max_bytes - used - 200) // 4)
                 out.append(block[:room] + f"\n\n[… cut: {len(block) - room} more characters of this turn]\n")
                 rest = session.steps[1:]
             else:
@@ -112,8 +113,12 @@ def markdown(session: Session, zone: str, *, max_chars: int | None = None) -> tu
                 return "\n".join(out), following
             break
         out.append(block)
-        used += len(block) + 1
+        used += size + 1
     return "\n".join(out), None
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _markdown_step(step: Step) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -12,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli.app import app
+from sinks.sessions import Session, Step
+from sinks.transcript import markdown
 from tests.test_report import DevTools, browser  # noqa: F401 (the fixture)
 from tests.test_warehouse_views import load_sample
 
@@ -130,3 +133,16 @@ def test_the_html_page_shows_every_turn_and_tool_call_in_headless_chromium(
         if e.get("method") == "Network.requestWillBeSent" and not e["params"]["request"]["url"].startswith("file:")
     ]
     assert errors == [] and fetched == []
+
+
+def test_markdown_stays_within_its_byte_budget_and_says_where_to_go_on() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    meta = {"session_id": "x-1", "agent": "x", "project": "p", "cwd": None, "started_at": at, "ended_at": at}
+    meta |= {"models": [], "tool_call_count": 0, "title": None}
+    steps = [Step(n, f"x-1-{n}", n, "user", at, None, "ü" * 3000) for n in range(1, 11)]
+    text, following = markdown(Session(meta, steps, 10, 1, 10), "UTC", max_bytes=20_000)
+    assert len(text.encode()) <= 20_000 and following is not None and 2 <= following <= 10
+    assert f"## {following - 1} · user" in text and f"## {following} · user" not in text
+    huge = [Step(1, "x-1-1", 1, "user", at, None, "ü" * 50_000)]
+    text, following = markdown(Session(meta, huge, 1, 1, 1), "UTC", max_bytes=20_000)
+    assert len(text.encode()) <= 20_000 and "more characters of this turn" in text and following is None

@@ -207,7 +207,7 @@ def build(served: Served) -> FastMCP:
         def work(con: duckdb.DuckDBPyConnection) -> str:
             found = sessions.resolve(con, session_id, redacted_only=True)
             session = sessions.load(con, found, from_turn=from_turn, to_turn=to_turn, redacted_only=True)
-            text, following = transcript.markdown(session, served.zone, max_chars=MAX_BYTES)
+            text, following = transcript.markdown(session, served.zone, max_bytes=MAX_BYTES)
             if following is not None:
                 text += (
                     f"\n\n[truncated: this answer stops before turn {following} of {session.turn_count}; call "
