@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -298,3 +299,76 @@ def shell(
             write(f"error: {exc}\n")
         except KeyboardInterrupt:  # Ctrl-C while a statement runs: drop it, keep the shell
             write("interrupted\n")
+
+
+# ---- bounded queries (the MCP server's `sql`) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bounded:
+    """A query's result within bounds: columns, rows as JSON-ready values, and why it stopped short (None: whole)."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: str | None
+
+
+class QueryTimeout(QueryError):
+    """The statement ran past its time limit and was interrupted."""
+
+
+def lock_down(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep a read-only connection to the warehouse: no file outside it may be read, written or attached
+    (`COPY ... TO`, `ATTACH`, `read_csv('/etc/...')`), and no statement may change a setting back."""
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def bounded(con: duckdb.DuckDBPyConnection, sql: str, *, rows: int, seconds: float, max_bytes: int) -> Bounded:
+    """Run one statement, interrupted after `seconds`, keeping at most `rows` rows and about `max_bytes` of them as
+    JSON; `truncated` says which bound cut the result. Raises QueryError (DuckDB's first line, or more than one
+    statement) or QueryTimeout."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(first_line(exc)) from None
+    if len(statements) != 1:
+        raise QueryError(f"give exactly one SQL statement (got {len(statements)})")
+    expired = threading.Event()
+
+    def stop() -> None:
+        expired.set()
+        con.interrupt()
+
+    timer = threading.Timer(seconds, stop)
+    timer.start()
+    try:
+        relation = con.sql(sql)
+        if relation is None:
+            return Bounded([], [], None)
+        columns = _unique(relation.columns)
+        relation.execute()
+        batch = relation.fetchmany(rows + 1)
+    except duckdb.Error as exc:
+        if expired.is_set():
+            raise QueryTimeout(f"the query ran past its time limit of {seconds:g} s and was stopped") from None
+        raise QueryError(first_line(exc)) from None
+    finally:
+        timer.cancel()
+    truncated = f"more than {rows} rows; only the first {rows} are shown" if len(batch) > rows else None
+    kept: list[list[Any]] = []
+    size = 0
+    for row in batch[:rows]:
+        values = [jsonable(v) for v in row]
+        size += len(json.dumps(values, ensure_ascii=False))
+        if size > max_bytes:
+            if kept:
+                truncated = f"the result is over {max_bytes} bytes; only the first {len(kept)} rows are shown"
+                break
+            share = max(16, max_bytes // max(1, len(values)))
+            values = [v[:share] + "…" if isinstance(v, str) and len(v) > share else v for v in values]
+            truncated = f"the first row is over {max_bytes} bytes: its long values are cut"
+            kept.append(values)
+            break
+        kept.append(values)
+    return Bounded(columns, kept, truncated)

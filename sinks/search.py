@@ -21,6 +21,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from sinks.views import PROJECT
+
 INDEX_SCHEMA = "fts_main_turns"
 STEMMER = "porter"
 # No stop words: the extension's English list (571 words) dropped `hello`, `first`, `new`, `help`, `still`, ... from
@@ -482,6 +484,16 @@ def _add_words(con: duckdb.DuckDBPyConnection, tables: tuple[str, str]) -> None:
         con.execute(f"DROP TABLE {temp}")
 
 
+def _of_sessions(project: str | None, sessions: str | None) -> str:
+    """A condition on a turn's session, or nothing: a semi-join, so that ranking still reads `turns` alone."""
+    where = [f"({sessions})"] if sessions else []
+    if project is not None:
+        where.append(f"(coalesce({PROJECT}, '(none)') = $project OR s.cwd = $project)")
+    if not where:
+        return ""
+    return f"AND t.session_id IN (SELECT s.session_id FROM sessions s WHERE {' AND '.join(where)})"
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     score: float
@@ -571,12 +583,17 @@ def search(
     agent: str | None = None,
     role: str | None = None,
     since: date | None = None,
+    until: date | None = None,
+    project: str | None = None,
+    sessions: str | None = None,
     limit: int = 20,
 ) -> list[Hit]:
     """Turns ranked by BM25 for `words` (any of them; best first, ties by turn id), with filters.
 
-    `since` is a day in the connection's view zone (`transcripts_timezone()`). Raises SearchUnavailable when the
-    extension or the index is missing.
+    `since` and `until` (included) are days in the connection's view zone (`transcripts_timezone()`); `project` is a
+    project as `turn_context` names it (its folder's name), or a working directory; `sessions` a condition on the
+    `sessions` row (alias `s`) a hit's session must meet. Raises SearchUnavailable when the extension or the index is
+    missing.
     """
     if not has_index(con):
         raise SearchUnavailable("the warehouse has no search index yet: run `transcripts run` to build it")
@@ -589,11 +606,14 @@ def search(
                     FROM turns t
                     WHERE ($agent IS NULL OR t.agent = $agent) AND ($role IS NULL OR t.role = $role)
                       AND ($since IS NULL OR CAST(timezone(transcripts_timezone(), t.timestamp) AS DATE) >= $since)
+                      AND ($until IS NULL OR CAST(timezone(transcripts_timezone(), t.timestamp) AS DATE) <= $until)
+                      {_of_sessions(project, sessions)}
                 ) WHERE score IS NOT NULL ORDER BY score DESC, turn_id LIMIT $limit
             )
             SELECT r.score, c.turn_id, c.session_id, c.agent, c.role, c.timestamp, c.project, c.cwd, c.title, c.text
             FROM ranked r JOIN turn_context c USING (turn_id) ORDER BY r.score DESC, c.turn_id""",
-        {"words": words, "agent": agent, "role": role, "since": since, "limit": limit},
+        {"words": words, "agent": agent, "role": role, "since": since, "until": until, "limit": limit}
+        | ({"project": project} if project is not None else {}),
     ).fetchall()
     terms = {_fold(w) for w in _WORD.findall(words)} - set(ignored_words(con, words))
     query_stems = _stems(con, terms)

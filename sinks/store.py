@@ -12,6 +12,7 @@ leaves the current version untouched, and its leftovers are removed by the next 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -44,6 +45,9 @@ from transforms.schema import BY_NAME, SCHEMA_VERSION, Table
 BUCKET_BYTES = 8 * 1024 * 1024
 MAX_BUCKETS = 4096
 LAYOUT = "layout.json"
+# A reader that must keep seeing one version (the Python API's open corpus) holds a shared lock on this file in the
+# version's folder for as long as it reads; cleanup leaves a version so held in place (`pin`, `_pinned`).
+READERS = ".readers"
 _VERSION = re.compile(r"^v(\d{6})$")
 
 
@@ -223,11 +227,43 @@ class Store:
         keep = self.current_number()
         for child in self.versions.iterdir():
             match = _VERSION.match(child.name)
-            if match is None or int(match.group(1)) not in (keep, keep - 1):
+            if (match is None or int(match.group(1)) not in (keep, keep - 1)) and not _pinned(child):
                 remove_tree(child)
         stray = self.data_dir / "parquet.swap"
         if stray.is_symlink():
             stray.unlink()
+
+
+def pin(version: Path) -> int | None:
+    """Keep `version` from cleanup while the returned descriptor is open (a shared lock on its READERS file); None
+    when it cannot be pinned (a read-only data directory: the version then lives until the second run after)."""
+    try:
+        fd = os.open(version / READERS, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _pinned(version: Path) -> bool:
+    """A reader holds `version` (see `pin`)."""
+    try:
+        fd = os.open(version / READERS, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 class NextVersion:

@@ -275,3 +275,17 @@ def test_the_check_for_unexplained_imports_sees_one(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert _unexplained_imports(sample) == ["sample.py:9"]
+
+
+def test_the_python_api_sits_on_top_and_nothing_of_the_pipeline_imports_it() -> None:
+    """`transcripts/` (the public Python API, docs/design.md "The packages") reads what the sinks wrote; the four
+    packages never import it, and it never imports Prefect (a notebook does not pay for it)."""
+    below = [
+        str(path.relative_to(ROOT))
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "transcripts" in _imports(path)
+    ]
+    assert not below, f"the pipeline imports the Python API: {below}"
+    api = sorted((ROOT / "transcripts").rglob("*.py"))
+    assert api and not [str(p.relative_to(ROOT)) for p in api if "prefect" in _imports(p)]

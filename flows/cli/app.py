@@ -16,12 +16,14 @@ import typer
 
 from flows.cli import (
     cmd_data,
+    cmd_mcp,
     cmd_prune,
     cmd_report,
     cmd_run,
     cmd_schedule,
     cmd_search,
     cmd_server,
+    cmd_show,
     cmd_sql,
     cmd_status,
 )
@@ -38,6 +40,8 @@ COMMANDS = (
     cmd_report,
     cmd_sql,
     cmd_search,
+    cmd_show,
+    cmd_mcp,
     cmd_data,
 )
 
