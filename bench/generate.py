@@ -32,6 +32,7 @@ if __package__ in (None, ""):
 
 from bench.claude_gen import claude_session
 from bench.codex_gen import codex_session
+from bench.copilot_gen import copilot_session
 from bench.gemini_gen import gemini_session
 from bench.grok_gen import grok_session
 from bench.material import Material, Project, ms_of
@@ -39,7 +40,7 @@ from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "copilot")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -90,6 +91,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "grok": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.48),
     "gemini": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "opencode": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "copilot": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -101,6 +103,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "codex": (4_000, 40_000, 1.5),
     "gemini": (3_000, 40_000, 1.5),
     "opencode": (3_000, 40_000, 1.5),
+    "copilot": (3_000, 40_000, 1.5),
 }
 
 
@@ -287,6 +290,7 @@ def _write(
         ),
         "grok": lambda: grok_session(material, rng, home, project, start, item.target, with_child=grok_child),
         "gemini": lambda: gemini_session(material, rng, home, project, start, item.target),
+        "copilot": lambda: copilot_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

@@ -79,12 +79,23 @@ def _opencode(tmp: Path) -> Layout:
     return Layout(Agent("opencode"), root, root / "opencode.db", root / "opencode-b.db")
 
 
+def _copilot(tmp: Path) -> Layout:
+    root = tmp / ".copilot"
+    state = root / "session-state"
+    (state / "s1").mkdir(parents=True)
+    (state / "s2").mkdir(parents=True)
+    good = state / "s1" / "events.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("copilot"), root, good, state / "s2" / "events.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
     "gemini": _gemini,
     "grok": _grok,
     "opencode": _opencode,
+    "copilot": _copilot,
 }
 
 

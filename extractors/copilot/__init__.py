@@ -157,9 +157,10 @@ def flat_yaml(text: str) -> dict[str, str]:
         if not key or key in found or not value or value[0] in "|>&*!{[":
             continue
         if value[0] in "'\"":
-            value = _unquote(value)
-            if value is None:
+            unquoted = _unquote(value)
+            if unquoted is None:
                 continue
+            value = unquoted
         elif " #" in value:
             value = value.split(" #", 1)[0].rstrip()
         if value and value not in ("~", "null"):

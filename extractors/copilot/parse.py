@@ -220,7 +220,9 @@ class _Parser:
         self.context(data.get("context"))
         model = data.get("selectedModel")
         self.current_model = model if isinstance(model, str) and model and model != "auto" else self.current_model
-        self.main.count("session.start/vscode" if tables.VSCODE_FIELD in data else "session.start", Disposition.METADATA)
+        self.main.count(
+            "session.start/vscode" if tables.VSCODE_FIELD in data else "session.start", Disposition.METADATA
+        )
 
     def resume(self, data: dict[str, Any]) -> None:
         # A resume appends a new process segment to the same file (docs/agents/copilot.md "Resumes").
@@ -501,10 +503,11 @@ class _Parser:
             cli_versions=tuple(self.versions),
             turns=tuple(thread.turns),
             tool_calls=tuple(
-                ToolCall(c.call_id, c.turn_index, c.name, c.input, c.output, c.is_error, c.started_at, c.ended_at,
-                         c.spawned)
+                ToolCall(
+                    c.call_id, c.turn_index, c.name, c.input, c.output, c.is_error, c.started_at, c.ended_at, c.spawned
+                )
                 for c in calls
-            ),  # fmt: skip
+            ),
             usage=usage,
             links=(SessionLink(parent, LinkKind.SUBAGENT, spawning),) if parent else (),
             census=census,
@@ -558,4 +561,3 @@ def parse_events(lines: Iterable[Line], limits: Limits, layout: Layout) -> list[
     for line in lines:
         parser.feed(line)
     return parser.sessions()
-
