@@ -169,16 +169,28 @@ def flat_yaml(text: str) -> dict[str, str]:
 
 
 def _unquote(value: str) -> str | None:
-    quote = value[0]
-    if len(value) < 2 or value[-1] != quote:
-        return None  # a quoted scalar spread over several lines: left out
-    if quote == "'":
-        return value[1:-1].replace("''", "'")
+    """A quoted scalar, maybe followed by a comment; None when it does not close on its line."""
+    if value[0] == "'":
+        out, k = [], 1
+        while k < len(value):
+            if value[k] == "'":
+                if value[k + 1 : k + 2] == "'":
+                    out.append("'")
+                    k += 2
+                    continue
+                return "".join(out) if _only_comment(value[k + 1 :]) else None
+            out.append(value[k])
+            k += 1
+        return None  # spread over several lines: left out
     try:  # a double-quoted YAML scalar escapes as JSON does for the characters met here
-        decoded = json.loads(value)
+        decoded, end = json.JSONDecoder().raw_decode(value)
     except ValueError:
         return None
-    return decoded if isinstance(decoded, str) else None
+    return decoded if isinstance(decoded, str) and _only_comment(value[end:]) else None
+
+
+def _only_comment(rest: str) -> bool:
+    return not rest.strip() or (rest.lstrip().startswith("#") and rest[:1] in " \t")
 
 
 def _repository(value: str | None) -> str | None:
