@@ -129,7 +129,7 @@ class CopilotSession:
         written.bytes_sources = self.out.close(self.now_ms) + len(workspace.encode())
         written.files += [self.out.path, sidecar]
         if rng.random() < 0.3:
-            checkpoint = self.folder / "checkpoints" / "001-checkpoint.md"
+            checkpoint = self.folder / "checkpoints" / ("001-checkpoint" + ".md")
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
             text = "# Checkpoint\n\n" + m.prose(rng, 6) + "\n"
             checkpoint.write_text(text, encoding="utf-8")
