@@ -2,8 +2,8 @@
 
 A fake home with one or more sessions of every agent, covering the cases a newcomer should see: tool calls, a
 slash command, an injected reminder, a response split over lines, a subagent, a compaction, injected Codex
-context, a Grok session, a Gemini, an OpenCode and a Copilot CLI session, a corrupt file (rejected) and a
-summary-only file (nothing to load); and a ChatGPT export for `transcripts backfill`.
+context, a Grok session, a Gemini and an OpenCode session, a corrupt file (rejected) and a summary-only file
+(nothing to load); and a ChatGPT export for `transcripts backfill`.
 """
 
 from __future__ import annotations
@@ -577,71 +577,6 @@ def chatgpt_export() -> None:
     write(OUT / "chatgpt" / "conversations.json", json.dumps(convs))
 
 
-def copilot_session() -> None:
-    sid = "3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"
-    folder = HOME / ".copilot" / "session-state" / sid
-
-    def ev(n: int, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        return {"type": kind, "data": data, "id": f"cp-{n:02d}", "timestamp": f"2026-08-03T09:12:{n:02d}.000Z",
-                "parentId": f"cp-{n - 1:02d}" if n else None}  # fmt: skip
-
-    usage = {"inputTokens": 24_000, "outputTokens": 180, "cacheReadTokens": 20_000, "cacheWriteTokens": 3_000}
-    write(
-        folder / "events.jsonl",
-        jl(
-            [
-                ev(
-                    0,
-                    "session.start",
-                    {
-                        "sessionId": sid,
-                        "version": 1,
-                        "producer": "copilot-agent",
-                        "copilotVersion": "1.0.63",
-                        "startTime": "2026-08-03T09:12:00.000Z",
-                        "selectedModel": "claude-sonnet-4.6",
-                        "context": {"cwd": CWD, "repository": "dev/webapp", "branch": "main"},
-                    },
-                ),
-                ev(1, "system.message", {"role": "system", "content": "You are the GitHub Copilot CLI."}),
-                ev(
-                    2,
-                    "user.message",
-                    {
-                        "content": "Which port does the dev server use?",
-                        "transformedContent": "<current_datetime>2026-08-03T11:12:02+02:00"
-                        "</current_datetime>\n\nWhich port does the dev server use?",
-                    },
-                ),
-                ev(
-                    3,
-                    "assistant.message",
-                    {
-                        "model": "claude-sonnet-4.6",
-                        "content": "Let me check the config.",
-                        "outputTokens": 60,
-                        "toolRequests": [
-                            {"toolCallId": "toolu_cp1", "name": "view", "arguments": {"path": "vite.config.ts"}}
-                        ],
-                    },
-                ),
-                ev(
-                    4,
-                    "tool.execution_complete",
-                    {"toolCallId": "toolu_cp1", "success": True, "result": {"content": "server: { port: 5173 }"}},
-                ),
-                ev(
-                    5,
-                    "assistant.message",
-                    {"model": "claude-sonnet-4.6", "content": "Port 5173 (vite.config.ts).", "outputTokens": 120},
-                ),
-                ev(6, "session.shutdown", {"modelMetrics": {"claude-sonnet-4.6": {"usage": usage}}}),
-            ]
-        ),
-    )
-    write(folder / "workspace.yaml", f"id: {sid}\ncwd: {CWD}\nsummary: Dev server port\n")
-
-
 def main() -> None:
     shutil.rmtree(HOME, ignore_errors=True)
     shutil.rmtree(OUT / "chatgpt", ignore_errors=True)
@@ -651,7 +586,6 @@ def main() -> None:
     gemini_session()
     opencode_session()
     chatgpt_export()
-    copilot_session()
     old = 1767225600  # 2026-01-01: the sample is settled (no file looks like it is being written)
     for path in OUT.rglob("*"):
         os.utime(path, (old, old))
