@@ -87,6 +87,7 @@ EVENT_TYPES: dict[str, tuple[Disposition, str]] = {
     "session.tools_updated": (Disposition.SKIPPED, "tool list changed (stream only)"),
     "session.background_tasks_changed": (Disposition.SKIPPED, "background task list changed (stream only)"),
     "command.execute": (Disposition.SKIPPED, "a slash command ran (ephemeral)"),
+    "prompt_cache_break": (Disposition.SKIPPED, "prompt-cache diagnostics (stream only; seen in a real stream)"),
 }
 
 # `user.message.data.source` prefixes that mark text the CLI sends as the user: a skill's hidden injection
