@@ -33,6 +33,7 @@ if __package__ in (None, ""):
 from bench.claude_gen import claude_session
 from bench.cline_gen import cline_session
 from bench.codex_gen import codex_session
+from bench.copilot_gen import copilot_session
 from bench.cursor_gen import cursor_session
 from bench.gemini_gen import gemini_session
 from bench.grok_gen import grok_session
@@ -42,7 +43,7 @@ from bench.output import Written
 from bench.pi_gen import pi_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "pi", "cline")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -96,6 +97,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "cursor": ((), 0.0, (1.0, 2.0), 12_000, 300_000, 1.3),
     "pi": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "cline": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "copilot": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -110,6 +112,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "cursor": (3_000, 30_000, 2.5),
     "pi": (3_000, 40_000, 1.5),
     "cline": (3_000, 40_000, 1.5),
+    "copilot": (3_000, 40_000, 1.5),
 }
 
 
@@ -303,6 +306,7 @@ def _write(
         "cline": lambda: cline_session(
             material, rng, home, project, start, item.target, roo=item.index % 3 == 1, with_child=item.index % 20 == 7
         ),
+        "copilot": lambda: copilot_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

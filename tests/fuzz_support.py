@@ -590,6 +590,52 @@ def _cline_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("cline"), home, [root], target, {str(good): f"cline-{CLINE_G}"})
 
 
+# GitHub Copilot CLI: `session-state/<id>/events.jsonl` (a sub-agent's events interleaved, a resume, two shutdowns);
+# the good session is another folder.
+COPILOT_T = "0b6e2f4c-1111-4222-8333-444455556666"
+COPILOT_G = "0b6e2f4c-1111-4222-8333-4444555566aa"
+
+
+def _copilot_records(sid: str, *, subagent: bool = True) -> list[Any]:
+    def event(n: int, kind: str, data: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"type": kind, "data": data, "id": f"e{n}", "timestamp": f"2026-03-01T10:00:{n:02d}.000Z",
+                "parentId": f"e{n - 1}" if n else None, **extra}  # fmt: skip
+
+    usage = {"inputTokens": 500, "outputTokens": 20, "cacheReadTokens": 300, "cacheWriteTokens": 100}
+    records = [
+        event(0, "session.start", {"sessionId": sid, "version": 1, "copilotVersion": "1.0.11",
+                                   "startTime": "2026-03-01T10:00:00.000Z", "context": {"cwd": "/home/u/p"}}),
+        event(1, "user.message", {"content": "a question", "transformedContent": "<current_datetime>x",
+                                  "attachments": [{"type": "file", "path": "/home/u/p/a.py"}]}),
+        event(2, "assistant.message", {"content": "an answer", "model": "claude-sonnet-4.6", "outputTokens": 20,
+                                       "toolRequests": [{"toolCallId": "c1", "name": "task", "arguments": "{}"}]}),
+        event(3, "tool.execution_start", {"toolCallId": "c1", "toolName": "task", "arguments": {"a": 1}}),
+        event(4, "user.message", {"content": "inner", "parentToolCallId": "c1"}, agentId="sub-1"),
+        event(5, "tool.execution_complete", {"toolCallId": "c2", "success": True, "result": "x"}, agentId="sub-1"),
+        event(6, "tool.execution_complete", {"toolCallId": "c1", "success": False, "result": {"content": "out"},
+                                             "error": {"message": "boom"}}),
+        event(7, "session.shutdown", {"modelMetrics": {"claude-sonnet-4.6": {"usage": usage}}}),
+        event(8, "session.resume", {"resumeTime": "2026-03-01T10:00:08.000Z", "context": {"branch": "main"}}),
+        event(9, "user.message", {"content": "another", "delivery": "queued"}),
+        event(10, "assistant.usage", {"model": "gpt-5.4", **usage}, ephemeral=True),
+        event(11, "result", {}, sessionId=sid),
+    ]  # fmt: skip
+    # The sub-agent's events (its prompt, a result of no call) give it no turn: the file is one session, as the
+    # checks expect of a valid target; the good session has none.
+    return records if subagent else [r for r in records if "agentId" not in r]
+
+
+def _copilot_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    state = home / ".copilot" / "session-state"
+    good = state / COPILOT_G / "events.jsonl"
+    good.parent.mkdir(parents=True, exist_ok=True)
+    good.write_bytes(Doc("jsonl", _copilot_records(COPILOT_G, subagent=False)).dump())
+    target = state / COPILOT_T / "events.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(files["events.jsonl"])
+    return Case(Agent("copilot"), home, [home / ".copilot"], target, {str(good): f"copilot-{COPILOT_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -612,6 +658,8 @@ FORMATS: dict[str, Format] = {
             "api_conversation_history.json": Doc("json", _cline_api(CLINE_T)),
             "ui_messages.json": Doc("json", _cline_ui(CLINE_T)),
         }, _cline_write),
+        Format("copilot", Agent("copilot"), lambda: {"events.jsonl": Doc("jsonl", _copilot_records(COPILOT_T))},
+               _copilot_write),
     ]
 }  # fmt: skip
 

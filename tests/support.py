@@ -34,6 +34,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "cursor": Agent("cursor"),
     "pi": Agent("pi"),
     "cline": Agent("cline"),
+    "copilot": Agent("copilot"),
 }
 
 

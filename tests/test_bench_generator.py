@@ -23,7 +23,16 @@ from extractors.registry import extractor, registered
 from tests.support import outcomes_under
 
 MIX = {"claude": 0.7, "codex": 0.2, "grok": 0.1}
-ALL = {"claude": 0.5, "codex": 0.2, "grok": 0.1, "gemini": 0.1, "opencode": 0.1, "cursor": 0.1, "cline": 0.1}
+ALL = {
+    "claude": 0.5,
+    "codex": 0.2,
+    "grok": 0.1,
+    "gemini": 0.1,
+    "opencode": 0.1,
+    "cursor": 0.1,
+    "copilot": 0.1,
+    "cline": 0.1,
+}
 
 
 def _digests(home: Path) -> dict[str, tuple[str, int]]:

@@ -107,6 +107,16 @@ def _cline(tmp: Path) -> Layout:
     return Layout(Agent("cline"), root, good, tasks / "1767348000001" / "api_conversation_history.json")
 
 
+def _copilot(tmp: Path) -> Layout:
+    root = tmp / ".copilot"
+    state = root / "session-state"
+    (state / "s1").mkdir(parents=True)
+    (state / "s2").mkdir(parents=True)
+    good = state / "s1" / "events.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("copilot"), root, good, state / "s2" / "events.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -116,6 +126,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "cursor": _cursor,
     "pi": _pi,
     "cline": _cline,
+    "copilot": _copilot,
 }
 
 

@@ -111,7 +111,7 @@ def test_the_terminal_output_names_agent_time_project_and_the_zone(data: Path) -
 
 def test_bad_arguments_and_a_missing_warehouse_exit_2_with_one_line(data: Path, tmp_path: Path) -> None:
     for args in (
-        ["search", "x", "--agent", "cursor", "--data-dir", str(data)],
+        ["search", "x", "--agent", "nonesuch", "--data-dir", str(data)],
         ["search", "x", "--data-dir", str(tmp_path / "none")],
         ["search", "x", "--timezone", "Nowhere/Town", "--data-dir", str(data)],
         ["search", "x", "--since", "yesterday", "--data-dir", str(data)],
