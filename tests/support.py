@@ -31,6 +31,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "gemini": Agent("gemini"),
     "opencode": Agent("opencode"),
     "chatgpt": Agent("chatgpt"),
+    "aider": Agent("aider"),
 }
 
 
