@@ -30,6 +30,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.aider_gen import aider_session
 from bench.claude_gen import claude_session
 from bench.codex_gen import codex_session
 from bench.gemini_gen import gemini_session
@@ -39,7 +40,7 @@ from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "aider")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -90,6 +91,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "grok": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.48),
     "gemini": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "opencode": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "aider": ((), 0.01, (0.5, 2.0), 12_000, 400_000, 1.1),
 }
 
 
@@ -101,6 +103,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "codex": (4_000, 40_000, 1.5),
     "gemini": (3_000, 40_000, 1.5),
     "opencode": (3_000, 40_000, 1.5),
+    "aider": (3_000, 30_000, 1.1),
 }
 
 
@@ -287,6 +290,7 @@ def _write(
         ),
         "grok": lambda: grok_session(material, rng, home, project, start, item.target, with_child=grok_child),
         "gemini": lambda: gemini_session(material, rng, home, project, start, item.target),
+        "aider": lambda: aider_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

@@ -79,12 +79,22 @@ def _opencode(tmp: Path) -> Layout:
     return Layout(Agent("opencode"), root, root / "opencode.db", root / "opencode-b.db")
 
 
+def _aider(tmp: Path) -> Layout:
+    root = tmp / "src"
+    (root / "proj").mkdir(parents=True)
+    (root / "other").mkdir(parents=True)
+    good = root / "proj" / ".aider.chat.history.md"
+    good.write_text("\n# aider chat started at 2026-01-02 10:00:00\n\n#### hello  \n")
+    return Layout(Agent("aider"), root, good, root / "other" / ".aider.chat.history.md")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
     "gemini": _gemini,
     "grok": _grok,
     "opencode": _opencode,
+    "aider": _aider,
 }
 
 
