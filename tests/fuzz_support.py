@@ -481,7 +481,7 @@ def _chatgpt_write(zipped: bool) -> Callable[[Path, dict[str, bytes], bool], Cas
     return write
 
 
-# Aider: `<repository>/.aider.chat.history.md`, one run per `# aider chat started at` header; the good history is in
+# Aider: `.aider.chat.history.md` in a repository, one run per `# aider chat started at` header; the good history is in
 # another repository. The target holds one run; its lines are the "fields" a field mutation replaces.
 def _aider_lines(prompt: str, when: str) -> list[str]:
     return [

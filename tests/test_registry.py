@@ -36,7 +36,7 @@ from extractors.model import Agent, Outcome, Source
 from extractors.spec import AgentSpec, Claim
 
 SPEC = AgentSpec(
-    name=Agent("zagent"), display="Z Agent", rank=99, parser_version="1", env=(), nightly=True, export=None,
+    name=Agent("zagent"), display="Z Agent", rank=9999, parser_version="1", env=(), nightly=True, export=None,
     price_provider=None, reasoning_billed_separately=False, unknown_records="skip", aliases=("z-agent",),
     claims=lambda path: Claim.NAME if path.name.endswith(".zz") else None,
 )

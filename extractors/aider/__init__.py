@@ -82,8 +82,8 @@ def discover(root: Path) -> Iterator[Source]:
         path = root.absolute()
         yield Source(SPEC.name, str(path), st.st_size, st.st_mtime_ns, str(path.parent))
         return
-    for path, st in walk_files(root, _is_history, max_depth=tables.MAX_DEPTH, skip_dir=_pruned):
-        yield Source(SPEC.name, str(Path(path).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()))
+    for found, st in walk_files(root, _is_history, max_depth=tables.MAX_DEPTH, skip_dir=_pruned):
+        yield Source(SPEC.name, str(Path(found).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()))
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:

@@ -187,7 +187,8 @@ def _aider_line(run: _Run, line: TextLine, body: str) -> str:
         run.kinds["banner"] += 1
         return "banner"
     if cwd := t.WORKING_DIR.match(body):
-        run.cwd = cwd.group(1)
+        if cwd.group(1) == "Cur" or run.cwd is None:
+            run.cwd = cwd.group(2)
         run.kinds["working_dir"] += 1
         return "working_dir"
     if t.TOKENS.match(body):
@@ -215,11 +216,15 @@ def _add_usage(run: _Run, line: TextLine, body: str) -> None:
             continue  # `1.2.3k`: not a figure aider writes; that figure stays unknown
     cost = _cost(body)
     turn_index = run.last_reply if run.last_reply is not None else line.index
+    # `sent` is litellm's prompt_tokens, which holds the cached parts too: the prompt not read from cache is what is
+    # left (never below 0: the figures are rounded).
+    sent = figures.get("sent")
+    cached = figures.get("cache hit", 0) + figures.get("cache write", 0)
     run.usage.append(
         Usage(
             turn_index=turn_index,
             model=run.model,
-            input_tokens=figures.get("sent"),
+            input_tokens=None if sent is None else max(0, sent - cached),
             output_tokens=figures.get("received"),
             cache_read_tokens=figures.get("cache hit"),
             cache_write_tokens=figures.get("cache write"),

@@ -30,7 +30,10 @@ LINE_KINDS: dict[str, tuple[Disposition, str]] = {
     ),
     "blank_input": (Disposition.SKIPPED, "`#### <blank>  `: the person pressed Enter on an empty line"),
     "banner": (Disposition.METADATA, "`> Aider v0.86.1`, `> Main model: …`, `> Weak model: …`: version and models"),
-    "working_dir": (Disposition.METADATA, "`> Git working dir: /path`: the repository's folder, where printed"),
+    "working_dir": (
+        Disposition.METADATA,
+        "`> Cur working dir: /path`, `> Git working dir: /path`: printed when aider starts below the repository's root",
+    ),
     "tokens": (Disposition.METADATA, "`> Tokens: 2.3k sent, 120 received. Cost: $0.01 message, …`: one reply's usage"),
     "tool_output": (
         Disposition.HARNESS,
@@ -62,7 +65,7 @@ CONFIRM = re.compile(r"\(Y\)es/\(N\)o.*\[[^\]]*\]: ")
 VERSION = re.compile(r"^> Aider v(\S+)")
 MODEL = re.compile(r"^> (Main model|Model|Editor model|Weak model): (\S+)")
 CHAT_MODELS = frozenset({"Main model", "Model"})  # the model that writes the replies (until the next banner)
-WORKING_DIR = re.compile(r"^> Git working dir: (.+?)\s*$")
+WORKING_DIR = re.compile(r"^> (Cur|Git) working dir: (.+?)\s*$")  # the session's cwd: `Cur`, else `Git`
 
 # The usage report (aider/coders/base_coder.py `show_usage_report`): `Tokens: 2.3k sent, 1.2k cache write, 3.4k cache
 # hit, 120 received.` then ` Cost: $0.01 message, $0.05 session.` on the same line, or on the next unprefixed line
