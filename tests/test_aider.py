@@ -89,6 +89,18 @@ def test_the_architects_reply_handed_to_the_editor_is_not_a_persons_turn(tmp_pat
     assert census(session, "architect_handoff") == (Disposition.HARNESS, 4)
 
 
+def test_the_message_of_a_command_logged_again_is_not_a_second_turn(tmp_path: Path) -> None:
+    body = f"\n#### /code add a flag{H}\n\n#### add a flag{H}\n\nDone.\n\n#### add a flag{H}\n\nAgain.\n"
+    session = only(history(tmp_path, run(body=body)))
+    assert said(session) == [
+        ("user", "/code add a flag"),
+        ("assistant", "Done."),
+        ("user", "add a flag"),  # typed again later: the person's
+        ("assistant", "Again."),
+    ]
+    assert census(session, "command_message") == (Disposition.HARNESS, 1)
+
+
 def test_an_empty_input_is_skipped(tmp_path: Path) -> None:
     session = only(history(tmp_path, run(body=f"\n#### <blank>{H}\n\n#### hello{H}\n")))
     assert said(session) == [("user", "hello")]
@@ -105,6 +117,16 @@ def test_aiders_output_and_its_continuation_lines_are_harness(tmp_path: Path) ->
     assert census(session, "tool_output") == (Disposition.HARNESS, 3)
 
 
+def test_a_message_of_aiders_of_several_lines_with_blank_lines_is_harness_to_its_hard_break(tmp_path: Path) -> None:
+    failed = (
+        "> # 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: in a.py\n<<<<<<< SEARCH\nx = 1"
+    )
+    body = f"\n#### edit a.py{H}\n\nHere.\n\n> Tokens: 1.0k sent, 5 received.{H}\n{failed}{H}\n\nFixed.\n"
+    session = only(history(tmp_path, run(body=body)))
+    assert said(session) == [("user", "edit a.py"), ("assistant", "Here."), ("assistant", "Fixed.")]
+    assert census(session, "tool_output") == (Disposition.HARNESS, 4)
+
+
 def test_a_heading_and_a_quote_in_a_reply_stay_in_the_reply(tmp_path: Path) -> None:
     reply = "#### Steps\n\n> Note: keep it short.\n\nDone."
     session = only(history(tmp_path, run(body=f"\n#### hello{H}\n\n{reply}\n\n")))
@@ -117,6 +139,23 @@ def test_reasoning_is_cut_from_the_reply_and_counted_as_harness(tmp_path: Path) 
     session = only(history(tmp_path, run(body=body)))
     assert said(session) == [("user", "hello"), ("assistant", "Hi.")]
     assert census(session, "reasoning") == (Disposition.HARNESS, 3)
+
+
+def test_think_tags_are_reasoning_and_an_unclosed_one_ends_at_aiders_next_line(tmp_path: Path) -> None:
+    body = (
+        f"\n#### one{H}\n\n<think>\nLet me see.\n</think>\n\nA.\n\n"
+        f"#### two{H}\n\n<think>\nHmm, a rate limit cuts me\n> The API provider has rate limited you.{H}\n"
+        f"\n#### three{H}\n\nC.\n"
+    )
+    session = only(history(tmp_path, run(body=body)))
+    assert said(session) == [
+        ("user", "one"),
+        ("assistant", "A."),
+        ("user", "two"),
+        ("user", "three"),
+        ("assistant", "C."),
+    ]
+    assert census(session, "reasoning") == (Disposition.HARNESS, 5)
 
 
 def test_the_banner_gives_versions_models_and_the_working_directory(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ class _Run:
     last_reply: int | None = None  # the index of the latest assistant turn after the latest prompt
     last_answer: str | None = None  # the text of the latest assistant turn
     pending_usage: int | None = None  # a Usage whose cost may follow on the next (continuation) line
+    message_open: bool = False  # inside a message of aider's of several lines (its first `>` line had no hard break)
+    reasoning: bool = False  # inside the reply's reasoning (`<thinking-content-…>` or `<think>` not yet closed)
+    command_args: str | None = None  # what the command just typed was given (`/code X`: `X`), until another line
 
 
 def header_time(text: str) -> str | None:
@@ -127,45 +130,58 @@ def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
     """Take one line into `run`; returns its kind ("" for a blank line) for the next line's decision."""
     text = line.text
     if not text.strip():
-        if run.reply and previous != "reasoning_open":
+        if run.message_open:
+            return previous  # a blank line inside a message of aider's of several lines
+        if run.reply and not run.reasoning:
             run.reply.append("")  # a blank line inside a reply stays in it (trailing ones are cut at its end)
-        elif previous == "reasoning_open":
-            return "reasoning_open"
         return ""
     hard = text.endswith(t.HARD_BREAK)
     body = text[: -len(t.HARD_BREAK)] if hard else text
-    in_reply = bool(run.reply) or previous == "reasoning_open"
-    if previous == "reasoning_open":
-        run.kinds["reasoning"] += 1
-        return "" if t.REASONING_CLOSE.match(text) else "reasoning_open"
     if text.startswith(t.PROMPT) and hard:
+        run.reasoning = False  # aider's own line ends a reply whose reasoning never closed (an interrupted reply)
         _close_reply(run, limits)
         if previous != "prompt":
             _close_prompt(run, limits)
             run.prompt_at = line.index
         run.prompt.append(body[len(t.PROMPT) + 1 :] if body.startswith(t.PROMPT + " ") else body[len(t.PROMPT) :])
         return "prompt"
+    _close_prompt(run, limits)
+    run.command_args = None
+    if run.message_open and not (text.startswith(t.QUOTE) and hard):
+        # The rest of a message of aider's of several lines: `tool_output` prefixes only its first line with `>` and
+        # ends only its last with the hard break, blank lines and all (Simple-Calulator l.1072-1160: `> # 1
+        # SEARCH/REPLACE block failed to match!`, a blank line, `## SearchReplaceNoExactMatch: …`); a usage report's
+        # `Cost:` line when it has both cache figures.
+        run.kinds["tool_output"] += 1
+        run.message_open = not hard
+        if run.pending_usage is not None:
+            _add_cost(run, body)
+        return previous
+    run.message_open = False
+    in_reply = bool(run.reply) or run.reasoning
     # In a reply, a `>` line without the hard break is the model's quote, except the usage report, whose first line
     # has none when it goes on to a `Cost:` line (docs/agents/aider.md "Lines").
     if text.startswith(t.QUOTE) and (hard or not in_reply or t.TOKENS.match(text)):
-        _close_prompt(run, limits)
+        run.reasoning = False
         _close_reply(run, limits)
+        run.message_open = not hard
         return _aider_line(run, line, body)
+    if run.reasoning:
+        run.kinds["reasoning"] += 1
+        run.reasoning = not t.REASONING_CLOSE.match(text)
+        return "reasoning"
     if previous in ("tool_output", "tokens") and not in_reply:
-        # An unprefixed line right after one of aider's: the rest of a message of several lines (`tool_output` prefixes
-        # only the first), e.g. `Cost: $0.01 message, $0.02 session.` after a Tokens line with both cache figures.
+        # An unprefixed line right after a whole line of aider's, with no blank line between: a reply always follows
+        # a blank line (`ai_output` writes one first), so this is more of aider's output.
         run.kinds["tool_output"] += 1
-        if previous == "tokens" and run.pending_usage is not None:
-            _add_cost(run, body)
         return previous
     if text.startswith(t.MARKER) and not in_reply:
-        _close_prompt(run, limits)
         run.kinds[t.UNKNOWN_KIND] += 1
         return t.UNKNOWN_KIND
-    _close_prompt(run, limits)
     if t.REASONING_OPEN.match(text):
         run.kinds["reasoning"] += 1
-        return "reasoning_open"
+        run.reasoning = True
+        return "reasoning"
     if not run.reply:
         run.reply_at = line.index
     run.reply.append(text)
@@ -275,13 +291,22 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
     if text == t.BLANK_INPUT or not text:
         run.kinds["blank_input"] += len(lines)
         return
+    if run.command_args is not None and _same_text(text, run.command_args):
+        # `/code X`, `/ask X`, `/architect X` run X as the next message, and aider logs it again as `####` lines
+        # (Simple-Calulator .aider.chat.history.md l.69 `#### /code i want…`, l.71 `#### i want…`): typed once.
+        run.kinds["command_message"] += len(lines)
+        return
     if run.last_answer is not None and _same_text(text, run.last_answer):
         # In architect mode the architect's reply is handed to the editor model as its input, and aider logs that
         # input as `####` lines (luvatrix .aider.chat.history.md l.484: the reply of l.275 again): not the person's.
         run.kinds["architect_handoff"] += len(lines)
         return
-    run.kinds["command" if text.startswith(t.COMMAND_PREFIXES) else "prompt"] += len(lines)
+    command = text.startswith(t.COMMAND_PREFIXES)
+    run.kinds["command" if command else "prompt"] += len(lines)
     run.turns.append(Turn(index=at, role=Role.USER, text=clip(text, limits)))
+    if command:
+        _, _, args = text.partition(" ")
+        run.command_args = args.strip() or None
 
 
 def _close_reply(run: _Run, limits: Limits) -> None:

@@ -23,6 +23,11 @@ LINE_KINDS: dict[str, tuple[Disposition, str]] = {
         "`#### Add file to the chat? (Y)es/(N)o… [Yes]: skip  `: aider echoes a yes/no question answered for a "
         "group of questions; the question is aider's, not the person's words",
     ),
+    "command_message": (
+        Disposition.HARNESS,
+        "`#### X  ` right after `#### /code X  ` (or `/ask`, `/architect`, …): the command runs X as a message and aider "
+        "logs it again; the person typed it once, as the command",
+    ),
     "architect_handoff": (
         Disposition.HARNESS,
         "`#### <the architect's reply>  `: architect mode hands the reply to the editor model as its input, and "
@@ -41,7 +46,10 @@ LINE_KINDS: dict[str, tuple[Disposition, str]] = {
         "with the answers, edits applied, commits, `^C KeyboardInterrupt`",
     ),
     "assistant": (Disposition.TURN, "a line of the model's reply (everything else)"),
-    "reasoning": (Disposition.HARNESS, "`<thinking-content-…>` … `</thinking-content-…>`: the model's reasoning"),
+    "reasoning": (
+        Disposition.HARNESS,
+        "`<thinking-content-…>` … `</thinking-content-…>` (or `<think>` … `</think>`): the model's reasoning",
+    ),
 }
 
 # A line of a kind this reader does not know: a `# aider …` marker line that is not a run's header, outside a reply
@@ -74,9 +82,10 @@ TOKENS = re.compile(r"^> Tokens: ")
 TOKEN_FIGURE = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)\b")
 MESSAGE_COST = re.compile(r"Cost: \$([\d.,]+) (?:message|request)\b")
 
-# The model's reasoning, as aider keeps it in the reply (aider/reasoning_tags.py REASONING_TAG).
-REASONING_OPEN = re.compile(r"^<thinking-content-[0-9a-f]+>\s*$")
-REASONING_CLOSE = re.compile(r"^</thinking-content-[0-9a-f]+>\s*$")
+# The model's reasoning, as aider keeps it in the reply (aider/reasoning_tags.py REASONING_TAG), or as the model wrote
+# it (`<think>` … `</think>` of qwen3 and deepseek-r1 served through an OpenAI-compatible API: Simple-Calulator l.1231).
+REASONING_OPEN = re.compile(r"^<(?:thinking-content-[0-9a-f]+|think)>\s*$")
+REASONING_CLOSE = re.compile(r"^</(?:thinking-content-[0-9a-f]+|think)>\s*$")
 
 # Folders discovery never enters: dependencies, build output, caches and the OS's own trees (hidden folders, those
 # whose name starts with a dot, are never entered either).
