@@ -25,8 +25,8 @@ LINE_KINDS: dict[str, tuple[Disposition, str]] = {
     ),
     "command_message": (
         Disposition.HARNESS,
-        "`#### X  ` right after `#### /code X  ` (or `/ask`, `/architect`, …): the command runs X as a message and aider "
-        "logs it again; the person typed it once, as the command",
+        "`#### X  ` right after `#### /code X  ` (or `/ask`, `/architect`, …): the command runs X as a message and "
+        "aider logs it again; the person typed it once, as the command",
     ),
     "architect_handoff": (
         Disposition.HARNESS,
