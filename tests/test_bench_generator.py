@@ -23,7 +23,7 @@ from extractors.registry import extractor, registered
 from tests.support import outcomes_under
 
 MIX = {"claude": 0.7, "codex": 0.2, "grok": 0.1}
-ALL = {"claude": 0.5, "codex": 0.2, "grok": 0.1, "gemini": 0.1, "opencode": 0.1}
+ALL = {"claude": 0.5, "codex": 0.2, "grok": 0.1, "gemini": 0.1, "opencode": 0.1, "aider": 0.1}
 
 
 def _digests(home: Path) -> dict[str, tuple[str, int]]:
@@ -116,7 +116,8 @@ def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     sessions = [o.session for o in outcomes if isinstance(o, Loaded)]
     assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
-    assert any(s.tool_calls for s in sessions)
+    if agent != Agent("aider"):  # Aider records no tool calls: edits are in the reply (docs/agents/aider.md "Lines")
+        assert any(s.tool_calls for s in sessions)
     if agent != Agent("grok"):  # Grok's chat_history.jsonl has no token counts (docs/agents/grok.md "Token usage")
         assert any(s.usage for s in sessions)
 

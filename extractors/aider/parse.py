@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 
 from extractors.aider import tables as t
@@ -19,6 +19,7 @@ from extractors.ids import session_id, stable_hash
 from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
 
 AGENT = Agent("aider")
+AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
 
 
 @dataclass(slots=True)
@@ -37,7 +38,7 @@ class _Run:
     reply: list[str] = field(default_factory=list)  # the model's lines of the open reply
     reply_at: int = -1
     last_reply: int | None = None  # the index of the latest assistant turn after the latest prompt
-    last_answer: str | None = None  # the text of the latest assistant turn
+    last_answer: str | None = None  # the text of the latest assistant turn, until the person's next turn
     pending_usage: int | None = None  # a Usage whose cost may follow on the next (continuation) line
     message_open: bool = False  # inside a message of aider's of several lines (its first `>` line had no hard break)
     reasoning: bool = False  # inside the reply's reasoning (`<thinking-content-…>` or `<think>` not yet closed)
@@ -149,7 +150,7 @@ def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
     run.command_args = None
     if run.message_open and not (text.startswith(t.QUOTE) and hard):
         # The rest of a message of aider's of several lines: `tool_output` prefixes only its first line with `>` and
-        # ends only its last with the hard break, blank lines and all (Simple-Calulator l.1072-1160: `> # 1
+        # ends only its last with the hard break, blank lines and all (Simple-Calulator l.1072-1133: `> # 1
         # SEARCH/REPLACE block failed to match!`, a blank line, `## SearchReplaceNoExactMatch: …`); a usage report's
         # `Cost:` line when it has both cache figures.
         run.kinds["tool_output"] += 1
@@ -170,7 +171,7 @@ def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
         run.kinds["reasoning"] += 1
         run.reasoning = not t.REASONING_CLOSE.match(text)
         return "reasoning"
-    if previous in ("tool_output", "tokens") and not in_reply:
+    if previous in AIDER_LINES and not in_reply:
         # An unprefixed line right after a whole line of aider's, with no blank line between: a reply always follows
         # a blank line (`ai_output` writes one first), so this is more of aider's output.
         run.kinds["tool_output"] += 1
@@ -263,18 +264,8 @@ def _cost(text: str) -> float | None:
 def _add_cost(run: _Run, body: str) -> None:
     cost = _cost(body)
     if cost is not None and run.pending_usage is not None:
-        index = run.pending_usage
-        old = run.usage[index]
-        run.usage[index] = Usage(
-            turn_index=old.turn_index,
-            model=old.model,
-            input_tokens=old.input_tokens,
-            output_tokens=old.output_tokens,
-            cache_read_tokens=old.cache_read_tokens,
-            cache_write_tokens=old.cache_write_tokens,
-            cost_usd=cost,
-        )
-    run.pending_usage = None
+        run.usage[run.pending_usage] = replace(run.usage[run.pending_usage], cost_usd=cost)
+        run.pending_usage = None
 
 
 def _close_prompt(run: _Run, limits: Limits) -> None:
@@ -298,12 +289,13 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
         return
     if run.last_answer is not None and _same_text(text, run.last_answer):
         # In architect mode the architect's reply is handed to the editor model as its input, and aider logs that
-        # input as `####` lines (luvatrix .aider.chat.history.md l.484: the reply of l.275 again): not the person's.
+        # input as `####` lines (luvatrix .aider.chat.history.md l.485: the reply of l.276 again): not the person's.
         run.kinds["architect_handoff"] += len(lines)
         return
     command = text.startswith(t.COMMAND_PREFIXES)
     run.kinds["command" if command else "prompt"] += len(lines)
     run.turns.append(Turn(index=at, role=Role.USER, text=clip(text, limits)))
+    run.last_answer = None  # a hand-off comes before the person's next words
     if command:
         _, _, args = text.partition(" ")
         run.command_args = args.strip() or None
