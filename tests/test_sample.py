@@ -18,7 +18,7 @@ def test_sample_home_loads_every_agent_and_shows_a_rejection(tmp_path: Path) -> 
     data = tmp_path / "data"
     report = run(load_settings(home=SAMPLE_HOME, data_dir=data, env={}))
     loaded = {agent: c["sessions_loaded"] for agent, c in report.committed.counts_by_agent.items()}
-    assert loaded == {"claude": 3, "codex": 1, "gemini": 1, "grok": 1, "opencode": 1}
+    assert loaded == {"claude": 3, "codex": 1, "gemini": 1, "grok": 1, "opencode": 1, "aider": 1}
     assert sorted(r[4] for r in table_rows(data, "rejects")) == ["invalid_json", "no_conversation"]
     prompts = {r[5] for r in table_rows(data, "turns") if r[4] == "user"}
     assert "/review src/forms" in prompts
@@ -48,7 +48,7 @@ def test_a_sample_run_then_a_real_run_keep_every_sample_session_out_of_the_real_
     assert f"Corpus: {real / 'warehouse.duckdb'}" in out
     sample_sessions = {r[0] for r in table_rows(sample, "sessions")}
     real_sessions = {r[0] for r in table_rows(real, "sessions")}
-    assert len(sample_sessions) == 9, "7 sessions of the sample home and the export's 2 conversations"
+    assert len(sample_sessions) == 10, "8 sessions of the sample home and the export's 2 conversations"
     assert real_sessions and not real_sessions & sample_sessions
     shipped = SAMPLE_HOME.parent.resolve()
     assert all(Path(r[0]).resolve().is_relative_to(shipped) for r in table_rows(sample, "sources"))
