@@ -428,10 +428,12 @@ def grok_session() -> None:
 
 def aider_session() -> None:
     """Aider's history in the project folder itself (docs/agents/aider.md): one run, a command, a prompt of two lines,
-    a reply with its usage report; aider's own lines end with two spaces."""
+    a reply with its usage report; aider's own lines end with two spaces. Four folders below the sample home, so that
+    a checkout of this project in a home folder (`~/transcripts/data/sample/home/…` is eight deep) never has its
+    sample found by a real run's walk of the home (five deep)."""
     hard = "  "
     write(
-        HOME / "webapp" / ".aider.chat.history.md",
+        HOME / "src" / "github.com" / "dev" / "webapp" / ".aider.chat.history.md",
         "\n# aider chat started at 2026-07-31 11:02:10\n\n"
         f"> Aider v0.86.1{hard}\n"
         f"> Main model: anthropic/claude-sonnet-4-5 with diff edit format, infinite output{hard}\n"
