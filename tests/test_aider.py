@@ -274,6 +274,15 @@ def test_text_before_the_first_header_is_rejected_on_its_own_and_the_runs_load(t
     assert isinstance(outcomes[0], Rejected) and outcomes[0].code == "bad_shape" and outcomes[0].line == 0
 
 
+def test_windows_line_ends_and_a_byte_order_mark_read_as_the_same_session(tmp_path: Path) -> None:
+    plain = only(history(tmp_path, run()))
+    path = tmp_path / "windows" / ".aider.chat.history.md"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + run().replace("\n", "\r\n").encode())
+    windows = only(path)
+    assert said(windows) == said(plain) and windows.session_id == plain.session_id
+
+
 def test_binary_garbage_is_rejected_as_invalid_utf8(tmp_path: Path) -> None:
     path = tmp_path / ".aider.chat.history.md"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x00garbage\n")

@@ -5,7 +5,8 @@ counted against `max_records`, and the file's tail decides whether it is being w
 in a file changed within `settle_seconds` is a write under way: the read is deferred before any line is handed on,
 so a reader of a multi-session file never yields sessions and then a deferral. An older one is handed on flagged
 (`TextLine.complete` False) and the reader decides (a truncated session, usually). Bytes are decoded as UTF-8 per
-line; a line that does not decode is `invalid_utf8` with its line and offset.
+line (a byte-order mark at the start is dropped, `\r\n` line ends are read as `\n`); a line that does not decode is
+`invalid_utf8` with its line and offset.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def iter_text_lines(path: str | Path, limits: Limits) -> Iterator[TextLine]:
             body = raw[:-1] if complete else raw
             if body.endswith(b"\r"):
                 body = body[:-1]
+            if index == 0 and body.startswith(b"\xef\xbb\xbf"):
+                body = body[3:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError as exc:
