@@ -30,6 +30,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.aider_gen import aider_session
 from bench.claude_gen import claude_session
 from bench.cline_gen import cline_session
 from bench.codex_gen import codex_session
@@ -43,7 +44,7 @@ from bench.output import Written
 from bench.pi_gen import pi_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -98,6 +99,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "pi": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "cline": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "copilot": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "aider": ((), 0.01, (0.5, 2.0), 12_000, 400_000, 1.1),
 }
 
 
@@ -113,6 +115,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "pi": (3_000, 40_000, 1.5),
     "cline": (3_000, 40_000, 1.5),
     "copilot": (3_000, 40_000, 1.5),
+    "aider": (3_000, 30_000, 1.1),
 }
 
 
@@ -307,6 +310,7 @@ def _write(
             material, rng, home, project, start, item.target, roo=item.index % 3 == 1, with_child=item.index % 20 == 7
         ),
         "copilot": lambda: copilot_session(material, rng, home, project, start, item.target),
+        "aider": lambda: aider_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

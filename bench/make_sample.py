@@ -2,8 +2,8 @@
 
 A fake home with one or more sessions of every agent, covering the cases a newcomer should see: tool calls, a
 slash command, an injected reminder, a response split over lines, a subagent, a compaction, injected Codex
-context, a Grok session, a Gemini, an OpenCode and a Cursor session, a corrupt file (rejected) and a summary-only file
-(nothing to load); and a ChatGPT export for `transcripts backfill`.
+context, a Grok session, a Gemini, an OpenCode and a Cursor session, an Aider history in the project folder, a
+corrupt file (rejected) and a summary-only file (nothing to load); and a ChatGPT export for `transcripts backfill`.
 """
 
 from __future__ import annotations
@@ -426,6 +426,28 @@ def grok_session() -> None:
     )
 
 
+def aider_session() -> None:
+    """Aider's history in the project folder itself (docs/agents/aider.md): one run, a command, a prompt of two lines,
+    a reply with its usage report; aider's own lines end with two spaces. Four folders below the sample home, so that
+    a checkout of this project in a home folder (`~/transcripts/data/sample/home/…` is eight deep) never has its
+    sample found by a real run's walk of the home (five deep)."""
+    hard = "  "
+    write(
+        HOME / "src" / "github.com" / "dev" / "webapp" / ".aider.chat.history.md",
+        "\n# aider chat started at 2026-07-31 11:02:10\n\n"
+        f"> Aider v0.86.1{hard}\n"
+        f"> Main model: anthropic/claude-sonnet-4-5 with diff edit format, infinite output{hard}\n"
+        f"> Git repo: .git with 24 files{hard}\n"
+        f"\n#### /add src/main.ts{hard}\n"
+        f"> Added src/main.ts to the chat{hard}\n"
+        f"\n#### make it print the version too{hard}\n#### from package.json{hard}\n"
+        "\nsrc/main.ts\n```typescript\n<<<<<<< SEARCH\nconsole.log('ready')\n=======\n"
+        "console.log('ready', require('../package.json').version)\n>>>>>>> REPLACE\n```\n\n"
+        f"> Tokens: 3.1k sent, 2.8k cache hit, 64 received. Cost: $0.0031 message, $0.0031 session.{hard}\n"
+        f"> Applied edit to src/main.ts{hard}\n",
+    )
+
+
 def cursor_session() -> None:
     sid = "5b0e9d2c-6a1f-4c3e-8d7b-2f4a6c8e0b13"
     folder = HOME / ".cursor" / "projects" / "home-dev-webapp" / "agent-transcripts" / sid
@@ -620,6 +642,7 @@ def main() -> None:
     opencode_session()
     chatgpt_export()
     cursor_session()
+    aider_session()
     old = 1767225600  # 2026-01-01: the sample is settled (no file looks like it is being written)
     for path in OUT.rglob("*"):
         os.utime(path, (old, old))

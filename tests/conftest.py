@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,8 +29,13 @@ for key in (
     "XDG_DATA_HOME",
     "TRANSCRIPTS_CONFIG",
     "TRANSCRIPTS_DATA_DIR",
+    "AIDER_CHAT_HISTORY_FILE",
 ):
     os.environ.pop(key, None)
+# Aider's run headers are local times without a zone, read in the machine's zone (docs/agents/aider.md "Times"): the
+# tests read them in UTC wherever they run.
+os.environ["TZ"] = "UTC"
+time.tzset()
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="transcripts-xdg-")
 # The default data dir (and the sample's) is under the data home: a test that names none never writes the real one.
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="transcripts-data-home-")

@@ -96,14 +96,16 @@ _HOLE_BYTES = json.dumps(_HOLE).encode()
 class Doc:
     """One file of a target: a whole-JSON document or JSONL records; `mutable` says which top paths may change."""
 
-    kind: str  # "json" | "jsonl"
-    value: Any  # the document, or the list of records
+    kind: str  # "json" | "jsonl" | "text" (a list of lines, each written with a newline)
+    value: Any  # the document, or the list of records, or of lines
     mutable: Callable[[tuple[Any, ...]], bool] = lambda path: True
 
     def dump(self, value: Any | None = None) -> bytes:
         value = self.value if value is None else value
         if self.kind == "jsonl":
             return b"".join(json.dumps(r).encode() + b"\n" for r in value)
+        if self.kind == "text":  # a field mutation replaces one line (the hole is written as JSON, to be replaced)
+            return b"".join((json.dumps(r) if r == _HOLE else str(r)).encode() + b"\n" for r in value)
         return json.dumps(value).encode()
 
 
@@ -636,6 +638,39 @@ def _copilot_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("copilot"), home, [home / ".copilot"], target, {str(good): f"copilot-{COPILOT_G}"})
 
 
+# Aider: `.aider.chat.history.md` in a repository, one run per `# aider chat started at` header; the good history is in
+# another repository. The target holds one run; its lines are the "fields" a field mutation replaces.
+def _aider_lines(prompt: str, when: str) -> list[str]:
+    return [
+        "",
+        f"# aider chat started at {when}",
+        "",
+        "> Aider v0.86.1  ",
+        "> Main model: anthropic/claude-sonnet-4-5 with diff edit format  ",
+        "",
+        f"#### {prompt}  ",
+        "#### and keep it short  ",
+        "",
+        "Done: the flag is added.",
+        "",
+        "> Tokens: 2.3k sent, 120 received. Cost: $0.01 message, $0.01 session.  ",
+        "> Applied edit to src/app.py  ",
+    ]
+
+
+def _aider_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    good = home / "src" / "good" / ".aider.chat.history.md"
+    good.parent.mkdir(parents=True)
+    good.write_bytes(Doc("text", _aider_lines("the good prompt", "2026-01-02 09:00:00")).dump())
+    target = home / "src" / "other" / ".aider.chat.history.md"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(files[".aider.chat.history.md"])
+    st = good.stat()
+    [loaded] = extractor(Agent("aider")).read(Source(Agent("aider"), str(good), st.st_size, st.st_mtime_ns), SETTLED)
+    assert isinstance(loaded, Loaded)
+    return Case(Agent("aider"), home, [home], target, {str(good): loaded.session.session_id})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -660,6 +695,9 @@ FORMATS: dict[str, Format] = {
         }, _cline_write),
         Format("copilot", Agent("copilot"), lambda: {"events.jsonl": Doc("jsonl", _copilot_records(COPILOT_T))},
                _copilot_write),
+        Format("aider", Agent("aider"),
+               lambda: {".aider.chat.history.md": Doc("text", _aider_lines("add a flag", "2026-01-02 10:00:00"))},
+               _aider_write),
     ]
 }  # fmt: skip
 

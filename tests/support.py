@@ -35,6 +35,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "pi": Agent("pi"),
     "cline": Agent("cline"),
     "copilot": Agent("copilot"),
+    "aider": Agent("aider"),
 }
 
 

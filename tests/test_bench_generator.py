@@ -32,6 +32,7 @@ ALL = {
     "cursor": 0.1,
     "copilot": 0.1,
     "cline": 0.1,
+    "aider": 0.1,
 }
 
 
@@ -127,7 +128,8 @@ def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     sessions = [o.session for o in outcomes if isinstance(o, Loaded)]
     assert len(sessions) >= 3
     assert sum(len(s.turns) for s in sessions) > len(sessions)
-    assert any(s.tool_calls for s in sessions)
+    if agent != Agent("aider"):  # Aider records no tool calls: edits are in the reply (docs/agents/aider.md "Lines")
+        assert any(s.tool_calls for s in sessions)
     # Grok's chat_history.jsonl (docs/agents/grok.md "Token usage") and Cursor's transcripts have no token counts
     if agent not in (Agent("grok"), Agent("cursor")):
         assert any(s.usage for s in sessions)

@@ -10,9 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CODE_DIRS = ("extractors", "transforms", "sinks", "flows", "bench", "tests")
 README_MAX_LINES = 250
 
-# Files the agents themselves read (project instructions, skills): named in comments and test data as what an agent
-# injects, not cited as documentation of this project.
-AGENTS_OWN_FILES = frozenset({"AGENTS.md", "CLAUDE.md", "GEMINI.md", "SKILL.md"})
+# Files the agents themselves read (project instructions, skills) or write (Aider's chat history): named in comments
+# and test data as what an agent injects or keeps, not cited as documentation of this project.
+AGENTS_OWN_FILES = frozenset({"AGENTS.md", "CLAUDE.md", "GEMINI.md", "SKILL.md", ".aider.chat.history.md"})
 
 # A Markdown path in code: not preceded by a word character or a backslash (`"\nREADME.md"` in test data is
 # `README.md`), optionally followed by a quoted section name on the same line: docs/agents/claude.md "Record types".

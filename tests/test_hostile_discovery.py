@@ -117,6 +117,15 @@ def _copilot(tmp: Path) -> Layout:
     return Layout(Agent("copilot"), root, good, state / "s2" / "events.jsonl")
 
 
+def _aider(tmp: Path) -> Layout:
+    root = tmp / "src"
+    (root / "proj").mkdir(parents=True)
+    (root / "other").mkdir(parents=True)
+    good = root / "proj" / ".aider.chat.history.md"
+    good.write_text("\n# aider chat started at 2026-01-02 10:00:00\n\n#### hello  \n")
+    return Layout(Agent("aider"), root, good, root / "other" / ".aider.chat.history.md")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -127,6 +136,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "pi": _pi,
     "cline": _cline,
     "copilot": _copilot,
+    "aider": _aider,
 }
 
 

@@ -18,7 +18,7 @@ def test_sample_home_loads_every_agent_and_shows_a_rejection(tmp_path: Path) -> 
     data = tmp_path / "data"
     report = run(load_settings(home=SAMPLE_HOME, data_dir=data, env={}))
     loaded = {agent: c["sessions_loaded"] for agent, c in report.committed.counts_by_agent.items()}
-    assert loaded == {"claude": 3, "codex": 1, "gemini": 1, "grok": 1, "opencode": 1, "cursor": 1}
+    assert loaded == {"claude": 3, "codex": 1, "gemini": 1, "grok": 1, "opencode": 1, "cursor": 1, "aider": 1}
     assert sorted(r[4] for r in table_rows(data, "rejects")) == ["invalid_json", "no_conversation"]
     prompts = {r[5] for r in table_rows(data, "turns") if r[4] == "user"}
     assert "/review src/forms" in prompts

@@ -38,7 +38,7 @@ def test_a_table_fits_80_columns_with_wide_cells_cut_by_an_ellipsis(data: Path) 
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert "…" in out
-    assert "9 rows" in out and "opencode" in out
+    assert "11 rows" in out and "opencode" in out
     assert "times in Etc/UTC" in err or "times in UTC" in err
 
 
@@ -65,7 +65,7 @@ def test_csv_has_a_header_empty_nulls_and_nested_values_as_json(data: Path) -> N
     assert code == 0
     assert list(csv.reader(io.StringIO(out))) == [
         ["project", "cwd", "agents"],
-        ["(none)", "", '["cursor", "gemini"]'],
+        ["(none)", "", '["aider", "cursor", "gemini"]'],
         ["webapp", "/home/dev/webapp", '["claude", "codex", "grok", "opencode"]'],
     ]
     code, out, _ = sql(data, "--csv", "SELECT 1 AS a, 2 AS a")

@@ -376,3 +376,28 @@ def test_ok_gemini_jsonl_message_rewritten_with_growing_tokens_counts_the_last(t
     assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens, u.reasoning_tokens) for u in usage] == [
         (1200, 4000, 40, 12)
     ]
+
+
+# ---- Aider (docs/agents/aider.md "Tokens") --------------------------------------------------------------------------
+
+
+def test_ok_aider_reports_count_each_message_and_never_the_running_session_total(tmp_path: Path) -> None:
+    # Each reply's report gives the message's figures and the run's running total ("$0.03 session" after two replies
+    # of $0.01 and $0.02). Taking the session figure as well would count the first reply twice.
+    hard = "  "
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(
+        "\n# aider chat started at 2026-03-02 09:00:00\n\n"
+        f"> Aider v0.86.1{hard}\n> Main model: deepseek/deepseek-chat with diff edit format{hard}\n"
+        f"\n#### one{hard}\n\nA.\n\n> Tokens: 1.5k sent, 1.0k cache hit, 10 received."
+        f" Cost: $0.01 message, $0.01 session.{hard}\n"
+        f"\n#### two{hard}\n\nB.\n\n> Tokens: 2.5k sent, 2.0k cache hit, 20 received."
+        f" Cost: $0.02 message, $0.03 session.{hard}\n",
+        encoding="utf-8",
+    )
+    [outcome] = read_one(Agent("aider"), path)
+    assert isinstance(outcome, Loaded)
+    usage = outcome.session.usage
+    assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in usage] == [(500, 1000, 10), (500, 2000, 20)]
+    # the last session figure, reached by the messages alone
+    assert round(sum(u.cost_usd or 0 for u in usage), 6) == 0.03

@@ -50,6 +50,8 @@ def test_daily_activity_counts_sessions_prompts_responses_and_tool_calls_per_day
         (date(2026, 3, 2), "claude", 2, 2, 2, 4, 2),  # the parent session and its subagent
         (date(2026, 3, 4), "claude", 1, 1, 2, 2, 0),
         (date(2026, 5, 11), "codex", 1, 1, 1, 1, 1),
+        (date(2026, 7, 31), "aider", 1, 1, 2, 1, 0),  # a command and a prompt of two lines, one reply
+        (date(2026, 7, 31), "cursor", 1, 1, 1, 1, 1),  # four assistant rows make one reply
         (date(2026, 7, 31), "grok", 1, 1, 1, 2, 1),
     ]
     totals = rows(con, "SELECT sum(prompts), sum(responses), sum(tool_calls) FROM daily_activity")
@@ -61,7 +63,7 @@ def test_daily_activity_counts_sessions_prompts_responses_and_tool_calls_per_day
 def test_project_activity_groups_sessions_by_working_directory(con: duckdb.DuckDBPyConnection) -> None:
     got = rows(con, "SELECT project, cwd, sessions, agents, prompts, git_branches FROM project_activity ORDER BY 1")
     assert got == [
-        ("(none)", None, 1, ["gemini"], 1, None),
+        ("(none)", None, 3, ["aider", "cursor", "gemini"], 4, None),  # aider and cursor record no working dir
         ("webapp", "/home/dev/webapp", 6, ["claude", "codex", "grok", "opencode"], 7, ["main"]),
     ]
 
@@ -72,6 +74,7 @@ def test_tool_usage_rates_errors_over_calls_with_a_known_outcome(con: duckdb.Duc
         ("claude", "Bash", 1, 0, 0, 0.0),
         ("claude", "Task", 1, 0, 0, 0.0),
         ("codex", "shell", 1, 0, 0, 0.0),
+        ("cursor", "Grep", 1, 0, 1, None),  # Cursor's transcripts keep no tool results
         ("gemini", "search_file_content", 1, 0, 0, 0.0),
         ("grok", "read_file", 1, 0, 1, None),  # no result recorded: unknown, not a success
     ]
@@ -80,10 +83,12 @@ def test_tool_usage_rates_errors_over_calls_with_a_known_outcome(con: duckdb.Duc
 def test_session_lengths_bucket_every_session_once(con: duckdb.DuckDBPyConnection) -> None:
     got = rows(con, "SELECT agent, bucket, duration, sessions, max_turns FROM session_lengths ORDER BY 1, 2")
     assert got == [
+        ("aider", 1, "< 1 min", 1, 3),  # no end time: a run's length is unknown
         ("claude", 1, "< 1 min", 1, 1),
         ("claude", 2, "1-10 min", 1, 5),
         ("claude", 4, "30 min-2 h", 1, 4),
         ("codex", 1, "< 1 min", 1, 2),
+        ("cursor", 1, "< 1 min", 1, 2),
         ("gemini", 2, "1-10 min", 1, 2),
         ("grok", 2, "1-10 min", 1, 3),
         ("opencode", 2, "1-10 min", 1, 2),
@@ -98,6 +103,8 @@ def test_model_usage_per_month_joins_responses_and_tokens(con: duckdb.DuckDBPyCo
         (date(2026, 1, 1), "gemini", "gemini-2.5-pro", 1, 1, 40),
         (date(2026, 3, 1), "claude", "claude-opus-4-6", 3, 6, 771),
         (date(2026, 5, 1), "codex", "gpt-5.4", 1, 1, 300),
+        (date(2026, 7, 1), "aider", "anthropic/claude-sonnet-4-5", 1, 1, 64),
+        (date(2026, 7, 1), "cursor", "(unknown)", 1, 1, None),  # Cursor's transcripts name no model
         (date(2026, 7, 1), "grok", "grok-4.5", 1, 2, None),  # grok records no usage
     ]
 
@@ -118,10 +125,10 @@ def test_turn_context_carries_the_session_context_of_every_turn(con: duckdb.Duck
 
 
 def test_the_existing_views_still_answer(con: duckdb.DuckDBPyConnection) -> None:
-    assert rows(con, "SELECT count(*) FROM session_overview") == [(7,)]
-    assert rows(con, "SELECT count(*) FROM prompts") == [(8,)]
+    assert rows(con, "SELECT count(*) FROM session_overview") == [(9,)]
+    assert rows(con, "SELECT count(*) FROM prompts") == [(11,)]
     assert rows(con, "SELECT sum(output_tokens) FROM daily_tokens WHERE day = DATE '2026-03-02'") == [(321,)]
-    assert rows(con, "SELECT sum(calls) FROM tool_failures") == [(5,)]
+    assert rows(con, "SELECT sum(calls) FROM tool_failures") == [(6,)]
     assert sorted(r[0] for r in rows(con, "SELECT reason_code FROM current_rejects")) == [
         "invalid_json",
         "no_conversation",

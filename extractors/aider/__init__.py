@@ -1,0 +1,162 @@
+"""Aider chat histories (`.aider.chat.history.md`, one per repository, appended by every run of aider in it).
+
+One source = one history file; one session = one run, from its `# aider chat started at …` header to the next
+(docs/agents/aider.md "Sessions"). Each run is its own outcome, complete or rejected; a run that only started (no
+prompt, no reply) is a benign `no_conversation`. The files live in the person's repositories, not in a home folder:
+discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSCRIPTS_ROOT_AIDER` or
+`--root aider=PATH` name the project folders instead) a few folders deep for the file's name, and
+`transcripts backfill FILE` takes one file, whose name says it is Aider's (`Claim.NAME`).
+
+The lines are read through `extractors.bounded.text_lines` (limits; a file whose last line is still being written is
+deferred); what each line is: `tables`; one run -> a Session: `parse`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from extractors.aider import tables
+from extractors.aider.parse import header_time, native_id, parse_run
+from extractors.bounded import Limits
+from extractors.bounded.text_lines import TextLine, iter_text_lines
+from extractors.discovery import regular_stat, skip, walk_files
+from extractors.errors import RejectCode, RejectError
+from extractors.ids import session_id
+from extractors.model import Agent, Loaded, Outcome, Rejected, Source
+from extractors.spec import AgentSpec, Claim
+
+HISTORY_ENV = "AIDER_CHAT_HISTORY_FILE"  # aider's own setting for the file (`--chat-history-file`)
+
+
+def _claims(path: Path) -> Claim | None:
+    """A file named `.aider.chat.history.md` is Aider's, wherever it lies."""
+    return Claim.NAME if path.name == tables.HISTORY_FILE else None
+
+
+SPEC = AgentSpec(
+    name=Agent("aider"),
+    display="Aider",
+    rank=110,
+    parser_version="1",
+    env=(HISTORY_ENV,),
+    nightly=True,
+    export=None,
+    price_provider=None,  # aider talks to any provider; the file's own cost is kept where it reports one
+    reasoning_billed_separately=False,
+    unknown_records="skip",  # a `# aider …` marker line of an unknown kind is counted and skipped
+    claims=_claims,
+)
+
+
+def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """The home folder, walked a few folders deep (docs/agents/aider.md "Files and folders"), and the file
+    `AIDER_CHAT_HISTORY_FILE` names when it is an absolute path (or `~/…`); a relative one is relative to wherever
+    aider ran, which is not known here. No I/O."""
+    roots = [home]
+    value = env.get(HISTORY_ENV, "").strip()
+    if value.startswith("~/"):
+        roots.append(home / value[2:])
+    elif value and Path(value).is_absolute():
+        roots.append(Path(value))
+    return roots
+
+
+def _is_history(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
+    return name == tables.HISTORY_FILE
+
+
+def _pruned(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
+    return name.startswith(".") or name in tables.PRUNED_DIRS
+
+
+def discover(root: Path) -> Iterator[Source]:
+    """Every `.aider.chat.history.md` at most `MAX_DEPTH` folders below `root`, never inside hidden, dependency or
+    build folders; `root` itself when it is a file (a history file named in a setting, whatever its name). Stat
+    only; never opens a file."""
+    if root.is_file():
+        st, reason, detail = regular_stat(root)
+        if st is None:
+            skip(reason, root, detail)
+            return
+        path = root.absolute()
+        yield Source(SPEC.name, str(path), st.st_size, st.st_mtime_ns, str(path.parent))
+        return
+    for found, st in walk_files(root, _is_history, max_depth=tables.MAX_DEPTH, skip_dir=_pruned):
+        yield Source(SPEC.name, str(Path(found).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()))
+
+
+def read(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """One outcome per run of the history file, in file order.
+
+    Per run: Loaded, or Rejected with truncated_tail (the file ends inside the run's last line), limit_exceeded
+    (the run is over max_conversation_bytes), missing_timestamp, no_conversation (benign: a run that only started).
+    For the rest of the source, raises RejectError: bad_shape (lines before the first header, or no header at
+    all: not an aider history), invalid_utf8, limit_exceeded (the file, a line or the line count over the limits),
+    source_unreadable; DeferError: write_in_progress, changed_during_read.
+    """
+    run: list[TextLine] = []
+    run_bytes = 0
+    oversized = False
+    before: list[TextLine] = []  # non-blank lines before the first header
+    runs = 0
+    seen: dict[str, int] = {}
+    for line in iter_text_lines(source.path, limits):
+        if header_time(line.text) is not None:
+            if run:
+                yield _outcome(source, run, oversized, limits, seen)
+            elif before:
+                yield _orphans(source, before)
+                before = []
+            run, run_bytes, oversized = [line], line.size, False
+            runs += 1
+            continue
+        if not run:
+            if line.text.strip() and not before:
+                before.append(line)  # the first is enough to name where
+            continue
+        run_bytes += line.size
+        if oversized:
+            continue
+        if run_bytes > limits.max_conversation_bytes:
+            oversized = True  # its lines are let go; the run is rejected when it ends
+            run = run[:1]
+            continue
+        run.append(line)
+    if run:
+        yield _outcome(source, run, oversized, limits, seen)
+    if runs == 0:
+        raise RejectError(
+            RejectCode.BAD_SHAPE,
+            "no `# aider chat started at` header: not an aider chat history",
+            line=before[0].index if before else None,
+        )
+
+
+def _orphans(source: Source, before: list[TextLine]) -> Rejected:
+    """Text before the first run's header belongs to no run (a file cut at its start, or not aider's)."""
+    first = before[0]
+    return Rejected(
+        source, RejectCode.BAD_SHAPE, "text before the first run's header", line=first.index, offset=first.offset
+    )
+
+
+def _outcome(source: Source, run: list[TextLine], oversized: bool, limits: Limits, seen: dict[str, int]) -> Outcome:
+    header = run[0]
+    if oversized:
+        return Rejected(
+            source,
+            RejectCode.LIMIT_EXCEEDED,
+            f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}",
+            line=header.index,
+            offset=header.offset,
+        )
+    native = native_id(run)
+    seen[native] = seen.get(native, 0) + 1
+    if seen[native] > 1:  # the same opening twice in one file (scripted runs in one second): the n-th gets `-n`
+        native = f"{native}-{seen[native]}"
+    try:
+        return Loaded(source, parse_run(run, native, limits))
+    except RejectError as exc:
+        hint = exc.session_hint or session_id(SPEC.name, native)
+        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, hint)

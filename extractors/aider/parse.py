@@ -1,0 +1,319 @@
+"""One run of `.aider.chat.history.md` (its lines, already read) -> a Session. Pure: no I/O, no clock.
+
+The lines are classified by `tables` (docs/agents/aider.md "Lines"); consecutive `####` lines make one person's turn,
+the model's reply between aider's own lines makes one assistant turn, and each `> Tokens:` line one `Usage`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, tzinfo
+
+from extractors.aider import tables as t
+from extractors.bounded import Limits, clip
+from extractors.bounded.text_lines import TextLine
+from extractors.errors import RejectCode, RejectError
+from extractors.ids import session_id, stable_hash
+from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
+
+AGENT = Agent("aider")
+AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
+
+
+@dataclass(slots=True)
+class _Run:
+    """What the walk over one run's lines has gathered so far."""
+
+    turns: list[Turn] = field(default_factory=list)
+    usage: list[Usage] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+    models: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    model: str | None = None  # the chat model of the latest banner
+    prompt: list[str] = field(default_factory=list)  # the person's lines of the open prompt
+    prompt_at: int = -1
+    reply: list[str] = field(default_factory=list)  # the model's lines of the open reply
+    reply_at: int = -1
+    last_reply: int | None = None  # the index of the latest assistant turn after the latest prompt
+    last_answer: str | None = None  # the text of the latest assistant turn, until the person's next turn
+    pending_usage: int | None = None  # a Usage whose cost may follow on the next (continuation) line
+    message_open: bool = False  # inside a message of aider's of several lines (its first `>` line had no hard break)
+    reasoning: bool = False  # inside the reply's reasoning (`<thinking-content-…>` or `<think>` not yet closed)
+    command_args: str | None = None  # what the command just typed was given (`/code X`: `X`), until another line
+
+
+def header_time(text: str) -> str | None:
+    """The `YYYY-MM-DD HH:MM:SS` of a run's header line, or None when `text` is not one."""
+    match = t.HEADER.match(text)
+    return match.group(1) if match else None
+
+
+def started_at(stamp: str, zone: tzinfo | None) -> datetime:
+    """The header's local naive time in UTC, read in `zone` (None: the machine's zone at read time).
+
+    Raises RejectError(missing_timestamp) for a time that is not one (`2026-13-40 …`)."""
+    try:
+        naive = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
+    except ValueError as exc:
+        raise RejectError(RejectCode.MISSING_TIMESTAMP, f"the run's header time {stamp!r} is no date") from exc
+    local = naive.replace(tzinfo=zone) if zone is not None else naive.astimezone()
+    return local.astimezone(UTC)
+
+
+def native_id(lines: Sequence[TextLine]) -> str:
+    """`<header time as YYYYmmddTHHMMSS>-<12 hex>`: the digest of the run's opening, its lines from the header through
+    its first `####` block (docs/agents/aider.md "Session ids"). Appending to the run never changes it, and it is
+    the same wherever the file lies."""
+    stamp = header_time(lines[0].text) or ""
+    opening: list[str] = []
+    seen_prompt = False
+    for line in lines:
+        is_prompt = line.text.startswith(t.PROMPT)
+        if seen_prompt and not is_prompt:
+            break
+        seen_prompt = seen_prompt or is_prompt
+        opening.append(line.text)
+    compact = stamp.replace("-", "").replace(":", "").replace(" ", "T")
+    return f"{compact}-{stable_hash(chr(10).join(opening))[:12]}"
+
+
+def parse_run(lines: Sequence[TextLine], native: str, limits: Limits, zone: tzinfo | None = None) -> Session:
+    """The Session of one run: `lines[0]` is its header. Raises RejectError: truncated_tail (its last line is partial),
+    missing_timestamp (a header time that is no date), no_conversation (nothing said: a run that only started)."""
+    sid = session_id(AGENT, native)
+    stamp = header_time(lines[0].text)
+    if stamp is None:
+        raise RejectError(RejectCode.BAD_SHAPE, "a run that does not start with its header", line=lines[0].index)
+    start = started_at(stamp, zone)
+    tail = lines[-1]
+    if not tail.complete and tail.text.strip():
+        raise RejectError(
+            RejectCode.TRUNCATED_TAIL,
+            "the file ends inside a line, older than settle_seconds",
+            line=tail.index,
+            offset=tail.offset,
+            session_hint=sid,
+        )
+    run = _Run()
+    run.kinds["header"] += 1
+    previous = "header"  # the kind of the line just before (a blank line: "")
+    for line in lines[1:]:
+        previous = _classify(run, line, previous, limits)
+    _close_prompt(run, limits)
+    _close_reply(run, limits)
+    if not run.turns:
+        raise RejectError(
+            RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines[0].index, offset=lines[0].offset
+        )
+    version = run.versions[0] if run.versions else ""
+    census: Counter[tuple[str, str, Disposition]] = Counter()
+    for kind, n in run.kinds.items():
+        disposition = t.LINE_KINDS[kind][0] if kind in t.LINE_KINDS else Disposition.SKIPPED
+        census[(kind, version, disposition)] += n
+    return Session(
+        agent=AGENT,
+        session_id=sid,
+        native_id=native,
+        started_at=start,
+        cwd=run.cwd,
+        models=tuple(dict.fromkeys(run.models)),
+        cli_versions=tuple(dict.fromkeys(run.versions)),
+        turns=tuple(run.turns),
+        usage=tuple(run.usage),
+        census=census,
+    )
+
+
+def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
+    """Take one line into `run`; returns its kind ("" for a blank line) for the next line's decision."""
+    text = line.text
+    if not text.strip():
+        if run.message_open:
+            return previous  # a blank line inside a message of aider's of several lines
+        if run.reply and not run.reasoning:
+            run.reply.append("")  # a blank line inside a reply stays in it (trailing ones are cut at its end)
+        return ""
+    hard = text.endswith(t.HARD_BREAK)
+    body = text[: -len(t.HARD_BREAK)] if hard else text
+    if text.startswith(t.PROMPT) and hard:
+        run.reasoning = False  # aider's own line ends a reply whose reasoning never closed (an interrupted reply)
+        _close_reply(run, limits)
+        if previous != "prompt":
+            _close_prompt(run, limits)
+            run.prompt_at = line.index
+        run.prompt.append(body[len(t.PROMPT) + 1 :] if body.startswith(t.PROMPT + " ") else body[len(t.PROMPT) :])
+        return "prompt"
+    _close_prompt(run, limits)
+    run.command_args = None
+    if run.message_open and not (text.startswith(t.QUOTE) and hard):
+        # The rest of a message of aider's of several lines: `tool_output` prefixes only its first line with `>` and
+        # ends only its last with the hard break, blank lines and all (Simple-Calulator l.1072-1133: `> # 1
+        # SEARCH/REPLACE block failed to match!`, a blank line, `## SearchReplaceNoExactMatch: …`); a usage report's
+        # `Cost:` line when it has both cache figures.
+        run.kinds["tool_output"] += 1
+        run.message_open = not hard
+        if run.pending_usage is not None:
+            _add_cost(run, body)
+        return previous
+    run.message_open = False
+    in_reply = bool(run.reply) or run.reasoning
+    # In a reply, a `>` line without the hard break is the model's quote, except the usage report, whose first line
+    # has none when it goes on to a `Cost:` line (docs/agents/aider.md "Lines").
+    if text.startswith(t.QUOTE) and (hard or not in_reply or t.TOKENS.match(text)):
+        run.reasoning = False
+        _close_reply(run, limits)
+        run.message_open = not hard
+        return _aider_line(run, line, body)
+    if run.reasoning:
+        run.kinds["reasoning"] += 1
+        run.reasoning = not t.REASONING_CLOSE.match(text)
+        return "reasoning"
+    if previous in AIDER_LINES and not in_reply:
+        # An unprefixed line right after a whole line of aider's, with no blank line between: a reply always follows
+        # a blank line (`ai_output` writes one first), so this is more of aider's output.
+        run.kinds["tool_output"] += 1
+        return previous
+    if text.startswith(t.MARKER) and not in_reply:
+        run.kinds[t.UNKNOWN_KIND] += 1
+        return t.UNKNOWN_KIND
+    if t.REASONING_OPEN.match(text):
+        run.kinds["reasoning"] += 1
+        run.reasoning = True
+        return "reasoning"
+    if not run.reply:
+        run.reply_at = line.index
+    run.reply.append(text)
+    run.kinds["assistant"] += 1
+    return "assistant"
+
+
+def _aider_line(run: _Run, line: TextLine, body: str) -> str:
+    """A `> …` line: the banner, a usage report, or other output of aider's."""
+    run.pending_usage = None
+    if version := t.VERSION.match(body):
+        run.versions.append(version.group(1))
+        run.kinds["banner"] += 1
+        return "banner"
+    if model := t.MODEL.match(body):
+        run.models.append(model.group(2))
+        if model.group(1) in t.CHAT_MODELS:
+            run.model = model.group(2)
+        run.kinds["banner"] += 1
+        return "banner"
+    if cwd := t.WORKING_DIR.match(body):
+        if cwd.group(1) == "Cur" or run.cwd is None:
+            run.cwd = cwd.group(2)
+        run.kinds["working_dir"] += 1
+        return "working_dir"
+    if t.TOKENS.match(body):
+        run.kinds["tokens"] += 1
+        _add_usage(run, line, body)
+        return "tokens"
+    run.kinds["tool_output"] += 1
+    return "tool_output"
+
+
+def _count(figure: str, scale: str) -> int:
+    """`2.3k` -> 2300, `12,450` -> 12450, `1.5M` -> 1500000: aider rounds to one decimal of a thousand."""
+    value = float(figure.replace(",", ""))
+    return round(value * {"": 1, "k": 1_000, "m": 1_000_000}[scale.lower()])
+
+
+def _add_usage(run: _Run, line: TextLine, body: str) -> None:
+    """One reply's usage from its report (docs/agents/aider.md "Tokens"): the message's figures and cost, never the
+    session's running total."""
+    figures: dict[str, int] = {}
+    for figure, scale, what in t.TOKEN_FIGURE.findall(body):
+        try:
+            figures[what] = _count(figure, scale)
+        except ValueError:
+            continue  # `1.2.3k`: not a figure aider writes; that figure stays unknown
+    cost = _cost(body)
+    turn_index = run.last_reply if run.last_reply is not None else line.index
+    # `sent` is litellm's prompt_tokens, which holds the cached parts too: the prompt not read from cache is what is
+    # left (never below 0: the figures are rounded).
+    sent = figures.get("sent")
+    cached = figures.get("cache hit", 0) + figures.get("cache write", 0)
+    run.usage.append(
+        Usage(
+            turn_index=turn_index,
+            model=run.model,
+            input_tokens=None if sent is None else max(0, sent - cached),
+            output_tokens=figures.get("received"),
+            cache_read_tokens=figures.get("cache hit"),
+            cache_write_tokens=figures.get("cache write"),
+            cost_usd=cost,
+        )
+    )
+    run.pending_usage = None if cost is not None else len(run.usage) - 1
+
+
+def _cost(text: str) -> float | None:
+    match = t.MESSAGE_COST.search(text)
+    if match is None:
+        return None
+    try:
+        return float(match.group(1).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _add_cost(run: _Run, body: str) -> None:
+    cost = _cost(body)
+    if cost is not None and run.pending_usage is not None:
+        run.usage[run.pending_usage] = replace(run.usage[run.pending_usage], cost_usd=cost)
+        run.pending_usage = None
+
+
+def _close_prompt(run: _Run, limits: Limits) -> None:
+    """End the open `####` block: a person's turn, a command, or aider's echo of a question."""
+    if not run.prompt:
+        return
+    lines, at = run.prompt, run.prompt_at
+    run.prompt, run.prompt_at = [], -1
+    run.last_reply = None
+    text = "\n".join(lines).strip()
+    if len(lines) == 1 and t.CONFIRM.search(lines[0]):
+        run.kinds["confirm_answer"] += len(lines)
+        return
+    if text == t.BLANK_INPUT or not text:
+        run.kinds["blank_input"] += len(lines)
+        return
+    if run.command_args is not None and _same_text(text, run.command_args):
+        # `/code X`, `/ask X`, `/architect X` run X as the next message, and aider logs it again as `####` lines
+        # (Simple-Calulator .aider.chat.history.md l.69 `#### /code i want…`, l.71 `#### i want…`): typed once.
+        run.kinds["command_message"] += len(lines)
+        return
+    if run.last_answer is not None and _same_text(text, run.last_answer):
+        # In architect mode the architect's reply is handed to the editor model as its input, and aider logs that
+        # input as `####` lines (luvatrix .aider.chat.history.md l.485: the reply of l.276 again): not the person's.
+        run.kinds["architect_handoff"] += len(lines)
+        return
+    command = text.startswith(t.COMMAND_PREFIXES)
+    run.kinds["command" if command else "prompt"] += len(lines)
+    run.turns.append(Turn(index=at, role=Role.USER, text=clip(text, limits)))
+    run.last_answer = None  # a hand-off comes before the person's next words
+    if command:
+        _, _, args = text.partition(" ")
+        run.command_args = args.strip() or None
+
+
+def _close_reply(run: _Run, limits: Limits) -> None:
+    """End the open reply: one assistant turn (its reasoning already left out)."""
+    if not run.reply:
+        return
+    text = "\n".join(run.reply).strip("\n")
+    at = run.reply_at
+    run.reply, run.reply_at = [], -1
+    if text.strip():
+        run.turns.append(Turn(index=at, role=Role.ASSISTANT, text=clip(text, limits), model=run.model))
+        run.last_reply = at
+        run.last_answer = text
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Equal but for the spaces at line ends (aider's hard breaks, and what `user_input` strips)."""
+    return [line.rstrip() for line in a.strip().splitlines()] == [line.rstrip() for line in b.strip().splitlines()]

@@ -1,0 +1,108 @@
+"""What each line of `.aider.chat.history.md` is: the declarative tables of the Aider reader.
+
+Aider appends Markdown to one file per repository (`aider/io.py`, `InputOutput`): `# aider chat started at …` opens
+each run, `user_input` writes `#### <line>  ` per line the person typed, `tool_output` / `tool_error` /
+`tool_warning` / `confirm_ask` write `> <text>  `, and `ai_output` writes the model's reply as it is, between blank
+lines. Every line aider writes itself ends with two spaces (a Markdown hard break); the reply's lines do not, which
+tells a `####` heading or a `>` quote in a reply from aider's own lines (docs/agents/aider.md "Lines").
+"""
+
+from __future__ import annotations
+
+import re
+
+from extractors.model import Disposition
+
+# The census kind of each line -> (disposition, why). Blank lines are separators, not records: they are not counted.
+LINE_KINDS: dict[str, tuple[Disposition, str]] = {
+    "header": (Disposition.METADATA, "`# aider chat started at YYYY-MM-DD HH:MM:SS`: a run starts; its local time"),
+    "prompt": (Disposition.TURN, "`#### <text>  `: a line the person typed (consecutive lines are one prompt)"),
+    "command": (Disposition.TURN, "`#### /add x  `, `#### !ls  `: a command the person typed, one turn as typed"),
+    "confirm_answer": (
+        Disposition.HARNESS,
+        "`#### Add file to the chat? (Y)es/(N)o… [Yes]: skip  `: aider echoes a yes/no question answered for a "
+        "group of questions; the question is aider's, not the person's words",
+    ),
+    "command_message": (
+        Disposition.HARNESS,
+        "`#### X  ` right after `#### /code X  ` (or `/ask`, `/architect`, …): the command runs X as a message and "
+        "aider logs it again; the person typed it once, as the command",
+    ),
+    "architect_handoff": (
+        Disposition.HARNESS,
+        "`#### <the architect's reply>  `: architect mode hands the reply to the editor model as its input, and "
+        "aider logs it as the person's lines",
+    ),
+    "blank_input": (Disposition.SKIPPED, "`#### <blank>  `: the person pressed Enter on an empty line"),
+    "banner": (Disposition.METADATA, "`> Aider v0.86.1`, `> Main model: …`, `> Weak model: …`: version and models"),
+    "working_dir": (
+        Disposition.METADATA,
+        "`> Cur working dir: /path`, `> Git working dir: /path`: printed when aider starts below the repository's root",
+    ),
+    "tokens": (Disposition.METADATA, "`> Tokens: 2.3k sent, 120 received. Cost: $0.01 message, …`: one reply's usage"),
+    "tool_output": (
+        Disposition.HARNESS,
+        "any other `> …` line and the unprefixed lines that continue it: aider's messages, warnings, questions "
+        "with the answers, edits applied, commits, `^C KeyboardInterrupt`",
+    ),
+    "assistant": (Disposition.TURN, "a line of the model's reply (everything else)"),
+    "reasoning": (
+        Disposition.HARNESS,
+        "`<thinking-content-…>` … `</thinking-content-…>` (or `<think>` … `</think>`): the model's reasoning",
+    ),
+}
+
+# A line of a kind this reader does not know: a `# aider …` marker line that is not a run's header, outside a reply
+# (a newer aider's marker, e.g.). Counted under this kind, skipped (`SPEC.unknown_records`).
+UNKNOWN_KIND = "aider_marker"
+
+HISTORY_FILE = ".aider.chat.history.md"
+
+# `\n# aider chat started at {datetime.now().strftime("%Y-%m-%d %H:%M:%S")}\n\n` (aider/io.py InputOutput.__init__).
+HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
+MARKER = "# aider "
+HARD_BREAK = "  "
+PROMPT = "####"
+QUOTE = ">"
+BLANK_INPUT = "<blank>"  # what user_input writes for an empty input
+COMMAND_PREFIXES = ("/", "!")  # `!cmd` is aider's shorthand for `/run cmd`
+# confirm_ask's options and default, as `user_input(f"{question}{res}")` echoes them for a group preference.
+CONFIRM = re.compile(r"\(Y\)es/\(N\)o.*\[[^\]]*\]: ")
+
+# Banner lines (aider/models.py and main.py announcements): the version, the models.
+VERSION = re.compile(r"^> Aider v(\S+)")
+MODEL = re.compile(r"^> (Main model|Model|Editor model|Weak model): (\S+)")
+CHAT_MODELS = frozenset({"Main model", "Model"})  # the model that writes the replies (until the next banner)
+WORKING_DIR = re.compile(r"^> (Cur|Git) working dir: (.+?)\s*$")  # the session's cwd: `Cur`, else `Git`
+
+# The usage report (aider/coders/base_coder.py `show_usage_report`): `Tokens: 2.3k sent, 1.2k cache write, 3.4k cache
+# hit, 120 received.` then ` Cost: $0.01 message, $0.05 session.` on the same line, or on the next unprefixed line
+# when both cache figures are printed. Older versions wrote `12,450 sent` and `$0.01 request`.
+TOKENS = re.compile(r"^> Tokens: ")
+TOKEN_FIGURE = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)\b")
+MESSAGE_COST = re.compile(r"Cost: \$([\d.,]+) (?:message|request)\b")
+
+# The model's reasoning, as aider keeps it in the reply (aider/reasoning_tags.py REASONING_TAG), or as the model wrote
+# it (`<think>` … `</think>` of qwen3 and deepseek-r1 served through an OpenAI-compatible API: Simple-Calulator l.1231).
+REASONING_OPEN = re.compile(r"^<(?:thinking-content-[0-9a-f]+|think)>\s*$")
+REASONING_CLOSE = re.compile(r"^</(?:thinking-content-[0-9a-f]+|think)>\s*$")
+
+# Folders discovery never enters: dependencies, build output, caches and the OS's own trees (hidden folders, those
+# whose name starts with a dot, are never entered either).
+PRUNED_DIRS = frozenset(
+    {
+        "node_modules",
+        "venv",
+        "__pycache__",
+        "site-packages",
+        "dist",
+        "build",
+        "target",
+        "vendor",
+        "Library",
+        "AppData",
+        "snap",
+    }
+)
+# How many folders below a root a history file may lie (`~/src/github.com/owner/repo/` is four).
+MAX_DEPTH = 5
