@@ -17,9 +17,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from extractors.bounded import Limits, iter_jsonl
+from extractors.bounded.text_lines import iter_text_lines
 from extractors.cursor import tables
 from extractors.cursor.parse import Facts, parse_jsonl, parse_txt
-from extractors.cursor.text import iter_text_lines
 from extractors.discovery import suffix, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -132,7 +132,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     mtime = from_epoch_seconds(source.mtime_ns // 10**9)  # the start only when no <timestamp> tag gives one
     if path.suffix == ".txt":
         facts = Facts(native, parent, mtime, "txt")
-        session = parse_txt(iter_text_lines(path, limits), limits, facts)
+        lines = ((line.index, line.text) for line in iter_text_lines(path, limits))
+        session = parse_txt(lines, limits, facts)
     else:
         session = parse_jsonl(iter_jsonl(path, limits), limits, Facts(native, parent, mtime))
     if not session.turns and not session.tool_calls:
