@@ -141,11 +141,11 @@ def test_a_move_across_filesystems_copies_a_real_corpus_privately_then_clears_th
     assert_private(new)
     con = duckdb.connect(str(new / "warehouse.duckdb"), read_only=True)
     try:
-        assert con.execute("SELECT count(*) FROM sessions").fetchone() == (8,)
+        assert con.execute("SELECT count(*) FROM sessions").fetchone() == (9,)
     finally:
         con.close()
     code, out = invoke("status", "--data-dir", str(new))
-    assert code == 0 and "8 loaded" in out, out
+    assert code == 0 and "9 loaded" in out, out
 
 
 def _move_process(old: Path, new: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -103,12 +103,12 @@ def test_uv_tool_install_and_pipx_install_of_the_wheel_work_from_any_folder_with
     loaded = _in(base, env, str(uv_tool), "run", "--sample")
     sample_dir = base / "data-home" / "transcripts-sample"
     assert f"transcripts status --data-dir {sample_dir}" in loaded.stdout, loaded.stdout
-    assert "loaded 8 sessions" in loaded.stdout, loaded.stdout
+    assert "loaded 9 sessions" in loaded.stdout, loaded.stdout
     assert not (base / "data-home" / "transcripts").exists(), "the sample is not the corpus"
     assert not (base / "elsewhere").is_relative_to(ROOT) and not any((base / "elsewhere").iterdir())
     again = json.loads(_in(base, env, str(pipx_tool), "run", "--sample", "--json").stdout)  # the other install's copy
-    assert again["sample"] is True and again["data_dir"] == str(sample_dir) and again["sessions_loaded"] == 8, again
+    assert again["sample"] is True and again["data_dir"] == str(sample_dir) and again["sessions_loaded"] == 9, again
     status = _in(base, env, str(pipx_tool), "status", "--data-dir", str(sample_dir))
-    assert "8 loaded" in status.stdout, status.stdout
+    assert "9 loaded" in status.stdout, status.stdout
     where = _in(base, env, str(uv_tool), "data", "where")
     assert f"data dir: {base / 'data-home' / 'transcripts'} (default)" in where.stdout, where.stdout

@@ -199,7 +199,7 @@ def test_a_first_run_starts_the_server_and_the_runner_which_take_the_next_comman
     first = run_json(box, "--data-dir", str(data))
     assert first["outcome"] == "ok"
     loaded = corpus_of(data)
-    assert len(loaded["turns"]) == first["sessions_loaded"] == 8  # the sample: 8 sessions, 2 rejected sources
+    assert len(loaded["turns"]) == first["sessions_loaded"] == 9  # the sample: 9 sessions, 2 rejected sources
     assert loaded["parquet_sessions"] == sorted(loaded["turns"])
     assert sum(loaded["turns"].values()) == first["turns_loaded"]
 
@@ -238,7 +238,7 @@ def test_a_first_run_starts_the_server_and_the_runner_which_take_the_next_comman
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)
     assert [r["outcome"] for r in doc["runs"][:3]] == ["ok", "noop", "ok"]
-    assert sum(doc["counts"]["sessions"].values()) == 9  # the sample's 8 and the new one
+    assert sum(doc["counts"]["sessions"].values()) == 10  # the sample's 9 and the new one
 
     runs = flow_runs(api.url)
     for report in (first, third):

@@ -48,7 +48,7 @@ def test_a_sample_run_then_a_real_run_keep_every_sample_session_out_of_the_real_
     assert f"Corpus: {real / 'warehouse.duckdb'}" in out
     sample_sessions = {r[0] for r in table_rows(sample, "sessions")}
     real_sessions = {r[0] for r in table_rows(real, "sessions")}
-    assert len(sample_sessions) == 10, "8 sessions of the sample home and the export's 2 conversations"
+    assert len(sample_sessions) == 11, "9 sessions of the sample home and the export's 2 conversations"
     assert real_sessions and not real_sessions & sample_sessions
     shipped = SAMPLE_HOME.parent.resolve()
     assert all(Path(r[0]).resolve().is_relative_to(shipped) for r in table_rows(sample, "sources"))

@@ -82,7 +82,7 @@ def test_a_warehouse_of_another_duckdb_version_is_reported_then_rebuilt_by_the_n
     con = duckdb.connect(str(target), read_only=True)
     try:
         assert search.has_index(con)
-        assert con.execute("SELECT count(*) FROM daily_activity").fetchone() == (6,)
+        assert con.execute("SELECT count(*) FROM daily_activity").fetchone() == (8,)
     finally:
         con.close()
     assert not list(data.glob("warehouse.duckdb.tmp-*"))
@@ -118,6 +118,6 @@ def test_the_registry_duckdb_cli_opens_the_warehouse_and_searches_it_offline(tmp
         [exe, "-readonly", "-csv", "-noheader", str(target), "-c", sql], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["6", "claude-5f0c2a1e-7b3d-4c55-9e21-0a1b2c3d4e01-1"]
+    assert out.stdout.split() == ["8", "claude-5f0c2a1e-7b3d-4c55-9e21-0a1b2c3d4e01-1"]
     version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
     assert version.startswith(f"v{duckdb.__version__} ")
