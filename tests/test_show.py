@@ -4,6 +4,7 @@ exit code 2; the HTML page is checked in a real headless Chromium, as the report
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +67,37 @@ def test_every_agents_session_round_trips_its_turns_in_order(data: Path) -> None
         assert positions == sorted(positions), session_id  # the terminal text keeps the order too
         code, markdown, _ = show(data, session_id, "--format", "markdown")
         assert code == 0 and markdown.startswith("# ") and all(t in markdown for _, _, t in want)
+
+
+@pytest.fixture(scope="module")
+def every_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A corpus of every nightly agent's contract fixtures (tests/agents/<agent>/home), all in one home."""
+    from extractors.registry import specs
+    from flows.etl.flow import run_etl
+    from flows.etl.settings import load_settings
+    from tests.test_contract import materialise
+
+    base = tmp_path_factory.mktemp("every-agent")
+    home = base / "home"
+    for spec in specs():
+        if spec.nightly:
+            shutil.copytree(materialise(spec.name, base / spec.name), home, dirs_exist_ok=True)
+    data = base / "data"
+    run_etl(load_settings(home=home, data_dir=data, env={"TRANSCRIPTS_TIMEZONE": "UTC"}, lock_wait=5), as_tasks=False)
+    return data
+
+
+def test_every_registered_agents_fixture_sessions_round_trip_in_order(every_agent: Path) -> None:
+    from extractors.registry import specs
+
+    expected = turns(every_agent)
+    loaded = {session_id.split("-")[0] for session_id, want in expected.items() if want}
+    assert loaded == {spec.name for spec in specs() if spec.nightly}, loaded  # a session with turns of each
+    for session_id, want in expected.items():
+        code, out, err = show(every_agent, session_id, "--format", "json")
+        assert code == 0, err
+        got = [(s["turn_id"], s["role"], s["text"]) for s in json.loads(out)["steps"] if s["role"] is not None]
+        assert got == want, session_id
 
 
 def test_a_prefix_and_last_find_a_session_and_subagents_are_marked(data: Path) -> None:
