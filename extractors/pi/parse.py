@@ -26,11 +26,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from math import isfinite
 from typing import Any
 
 from extractors.blobref import base64_reference
 from extractors.bounded import Limits, Line, clip, count_glued_line
-from extractors.bounded.numbers import OUT_OF_RANGE, fit_float, token_count
+from extractors.bounded.numbers import INT64_MAX, INT64_MIN, OUT_OF_RANGE, fit_float, token_count
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import (
@@ -76,7 +77,13 @@ class Header:
 
 @dataclass(slots=True)
 class _Call:
-    call: ToolCall
+    """A tool call while its result is awaited: its ToolCall is made once, with the session."""
+
+    call_id: str
+    index: int
+    name: str
+    input: str | None
+    started_at: datetime | None
     owner: str
     output: str | None = None
     is_error: bool | None = None
@@ -106,8 +113,10 @@ def parse_session_file(lines: Iterable[Line], limits: Limits) -> list[Session]:
     entries: list[Entry] = []
     by_id: dict[str, Entry] = {}
     previous: str | None = None
+    chained = True  # every entry's parent is the entry before it: one branch, no tree to walk
     for line in lines:
-        count_glued_line(line, census)
+        if line.parts > 1:
+            count_glued_line(line, census)
         record, index = line.record, line.index
         kind = record.get("type")
         if header is None:
@@ -140,7 +149,9 @@ def parse_session_file(lines: Iterable[Line], limits: Limits) -> list[Session]:
         if native in by_id:
             census[(f"duplicate/{kind}", header.version, Disposition.SKIPPED)] += 1
             continue
-        entry = Entry(index, kind, native, parent, record, parse_iso(record.get("timestamp")))
+        if parent != previous:
+            chained = False
+        entry = Entry(index, kind, native, parent, record, _entry_time(record.get("timestamp")))
         entries.append(entry)
         by_id[native] = entry
         previous = native
@@ -148,7 +159,9 @@ def parse_session_file(lines: Iterable[Line], limits: Limits) -> list[Session]:
         raise RejectError(RejectCode.NO_CONVERSATION, "no session header (an empty file, or title lines only)")
     hint = session_id(AGENT, header.native_id)
     _mark_copied(entries, header, hint)
-    owners = _owners(entries, by_id, hint)
+    # A chain (the first entry a root, each further one the child of the one before) is one branch whose leaf is
+    # the last entry: all of it is the active branch, as the walk below would find.
+    owners = None if chained else _owners(entries, by_id, hint)
     return _Builder(header, limits, census, title, owners).build(entries)
 
 
@@ -260,100 +273,110 @@ class _Builder:
         limits: Limits,
         census: Census,
         title: str | None,
-        owners: dict[str, tuple[str, str | None]],
+        owners: dict[str, tuple[str, str | None]] | None,
     ) -> None:
         self.header = header
+        self.version = header.version
         self.limits = limits
-        self.owners = owners
+        self.owners = owners  # None: every entry is on the active branch
         self.parts: dict[str, _Part] = {MAIN: _Part(census=census, title=title)}
         self.calls: dict[str, _Call] = {}
-        self.bash = 0
-
-    def count(self, part: _Part, kind: str, disposition: Disposition) -> None:
-        part.census[(kind, self.header.version, disposition)] += 1
 
     def build(self, entries: list[Entry]) -> list[Session]:
+        owners, parts = self.owners, self.parts
+        key, part = MAIN, parts[MAIN]
         for entry in entries:
-            key, fork = self.owners[entry.id]
-            part = self.parts.get(key)
-            if part is None:
-                part = self.parts[key] = _Part()
-            if fork is not None:
-                part.fork_of = fork
+            if owners is not None:
+                key, fork = owners[entry.id]
+                found = parts.get(key)
+                if found is None:
+                    found = parts[key] = _Part()
+                part = found
+                if fork is not None:
+                    part.fork_of = fork
             if entry.copied:
-                self.count(part, f"copied/{_kind(entry)}", Disposition.SKIPPED)
+                part.census[(f"copied/{_kind(entry)}", self.version, Disposition.SKIPPED)] += 1
                 continue
             if entry.at is not None:
                 part.times.append(entry.at)
-            self.entry(entry, key, part)
+            if entry.kind == "message":
+                self.message(entry, key, part)
+            else:
+                self.entry(entry, part)
         return self.sessions()
 
-    def entry(self, entry: Entry, key: str, part: _Part) -> None:
+    def entry(self, entry: Entry, part: _Part) -> None:
         record, kind = entry.record, entry.kind
-        if kind == "message":
-            self.message(entry, key, part)
-            return
         if kind == "session_info":
             part.title = _text(record.get("name")) or part.title
         elif kind == "model_change":
             model = _text(record.get("modelId"))
             if model and model not in part.models:
                 part.models.append(model)
-        disposition = ENTRY_KINDS.get(kind, (Disposition.SKIPPED, ""))[0]
-        self.count(part, kind, disposition)
+        disposition = ENTRY_KINDS.get(kind, _UNKNOWN)[0]
+        part.census[(kind, self.version, disposition)] += 1
 
     def message(self, entry: Entry, key: str, part: _Part) -> None:
         message = entry.record.get("message")
         if not isinstance(message, dict):
             raise RejectError(RejectCode.BAD_SHAPE, "a message entry without a message object", line=entry.index)
         role = message.get("role")
-        at = parse_any(message.get("timestamp")) or entry.at
+        at = _message_time(message.get("timestamp")) or entry.at
         if at is not None:
             part.times.append(at)
-        if role == "user":
-            self.user(entry, message, at, part)
-        elif role == "assistant":
+        if role == "assistant":
             self.assistant(entry, message, at, key, part)
         elif role == "toolResult":
             self.tool_result(entry, message, at, part)
+            return
+        elif role == "user":
+            self.user(entry, message, at, part)
         elif role == "bashExecution":
             self.bash_execution(entry, message, at, key, part)
+            return
         else:
             role = role if isinstance(role, str) else "(none)"
-            self.count(part, f"message/{role}", MESSAGE_ROLES.get(role, (Disposition.SKIPPED, ""))[0])
+            disposition = MESSAGE_ROLES.get(role, _UNKNOWN)[0]
+            part.census[(f"message/{role}", self.version, disposition)] += 1
             return
-        if role in ("user", "assistant") and at is not None:
+        if at is not None:  # a user's or an assistant's
             part.message_times.append(at)
 
     def user(self, entry: Entry, message: dict[str, Any], at: datetime | None, part: _Part) -> None:
         texts, attachments = _content(message.get("content"), entry.index)
         text = "\n".join(texts)
         if not text.strip() and not attachments:
-            self.count(part, "message/user/empty", Disposition.SKIPPED)
+            part.census[("message/user/empty", self.version, Disposition.SKIPPED)] += 1
             return
         part.turns.append(Turn(entry.index, Role.USER, clip(text, self.limits), at, None, tuple(attachments)))
         command = text.lstrip().startswith(COMMAND_PREFIX)
-        self.count(part, "message/user/command" if command else "message/user", Disposition.TURN)
+        kind = "message/user/command" if command else "message/user"
+        part.census[(kind, self.version, Disposition.TURN)] += 1
 
     def assistant(self, entry: Entry, message: dict[str, Any], at: datetime | None, key: str, part: _Part) -> None:
         content = message.get("content")
         if content is None:
             content = []
-        if not isinstance(content, list | str):
+        elif isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        elif not isinstance(content, list):
             raise RejectError(RejectCode.BAD_SHAPE, "assistant content that is not a list", line=entry.index)
         model = _text(message.get("model"))
         if model and model not in part.models:
             part.models.append(model)
         texts: list[str] = []
         calls = 0
-        for item in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+        for item in content:
             if not isinstance(item, dict):
                 raise RejectError(
                     RejectCode.BAD_SHAPE, "an assistant content part that is not an object", line=entry.index
                 )
-            if item.get("type") == "text" and isinstance(item.get("text"), str):
-                texts.append(item["text"])
-            elif item.get("type") == "toolCall":
+            kind = item.get("type")
+            if kind == "text":
+                value = item.get("text")
+                if isinstance(value, str):
+                    texts.append(value)
+            elif kind == "toolCall":
                 self.tool_call(entry, item, at, key)
                 calls += 1
         part.calls += calls
@@ -361,25 +384,23 @@ class _Builder:
         text = "\n".join(texts)
         if text.strip():
             part.turns.append(Turn(entry.index, Role.ASSISTANT, clip(text, self.limits), at, model))
-            self.count(part, "message/assistant", Disposition.TURN)
+            part.census[("message/assistant", self.version, Disposition.TURN)] += 1
         elif calls:
-            self.count(part, "message/assistant/tool_calls", Disposition.TOOL)
+            part.census[("message/assistant/tool_calls", self.version, Disposition.TOOL)] += 1
         else:
             # Aborted or failed responses (`stopReason` aborted/error, empty content) and thinking-only ones.
-            self.count(part, "message/assistant/empty", Disposition.SKIPPED)
+            part.census[("message/assistant/empty", self.version, Disposition.SKIPPED)] += 1
 
     def tool_call(self, entry: Entry, item: dict[str, Any], at: datetime | None, key: str) -> None:
         call_id, name = item.get("id"), item.get("name")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
             raise RejectError(RejectCode.BAD_SHAPE, "a toolCall without a string id and name", line=entry.index)
         arguments = item.get("arguments")
-        text = (
-            arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments, ensure_ascii=False)
-        )
+        text = arguments if isinstance(arguments, str) or arguments is None else _JSON.encode(arguments)
         if call_id in self.calls:
             return  # the same call written again (a duplicated entry under another id): one call
-        call = ToolCall(call_id, entry.index, name, None if text is None else clip(text, self.limits), started_at=at)
-        self.calls[call_id] = _Call(call, key)
+        clipped = None if text is None else clip(text, self.limits)
+        self.calls[call_id] = _Call(call_id, entry.index, name, clipped, at, key)
 
     def usage(self, entry: Entry, message: dict[str, Any], at: datetime | None, model: str | None, part: _Part) -> None:
         """One row per assistant message (pi's `usage` is per call). A row of zeros (an aborted request) is not
@@ -387,20 +408,24 @@ class _Builder:
         usage = message.get("usage")
         if not isinstance(usage, dict):
             return
-        counts: list[int | None] = []
-        for name in ("input", "output", "cacheRead", "cacheWrite", "reasoning"):
-            value, out = token_count(usage.get(name))
+        get = usage.get
+        counts = [get("input"), get("output"), get("cacheRead"), get("cacheWrite"), get("reasoning")]
+        for n, value in enumerate(counts):
+            # None, or an int within int64, is the count as it is; anything else is read by `token_count`.
+            if value is not None and (type(value) is not int or not INT64_MIN <= value <= INT64_MAX):
+                counts[n], out = token_count(value)
+                if out:
+                    part.census[OUT_OF_RANGE] += 1
+        cost = get("cost")
+        total = cost.get("total") if isinstance(cost, dict) else None
+        if type(total) is not float or not isfinite(total):  # else the cost as it is
+            total, out = fit_float(total)
             if out:
                 part.census[OUT_OF_RANGE] += 1
-            counts.append(value)
-        cost = usage.get("cost")
-        total, out = fit_float(cost.get("total")) if isinstance(cost, dict) else (None, False)
-        if out:
-            part.census[OUT_OF_RANGE] += 1
         if not any(counts) and not total:
             return
         tokens_in, tokens_out, cache_read, cache_write, reasoning = counts
-        if _input_holds_cache(message, usage, at) and tokens_in is not None and cache_read:
+        if cache_read and tokens_in is not None and _input_holds_cache(message, usage, at):
             tokens_in = max(tokens_in - cache_read, 0)
         response = message.get("responseId")
         part.usage.append(
@@ -411,10 +436,10 @@ class _Builder:
                 tokens_out,
                 cache_read,
                 cache_write,
-                reasoning_tokens=reasoning,  # newer pi: the part of `output` that was reasoning
-                cost_usd=total,
-                timestamp=at,
-                response_id=response if isinstance(response, str) and response else None,
+                reasoning,  # newer pi: the part of `output` that was reasoning
+                total,
+                at,
+                response if isinstance(response, str) and response else None,
             )
         )
 
@@ -424,14 +449,16 @@ class _Builder:
             raise RejectError(RejectCode.BAD_SHAPE, "a toolResult without a string toolCallId", line=entry.index)
         pending = self.calls.get(call_id)
         if pending is None:
-            self.count(part, "message/toolResult/orphan", Disposition.TOOL)
+            part.census[("message/toolResult/orphan", self.version, Disposition.TOOL)] += 1
             return
         texts, attachments = _content(message.get("content"), entry.index)
-        pending.output = clip("\n".join(texts + [f"[{ref}]" for ref in attachments]), self.limits)
+        if attachments:
+            texts += [f"[{ref}]" for ref in attachments]
+        pending.output = clip("\n".join(texts), self.limits)
         error = message.get("isError")
         pending.is_error = error if isinstance(error, bool) else None
         pending.ended_at = at
-        self.count(part, "message/toolResult", Disposition.TOOL)
+        part.census[("message/toolResult", self.version, Disposition.TOOL)] += 1
 
     def bash_execution(self, entry: Entry, message: dict[str, Any], at: datetime | None, key: str, part: _Part) -> None:
         """The person's `!cmd`: a tool call by the person, made at its own record (docs/agents/pi.md "Tools")."""
@@ -444,19 +471,19 @@ class _Builder:
             isinstance(code, int) and not isinstance(code, bool) and code != 0
         )
         call_id = f"bash-{entry.id}"
-        call = ToolCall(
+        self.calls[call_id] = _Call(
             call_id,
             entry.index,
             "bash",
-            clip(json.dumps({"command": command}, ensure_ascii=False), self.limits),
+            clip(_JSON.encode({"command": command}), self.limits),
+            at,
+            key,
             clip(output, self.limits) if isinstance(output, str) else None,
             failed,
             at,
-            at,
         )
-        self.calls[call_id] = _Call(call, key, call.output, failed, at)
         part.calls += 1
-        self.count(part, "message/bashExecution", Disposition.TOOL)
+        part.census[("message/bashExecution", self.version, Disposition.TOOL)] += 1
 
     def sessions(self) -> list[Session]:
         header = self.header
@@ -489,16 +516,7 @@ class _Builder:
                 RejectCode.MISSING_TIMESTAMP, "no usable time in the header or any message", session_hint=ids[key]
             )
         calls = tuple(
-            ToolCall(
-                c.call.call_id,
-                c.call.turn_index,
-                c.call.name,
-                c.call.input,
-                c.output,
-                c.is_error,
-                c.call.started_at,
-                c.ended_at,
-            )
+            ToolCall(c.call_id, c.index, c.name, c.input, c.output, c.is_error, c.started_at, c.ended_at)
             for c in self.calls.values()
             if c.owner == key
         )
@@ -518,6 +536,11 @@ class _Builder:
             links=links,
             census=part.census,
         )
+
+
+_UNKNOWN = (Disposition.SKIPPED, "")  # an entry kind or message role not in the tables
+# `json.dumps(value, ensure_ascii=False)` without building its encoder again for every call.
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 # pi before v0.12.7 (released 2025-12-04T02:11:03Z) wrote an OpenAI response's `input` WITH its cached part
@@ -566,6 +589,31 @@ def _content(content: Any, index: int) -> tuple[list[str], list[str]]:
             media = mime if isinstance(mime, str) and mime else "image/unknown"
             attachments.append(base64_reference(data, media) if isinstance(data, str) else "image")
     return texts, attachments
+
+
+# Epoch milliseconds of 2000-01-01 and 2100-01-01 (UTC): times between them are inside timeutil's usable years.
+_MS_2000, _MS_2100 = 946_684_800_000, 4_102_444_800_000
+
+
+def _message_time(value: Any) -> datetime | None:
+    """`parse_any` of a message's `timestamp`, with a shortcut for the epoch milliseconds pi writes (of 2000-2099):
+    once per message, its chain of checks was the parse's largest single cost. The same time either way."""
+    if type(value) is int and _MS_2000 <= value < _MS_2100:
+        return datetime.fromtimestamp(value / 1000.0, UTC)
+    return parse_any(value)
+
+
+def _entry_time(value: Any) -> datetime | None:
+    """`parse_iso` of an entry's `timestamp`, with a shortcut for the `...Z` times of 2000-2099 pi writes: the same
+    time either way."""
+    if type(value) is str:
+        try:
+            at = datetime.fromisoformat(value)
+        except ValueError:
+            return parse_iso(value)
+        if at.tzinfo is UTC and 2000 <= at.year < 2100:
+            return at
+    return parse_iso(value)
 
 
 def _text(value: Any) -> str | None:
