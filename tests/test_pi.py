@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import UTC, datetime
@@ -650,3 +651,38 @@ def test_an_old_openai_row_has_its_cached_part_taken_out_of_input(tmp_path: Path
     session = only(session_file(tmp_path, records))
     assert [u.input_tokens for u in session.usage] == [500, 500, 500]
     assert [u.cache_read_tokens for u in session.usage] == [1000, 1000, 1000]
+
+
+# Tool arguments as json.dumps writes them (the reader quotes objects of strings itself, as the encoder does).
+ARGUMENTS = [{}, {"path": "src/a.py"}, {"command": 'echo "é\\\\\n\t\u2028 😀"', "cwd": "/"}, {"n": 1, "s": "x"},
+             {"a": {"b": ["c", None, 1.5]}}, [1, "x"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS)
+def test_tool_arguments_are_stored_as_json_dumps_writes_them(tmp_path: Path, arguments: Any) -> None:
+    records = [header(), user("u1", None, 1, "q"), assistant("a1", "u1", 2, [call("c1", "bash")])]
+    records[2]["message"]["content"][0]["arguments"] = arguments
+    [tool] = only(session_file(tmp_path, records)).tool_calls
+    assert tool.input == json.dumps(arguments, ensure_ascii=False)
+
+
+# Times at and around the edges of the reader's shortcuts (2000-2099) and of timeutil's usable years (1990-2199).
+EPOCH_MS: list[Any] = [
+    *(edge + step for edge in (631152000000, 946684800000, 4102444800000, 7258118400000) for step in (-1, 0, 1)),
+    *(0, 10**11, MS0, 10**15, -MS0, 1.7e12, True, None, "x", T0),
+]
+ISO: list[Any] = [
+    *(T0, "2026-01-02T10:00:00Z", "2026-01-02T10:00:00+00:00", "2026-01-02T11:00:00+01:00", "2026-01-02T10:00:00"),
+    *("1999-12-31T23:59:59.999Z", "2000-01-01T00:00:00Z", "2099-12-31T23:59:59.999999Z", "2100-01-01T00:00:00Z"),
+    *("1989-12-31T23:59:59Z", "2026-01-02T10:00:00.123456789Z", "", "not a time", 5, None),
+]
+
+
+def test_the_time_shortcuts_read_every_time_as_timeutil_does() -> None:
+    from extractors.pi.parse import _entry_time, _message_time
+    from extractors.timeutil import parse_any, parse_iso
+
+    for value in EPOCH_MS:
+        assert _message_time(value) == parse_any(value), value
+    for value in ISO:
+        assert _entry_time(value) == parse_iso(value), value

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json.encoder import encode_basestring as _quote
 from math import isfinite
 from typing import Any
 
@@ -396,7 +397,7 @@ class _Builder:
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
             raise RejectError(RejectCode.BAD_SHAPE, "a toolCall without a string id and name", line=entry.index)
         arguments = item.get("arguments")
-        text = arguments if isinstance(arguments, str) or arguments is None else _JSON.encode(arguments)
+        text = arguments if isinstance(arguments, str) or arguments is None else _json_text(arguments)
         if call_id in self.calls:
             return  # the same call written again (a duplicated entry under another id): one call
         clipped = None if text is None else clip(text, self.limits)
@@ -541,6 +542,19 @@ class _Builder:
 _UNKNOWN = (Disposition.SKIPPED, "")  # an entry kind or message role not in the tables
 # `json.dumps(value, ensure_ascii=False)` without building its encoder again for every call.
 _JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+def _json_text(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False)`, sooner for an object of strings (most tool arguments: `{"path":
+    ...}`, `{"command": ...}`): the same text, quoted by the same function the encoder uses."""
+    if type(value) is not dict:
+        return _JSON.encode(value)
+    items: list[str] = []
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str:
+            return _JSON.encode(value)
+        items.append(f"{_quote(key)}: {_quote(item)}")
+    return "{" + ", ".join(items) + "}"
 
 
 # pi before v0.12.7 (released 2025-12-04T02:11:03Z) wrote an OpenAI response's `input` WITH its cached part
