@@ -12,8 +12,10 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from extractors.blobref import base64_reference
 from extractors.bounded import Limits, clip, json_text
@@ -30,7 +32,7 @@ from extractors.model import (
     Turn,
     Usage,
 )
-from extractors.timeutil import from_epoch_ms
+from extractors.timeutil import _in_range, from_epoch_ms  # _in_range: the usable years, for `_when`'s fast path
 
 from . import tables as t
 
@@ -98,7 +100,7 @@ class _Parser:
         if not isinstance(message, dict):
             raise RejectError(RejectCode.BAD_SHAPE, "an API message that is not an object", line=index)
         role = message.get("role")
-        when = from_epoch_ms(message.get("ts"))
+        when = _when(message.get("ts"))
         if when is not None:
             self.times.append(when)
         else:
@@ -148,21 +150,21 @@ class _Parser:
                 output = text[head.end() :]
                 call = pending.pop(0) if pending else self._xml_call(head.group(1))
                 call.output = clip(output, self.limits)
-                call.is_error = True if t.ERROR_RESULT.search(output) else None
+                call.is_error = True if t.is_error_result(output) else None
                 waiting_body = call if not output.strip() else None
                 spans.extend(t.result_person_spans(text))
                 continue
             if self.cwd is None:
                 found = t.CWD_LINE.search(text)
                 self.cwd = found.group(1) if found else None
-            plain = t.HARNESS_SECTIONS.sub("", text)
+            plain = t.without_harness(text)
             if waiting_body is not None and plain.strip():
                 waiting_body.output = clip(text, self.limits)
-                waiting_body.is_error = True if t.ERROR_RESULT.search(text) else None
+                waiting_body.is_error = True if t.is_error_result(text) else None
                 spans.extend(t.result_person_spans(text))
                 waiting_body = None
                 continue
-            spans.extend(m.group(2) for m in t.PERSON_SPAN.finditer(plain))
+            spans.extend(t.person_spans(plain))
         words = [s for s in spans if s.strip()]
         if words or (attachments and not results):
             text = "\n\n".join(words)
@@ -236,22 +238,34 @@ class _Parser:
 
     # --- ui_messages.json -------------------------------------------------------------------------------------------
 
-    def ui_rows(self, rows: list[Any]) -> list[Usage]:
-        """Census of every row; usage from `api_req_started` (docs/agents/cline.md "Tokens")."""
+    def ui_rows(self, rows: list[Any], ui_times: list[datetime | None]) -> list[Usage]:
+        """Census of every row; usage from `api_req_started` (docs/agents/cline.md "Tokens"). `ui_times`: each
+        row's `ts` (`_ui_times`)."""
         requests: list[tuple[int, dict[str, Any], datetime | None, dict[str, Any]]] = []
+        census, times = self.census, self.times
+        partial = (t.UI_PARTIAL_KIND, self.version, Disposition.SKIPPED)
+        # (type, say or ask) -> the row kind and its census key: a few kinds make up thousands of rows
+        kinds: dict[tuple[Any, Any], tuple[str, tuple[str, str, Disposition]]] = {}
         for row_index, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise RejectError(RejectCode.BAD_SHAPE, "a ui_messages.json row that is not an object")
-            kind = f"{_kind(row.get('type'))}/{_kind(row.get('say') or row.get('ask'))}"
-            when = from_epoch_ms(row.get("ts"))
+            get = row.get
+            written = (get("type"), get("say") or get("ask"))
+            try:
+                kind, key = kinds[written]
+            except (KeyError, TypeError):  # TypeError: an absurd, unhashable kind (a list): not kept
+                kind = f"{_kind(written[0])}/{_kind(written[1])}"
+                key = (f"ui/{kind}", self.version, t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0])
+                if isinstance(written[0], str | None) and isinstance(written[1], str | None):
+                    kinds[written] = (kind, key)
+            when = ui_times[row_index]
             if when is not None:
-                self.times.append(when)
-            if row.get("partial") is True:
-                self.count(t.UI_PARTIAL_KIND, Disposition.SKIPPED)
+                times.append(when)
+            if get("partial") is True:
+                census[partial] += 1
                 continue
-            disposition = t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0]
-            self.count(f"ui/{kind}", disposition)
-            fields = _request_fields(row.get("text")) if kind == "say/api_req_started" else None
+            census[key] += 1
+            fields = _request_fields(get("text")) if kind == "say/api_req_started" else None
             if fields is not None:
                 requests.append((row_index, row, when, fields))
         replies = _Replies(self.assistants)
@@ -334,7 +348,7 @@ def _result_content(content: Any, index: int) -> tuple[str, bool]:
             elif block.get("type") == "image":
                 parts.append(f"[{_image_reference(block)}]")
         text = "\n".join(parts)
-    return text, bool(t.ERROR_RESULT.search(text))
+    return text, t.is_error_result(text)
 
 
 def _image_reference(block: dict[str, Any]) -> str:
@@ -350,9 +364,12 @@ def _request_fields(text: Any) -> dict[str, Any] | None:
     if not isinstance(text, str):
         return None
     try:
-        fields = json.loads(text)
-    except (ValueError, RecursionError):  # a broken row says nothing; the rest of the task still loads
-        return None
+        fields = orjson.loads(text)
+    except orjson.JSONDecodeError:  # what orjson refuses and the stdlib reads (NaN, a lone surrogate, a huge int)
+        try:
+            fields = json.loads(text)
+        except (ValueError, RecursionError):  # a broken row says nothing; the rest of the task still loads
+            return None
     if not isinstance(fields, dict):
         return None
     keys = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads", "cost")
@@ -403,7 +420,8 @@ def parse_task(task: Task, limits: Limits) -> Session:
             session_hint=sid,
         )
     version, cli_versions = _writer(task)
-    parser = _Parser(task, limits, version, stored=_stored_times(task.ui or []))
+    ui_times = _ui_times(task.ui or [])
+    parser = _Parser(task, limits, version, stored=_stored_times(task.ui or [], ui_times))
     records = len(task.api) + len(task.ui or ())
     if records > limits.max_records:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} records")
@@ -413,7 +431,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
         except RejectError as exc:
             exc.session_hint = sid
             raise
-    usage = parser.ui_rows(task.ui) if task.ui is not None else []
+    usage = parser.ui_rows(task.ui, ui_times) if task.ui is not None else []
     for name, document in ((t.TASK_METADATA, task.metadata), (t.HISTORY_ITEM, task.history)):
         if document is not None:
             parser.count(name, Disposition.METADATA)
@@ -453,16 +471,33 @@ def parse_task(task: Task, limits: Limits) -> Session:
     )
 
 
-def _stored_times(rows: list[Any]) -> dict[int, datetime]:
+def _ui_times(rows: list[Any]) -> list[datetime | None]:
+    """Each UI row's `ts` (None: none, or a row that is not an object), read once for `_stored_times` and `ui_rows`."""
+    return [_when(row.get("ts")) if isinstance(row, dict) else None for row in rows]
+
+
+def _when(value: Any) -> datetime | None:
+    """`from_epoch_ms`, with a fast path for the int milliseconds every row holds (the same datetime: an int too big
+    for a float raises OverflowError on the division, and is None either way)."""
+    if type(value) is int:
+        try:
+            when = datetime.fromtimestamp(value / 1000.0, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return _in_range(when)
+    return from_epoch_ms(value)
+
+
+def _stored_times(rows: list[Any], ui_times: list[datetime | None]) -> dict[int, datetime]:
     """Message index -> the `ts` of the first UI row whose `conversationHistoryIndex` reaches it: the row Cline wrote
     once that message was in the API history, which dates messages written without a `ts` of their own
-    (docs/agents/cline.md "Times")."""
+    (docs/agents/cline.md "Times"). `ui_times`: each row's `ts` (`_ui_times`)."""
     stored: dict[int, datetime] = {}
     reached = 0
-    for row in rows:
+    for row, when in zip(rows, ui_times, strict=True):
         if not isinstance(row, dict):
             continue
-        index, when = row.get("conversationHistoryIndex"), from_epoch_ms(row.get("ts"))
+        index = row.get("conversationHistoryIndex")
         if not isinstance(index, int) or isinstance(index, bool) or when is None:
             continue
         while reached <= index:
