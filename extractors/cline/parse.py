@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -79,10 +80,35 @@ class _Parser:
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     cwd: str | None = None
     assistants: list[tuple[int, datetime | None]] = field(default_factory=list)  # (index, ts) of replies
-    stored: dict[int, datetime] = field(default_factory=dict)  # message index -> the UI row written after it
+    stored: dict[int, datetime] | None = None  # message index -> the UI row written after it (`stored_time`)
     open_calls: list[_Call] = field(default_factory=list)  # the calls of the last reply: results join these
     last_text: str = ""  # the last reply's text, where XML calls are written
     reply_models: dict[int, str | None] = field(default_factory=dict)  # reply index -> its model
+    seen_times: dict[int, datetime | None] = field(default_factory=dict)  # `ts` -> `when(ts)`
+
+    def when(self, value: Any) -> datetime | None:
+        """`from_epoch_ms`, with a fast path for the int milliseconds every row holds (the same datetime: an int too
+        big for a float raises OverflowError on the division, and is None either way), remembered: a message's `ts`
+        is its UI rows' too."""
+        if type(value) is not int:
+            return from_epoch_ms(value)
+        try:
+            return self.seen_times[value]
+        except KeyError:
+            pass
+        try:
+            when = _in_range(datetime.fromtimestamp(value / 1000.0, tz=UTC))
+        except (OverflowError, OSError, ValueError):
+            when = None
+        self.seen_times[value] = when
+        return when
+
+    def stored_time(self, index: int) -> datetime | None:
+        """The time of the UI row written once message `index` was stored (`_stored_times`, read the first time a
+        message has no `ts` of its own)."""
+        if self.stored is None:
+            self.stored = _stored_times(self.task.ui or [], self.when)
+        return self.stored.get(index)
 
     def count(self, kind: str, disposition: Disposition) -> None:
         self.census[(kind, self.version, disposition)] += 1
@@ -100,11 +126,11 @@ class _Parser:
         if not isinstance(message, dict):
             raise RejectError(RejectCode.BAD_SHAPE, "an API message that is not an object", line=index)
         role = message.get("role")
-        when = _when(message.get("ts"))
+        when = self.when(message.get("ts"))
         if when is not None:
             self.times.append(when)
         else:
-            when = self.stored.get(index)
+            when = self.stored_time(index)
         if role == "user":
             self.user(index, message, when)
         elif role == "assistant":
@@ -121,7 +147,7 @@ class _Parser:
         spans: list[str] = []
         attachments: list[str] = []
         results = 0
-        pending = [c for c in self.open_calls if c.output is None]
+        pending = [c for c in self.open_calls if c.output is None] if self.open_calls else []
         waiting_body: _Call | None = None  # Roo's XML era: `[x] Result:` alone, the output in the next block
         for block in blocks:
             kind = block.get("type")
@@ -144,28 +170,30 @@ class _Parser:
             text = block.get("text")
             if kind != "text" or not isinstance(text, str):
                 continue
-            head = t.RESULT_HEAD.match(text)
+            head = t.result_head(text)
             if head is not None:
                 results += 1
-                output = text[head.end() :]
-                call = pending.pop(0) if pending else self._xml_call(head.group(1))
+                output = text[head[1] :]
+                call = pending.pop(0) if pending else self._xml_call(head[0])
                 call.output = clip(output, self.limits)
                 call.is_error = True if t.is_error_result(output) else None
-                waiting_body = call if not output.strip() else None
+                waiting_body = call if not output or output.isspace() else None
                 spans.extend(t.result_person_spans(text))
                 continue
             if self.cwd is None:
                 found = t.CWD_LINE.search(text)
                 self.cwd = found.group(1) if found else None
             plain = t.without_harness(text)
-            if waiting_body is not None and plain.strip():
+            if not plain:
+                continue
+            if waiting_body is not None and not plain.isspace():
                 waiting_body.output = clip(text, self.limits)
                 waiting_body.is_error = True if t.is_error_result(text) else None
                 spans.extend(t.result_person_spans(text))
                 waiting_body = None
                 continue
             spans.extend(t.person_spans(plain))
-        words = [s for s in spans if s.strip()]
+        words = [s for s in spans if s.strip()] if spans else spans
         if words or (attachments and not results):
             text = "\n\n".join(words)
             self.turns.append(Turn(index, Role.USER, clip(text, self.limits), when, None, tuple(attachments)))
@@ -238,36 +266,43 @@ class _Parser:
 
     # --- ui_messages.json -------------------------------------------------------------------------------------------
 
-    def ui_rows(self, rows: list[Any], ui_times: list[datetime | None]) -> list[Usage]:
-        """Census of every row; usage from `api_req_started` (docs/agents/cline.md "Tokens"). `ui_times`: each
-        row's `ts` (`_ui_times`)."""
+    def ui_rows(self, rows: list[Any]) -> list[Usage]:
+        """Census of every row; usage from `api_req_started` (docs/agents/cline.md "Tokens")."""
         requests: list[tuple[int, dict[str, Any], datetime | None, dict[str, Any]]] = []
-        census, times = self.census, self.times
-        partial = (t.UI_PARTIAL_KIND, self.version, Disposition.SKIPPED)
-        # (type, say or ask) -> the row kind and its census key: a few kinds make up thousands of rows
-        kinds: dict[tuple[Any, Any], tuple[str, tuple[str, str, Disposition]]] = {}
+        # The census of the rows, counted in slots [census key, n] kept in the order of their first count and added
+        # to the census after the loop (the same counts, in the same order, without hashing a key per row).
+        partial: list[Any] = [(t.UI_PARTIAL_KIND, self.version, Disposition.SKIPPED), 0]
+        counted: list[list[Any]] = []
+        # (type, say or ask) -> the row kind and its slot: a few kinds make up thousands of rows
+        kinds: dict[tuple[Any, Any], tuple[str, list[Any]]] = {}
+        when_of, times = self.when, self.times
         for row_index, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise RejectError(RejectCode.BAD_SHAPE, "a ui_messages.json row that is not an object")
             get = row.get
             written = (get("type"), get("say") or get("ask"))
             try:
-                kind, key = kinds[written]
+                kind, slot = kinds[written]
             except (KeyError, TypeError):  # TypeError: an absurd, unhashable kind (a list): not kept
                 kind = f"{_kind(written[0])}/{_kind(written[1])}"
-                key = (f"ui/{kind}", self.version, t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0])
+                disposition = t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0]
+                slot = [(f"ui/{kind}", self.version, disposition), 0]
                 if isinstance(written[0], str | None) and isinstance(written[1], str | None):
-                    kinds[written] = (kind, key)
-            when = ui_times[row_index]
+                    kinds[written] = (kind, slot)
+            when = when_of(get("ts"))
             if when is not None:
                 times.append(when)
             if get("partial") is True:
-                census[partial] += 1
-                continue
-            census[key] += 1
-            fields = _request_fields(get("text")) if kind == "say/api_req_started" else None
-            if fields is not None:
-                requests.append((row_index, row, when, fields))
+                slot = partial
+            if not slot[1]:
+                counted.append(slot)
+            slot[1] += 1
+            if slot is not partial and kind == "say/api_req_started":
+                fields = _request_fields(get("text"))
+                if fields is not None:
+                    requests.append((row_index, row, when, fields))
+        for key, n in counted:
+            self.census[key] += n
         replies = _Replies(self.assistants)
         replies_of = [replies.of(row, when, order) for order, (_, row, when, _) in enumerate(requests)]
         usage: list[Usage] = []
@@ -331,9 +366,13 @@ def _blocks(content: Any, index: int) -> list[dict[str, Any]]:
         return []
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
-        raise RejectError(RejectCode.BAD_SHAPE, "message content that is neither text nor a list of blocks", line=index)
-    return content
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                break
+        else:
+            return content
+    raise RejectError(RejectCode.BAD_SHAPE, "message content that is neither text nor a list of blocks", line=index)
 
 
 def _result_content(content: Any, index: int) -> tuple[str, bool]:
@@ -372,18 +411,30 @@ def _request_fields(text: Any) -> dict[str, Any] | None:
             return None
     if not isinstance(fields, dict):
         return None
-    keys = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads", "cost")
-    return fields if any(_float(fields.get(k)) is not None for k in keys) else None
+    for key in _REQUEST_COUNTS:
+        if _float(fields.get(key)) is not None:
+            return fields
+    return None
+
+
+_REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads", "cost")
 
 
 def _int(value: Any) -> int | None:
     """A JSON count as an int; None for anything else (a string, NaN, an infinity)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     return int(value) if _float(value) is not None else None
 
 
 def _float(value: Any) -> float | None:
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if type(value) is int:
+        try:
+            return float(value)  # finite wherever it converts
+        except OverflowError:
+            return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -420,8 +471,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
             session_hint=sid,
         )
     version, cli_versions = _writer(task)
-    ui_times = _ui_times(task.ui or [])
-    parser = _Parser(task, limits, version, stored=_stored_times(task.ui or [], ui_times))
+    parser = _Parser(task, limits, version)
     records = len(task.api) + len(task.ui or ())
     if records > limits.max_records:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} records")
@@ -431,7 +481,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
         except RejectError as exc:
             exc.session_hint = sid
             raise
-    usage = parser.ui_rows(task.ui, ui_times) if task.ui is not None else []
+    usage = parser.ui_rows(task.ui) if task.ui is not None else []
     for name, document in ((t.TASK_METADATA, task.metadata), (t.HISTORY_ITEM, task.history)):
         if document is not None:
             parser.count(name, Disposition.METADATA)
@@ -471,33 +521,16 @@ def parse_task(task: Task, limits: Limits) -> Session:
     )
 
 
-def _ui_times(rows: list[Any]) -> list[datetime | None]:
-    """Each UI row's `ts` (None: none, or a row that is not an object), read once for `_stored_times` and `ui_rows`."""
-    return [_when(row.get("ts")) if isinstance(row, dict) else None for row in rows]
-
-
-def _when(value: Any) -> datetime | None:
-    """`from_epoch_ms`, with a fast path for the int milliseconds every row holds (the same datetime: an int too big
-    for a float raises OverflowError on the division, and is None either way)."""
-    if type(value) is int:
-        try:
-            when = datetime.fromtimestamp(value / 1000.0, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-        return _in_range(when)
-    return from_epoch_ms(value)
-
-
-def _stored_times(rows: list[Any], ui_times: list[datetime | None]) -> dict[int, datetime]:
+def _stored_times(rows: list[Any], when_of: Callable[[Any], datetime | None]) -> dict[int, datetime]:
     """Message index -> the `ts` of the first UI row whose `conversationHistoryIndex` reaches it: the row Cline wrote
     once that message was in the API history, which dates messages written without a `ts` of their own
-    (docs/agents/cline.md "Times"). `ui_times`: each row's `ts` (`_ui_times`)."""
+    (docs/agents/cline.md "Times"). `when_of`: a `ts` -> its time (`_Parser.when`)."""
     stored: dict[int, datetime] = {}
     reached = 0
-    for row, when in zip(rows, ui_times, strict=True):
+    for row in rows:
         if not isinstance(row, dict):
             continue
-        index = row.get("conversationHistoryIndex")
+        index, when = row.get("conversationHistoryIndex"), when_of(row.get("ts"))
         if not isinstance(index, int) or isinstance(index, bool) or when is None:
             continue
         while reached <= index:
