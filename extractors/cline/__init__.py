@@ -133,11 +133,9 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     invalid_utf8, truncated_tail, limit_exceeded), bad_shape (a document of the wrong type), inconsistent_source
     (history_item.json names another task), no_conversation, missing_timestamp; DeferError (a file of the folder
     changed while it was read, or is being written)."""
-    path = Path(source.path)
-    folder = path.parent
-    native = folder.name
+    where, parts = _folder_of(source.path)
+    native = parts[-1] if parts else ""
     hint = session_id(SPEC.name, native)
-    where = str(folder)
     files = [os.path.join(where, name) for name in (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)]
     before = _stats(files)  # stat'ed once: the reads below take their sizes and presence from here
     api = _document(files[0], before[0], limits, hint)
@@ -148,8 +146,20 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     history = _optional(files[3], before[3], limits, hint, dict)
     if _stats(files) != before:
         raise DeferError(DeferCode.CHANGED_DURING_READ, "a file of the task folder changed while it was read")
-    task = Task(native, extension_of(path), api, ui, metadata, history)
+    extension = next((part for part in reversed(parts) if part in EXTENSIONS), None)  # as `extension_of`
+    task = Task(native, extension, api, ui, metadata, history)
     yield Loaded(source, parse_task(task, limits))
+
+
+def _folder_of(path: str) -> tuple[str, list[str]]:
+    """The folder of the unit at `path` and its parts, as `Path(path).parent` and its `.parts` (but the root's "/"):
+    by string split where pathlib would change nothing (an absolute path without empty or `.` parts), through
+    pathlib elsewhere."""
+    if path.startswith("/") and "//" not in path and "/./" not in path and not path.endswith(("/", "/.")):
+        folder = path[: path.rindex("/")] or "/"
+        return folder, [part for part in folder.split("/") if part]
+    parent = Path(path).parent
+    return str(parent), [part for part in parent.parts if part != "/"]
 
 
 def _stats(files: list[str]) -> tuple[tuple[int, int] | None, ...]:

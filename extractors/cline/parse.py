@@ -6,6 +6,7 @@ docs/agents/cline.md holds the rules; each function below cites its section.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import json
 import math
@@ -42,6 +43,7 @@ AGENT = Agent("cline")
 # one reply) is keyed by its ui_messages.json row, offset so it never names an API message: docs/agents/cline.md
 # "Tokens".
 UI_ROW_BASE = 10**9
+_UNSEEN: Any = object()  # a `ts` not yet in `_Parser.seen_times`
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +277,7 @@ class _Parser:
         counted: list[list[Any]] = []
         # (type, say or ask) -> the row kind and its slot: a few kinds make up thousands of rows
         kinds: dict[tuple[Any, Any], tuple[str, list[Any]]] = {}
-        when_of, times = self.when, self.times
+        when_of, times, seen = self.when, self.times, self.seen_times
         for row_index, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise RejectError(RejectCode.BAD_SHAPE, "a ui_messages.json row that is not an object")
@@ -284,12 +286,17 @@ class _Parser:
             try:
                 kind, slot = kinds[written]
             except (KeyError, TypeError):  # TypeError: an absurd, unhashable kind (a list): not kept
-                kind = f"{_kind(written[0])}/{_kind(written[1])}"
-                disposition = t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0]
-                slot = [(f"ui/{kind}", self.version, disposition), 0]
+                try:
+                    kind, census_kind, disposition = _ui_kind(*written)
+                except TypeError:
+                    kind, census_kind, disposition = _ui_kind.__wrapped__(*written)
+                slot = [(census_kind, self.version, disposition), 0]
                 if isinstance(written[0], str | None) and isinstance(written[1], str | None):
                     kinds[written] = (kind, slot)
-            when = when_of(get("ts"))
+            ts = get("ts")
+            when = seen.get(ts, _UNSEEN) if type(ts) is int else _UNSEEN  # `when`'s memory, without its call
+            if when is _UNSEEN:
+                when = when_of(ts)
             if when is not None:
                 times.append(when)
             if get("partial") is True:
@@ -329,6 +336,13 @@ class _Parser:
                 )
             )
         return usage
+
+
+@functools.lru_cache(maxsize=256)
+def _ui_kind(written_type: Any, written_kind: Any) -> tuple[str, str, Disposition]:
+    """A UI row's kind (`say/text`), its census kind and disposition, from its `type` and its `say` or `ask`."""
+    kind = f"{_kind(written_type)}/{_kind(written_kind)}"
+    return kind, f"ui/{kind}", t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0]
 
 
 class _Replies:
@@ -493,7 +507,8 @@ def parse_task(task: Task, limits: Limits) -> Session:
     started, inferred = _start(task, parser.times)
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no `ts` in any message of the task", session_hint=sid)
-    ends = [when for when in parser.times if when >= started]
+    # every time written in the messages and rows is at or after `started` (their minimum, or history_item's before it)
+    ended = max(parser.times) if parser.times else None
     parent = history.get("parentTaskId")
     parent_sid = session_id(AGENT, parent) if isinstance(parent, str) and parent else None
     _link_children(parser.calls, history.get("childIds"))
@@ -503,7 +518,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
         session_id=sid,
         native_id=task.native_id,
         started_at=started,
-        ended_at=max(ends) if ends else None,
+        ended_at=ended,
         parent_session_id=parent_sid,
         cwd=history.get("workspace") if isinstance(history.get("workspace"), str) else parser.cwd,
         title=clip(title, limits) if isinstance(title, str) and title.strip() else None,
@@ -542,12 +557,12 @@ def _stored_times(rows: list[Any], when_of: Callable[[Any], datetime | None]) ->
 def _start(task: Task, times: list[datetime]) -> tuple[datetime | None, bool]:
     """The earliest `ts` written in the task (messages, UI rows, history_item), else the Cline task id, which is the
     epoch milliseconds of its creation (inferred). docs/agents/cline.md "Times"."""
-    written = list(times)
+    first = min(times) if times else None
     history_ts = from_epoch_ms((task.history or {}).get("ts"))
-    if history_ts is not None:
-        written.append(history_ts)
-    if written:
-        return min(written), False
+    if history_ts is not None and (first is None or history_ts < first):
+        first = history_ts
+    if first is not None:
+        return first, False
     if task.native_id.isdigit() and len(task.native_id) == 13:
         return from_epoch_ms(int(task.native_id)), True
     return None, False
