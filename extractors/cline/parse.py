@@ -349,10 +349,18 @@ class _Replies:
     """Which API reply a request produced (docs/agents/cline.md "Tokens"), looked up by bisection."""
 
     def __init__(self, assistants: list[tuple[int, datetime | None]]) -> None:
+        self.assistants = assistants
         self.indexes = [i for i, _ in assistants]  # ascending: the messages' order
-        dated = [(ts, i) for i, ts in assistants if ts is not None]
-        self.dated = dated if all(a[0] <= b[0] for a, b in itertools.pairwise(dated)) else sorted(dated)
-        self.times = [ts for ts, _ in self.dated]
+        self.dated: list[tuple[datetime, int]] | None = None  # (time, index) of the dated replies, by time: `by_time`
+        self.times: list[datetime] = []
+
+    def by_time(self) -> list[tuple[datetime, int]]:
+        """The dated replies by time, sorted the first time a request has no `conversationHistoryIndex`."""
+        if self.dated is None:
+            dated = [(ts, i) for i, ts in self.assistants if ts is not None]
+            self.dated = dated if all(a[0] <= b[0] for a, b in itertools.pairwise(dated)) else sorted(dated)
+            self.times = [ts for ts, _ in self.dated]
+        return self.dated
 
     def of(self, row: dict[str, Any], when: datetime | None, order: int) -> int | None:
         """The first reply after Cline's `conversationHistoryIndex`, else the first reply dated at or after the
@@ -361,9 +369,9 @@ class _Replies:
         if isinstance(chi, int) and not isinstance(chi, bool):
             at = bisect.bisect_right(self.indexes, chi)
             return self.indexes[at] if at < len(self.indexes) else None
-        if when is not None and self.dated:
+        if when is not None and (dated := self.by_time()):
             at = bisect.bisect_left(self.times, when)
-            return self.dated[at][1] if at < len(self.dated) else None
+            return dated[at][1] if at < len(dated) else None
         return self.indexes[order] if order < len(self.indexes) else None
 
 
