@@ -442,3 +442,74 @@ def test_a_message_that_is_not_an_object_is_bad_shape(tmp_path: Path) -> None:
     path = task(tmp_path, [{"role": "user", "ts": T0, "content": "<task>\nx\n</task>"}, "oops"])
     [outcome] = outcomes(path)
     assert isinstance(outcome, Rejected) and outcome.code is RejectCode.BAD_SHAPE and outcome.line == 1
+
+
+# The fast forms of the tables' regexes (extractors/cline/tables.py) give the regexes' answers: random texts built of
+# the pieces the regexes turn on (openers, closers, result heads, `\b` neighbours, whitespace), with a fixed seed.
+PIECES = (
+    "<environment_details>",
+    "</environment_details>",
+    "<environment_details",
+    "<file_content",
+    "</file_content>",
+    "<file_content path='a'>",
+    "<file_contents>",
+    "<file_content_",
+    "<file_content1",
+    "<file_content\u00e9",
+    "[read_file",
+    "[read_file for 'a']",
+    "[execute_command for 'ls'] Result:",
+    "] Result:",
+    "] Result: \t",
+    "[ERROR]",
+    "[TASK RESUMPTION]",
+    "[a]",
+    "[x1_] Result:",
+    "[X]",
+    "<error>",
+    "The tool execution failed",
+    '"status"',
+    '"status" : "error"',
+    ' "status":"error"',
+    "<feedback>",
+    "</feedback>",
+    "<answer>",
+    "</answer>",
+    "<task>",
+    "</task>",
+    "<user_message>",
+    "</user_message>",
+    " ",
+    "\t",
+    "\n",
+    "\u00a0",
+    "x",
+    "-",
+    "a b",
+    "]",
+    "[",
+)
+
+
+def random_texts(count: int, seed: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 10))) for _ in range(count)]
+
+
+def test_the_fast_forms_of_the_tables_regexes_give_the_regexes_answers() -> None:
+    tables = cline.tables
+    for value in random_texts(20_000, seed=30):
+        assert tables.without_harness(value) == tables.HARNESS_SECTIONS.sub("", value), value
+        head = tables.RESULT_HEAD.match(value)
+        assert tables.result_head(value) == (None if head is None else (head.group(1), head.end())), value
+        assert tables.is_error_result(value) == bool(tables.ERROR_RESULT.search(value)), value
+        assert tables.person_spans(value) == [m.group(2) for m in tables.PERSON_SPAN.finditer(value)], value
+        spans = [
+            m.group(2)
+            for m in tables.RESULT_PERSON_SPAN.finditer(value)
+            if value[: m.start()].rstrip().endswith(":") or not value[m.end() :].strip()
+        ]
+        assert tables.result_person_spans(value) == spans, value

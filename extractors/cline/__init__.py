@@ -133,29 +133,41 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     invalid_utf8, truncated_tail, limit_exceeded), bad_shape (a document of the wrong type), inconsistent_source
     (history_item.json names another task), no_conversation, missing_timestamp; DeferError (a file of the folder
     changed while it was read, or is being written)."""
-    path = Path(source.path)
-    folder = path.parent
-    native = folder.name
+    where, parts = _folder_of(source.path)
+    native = parts[-1] if parts else ""
     hint = session_id(SPEC.name, native)
-    before = _stats(folder)
-    api = _document(path, limits, hint)
+    files = [os.path.join(where, name) for name in (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)]
+    before = _stats(files)  # stat'ed once: the reads below take their sizes and presence from here
+    api = _document(files[0], before[0], limits, hint)
     if not isinstance(api, list):
         raise RejectError(RejectCode.BAD_SHAPE, f"{API_HISTORY} is not a JSON array of messages", session_hint=hint)
-    ui = _optional(folder / UI_MESSAGES, limits, hint, list)
-    metadata = _optional(folder / TASK_METADATA, limits, hint, dict)
-    history = _optional(folder / HISTORY_ITEM, limits, hint, dict)
-    if _stats(folder) != before:
+    ui = _optional(files[1], before[1], limits, hint, list)
+    metadata = _optional(files[2], before[2], limits, hint, dict)
+    history = _optional(files[3], before[3], limits, hint, dict)
+    if _stats(files) != before:
         raise DeferError(DeferCode.CHANGED_DURING_READ, "a file of the task folder changed while it was read")
-    task = Task(native, extension_of(path), api, ui, metadata, history)
+    extension = next((part for part in reversed(parts) if part in EXTENSIONS), None)  # as `extension_of`
+    task = Task(native, extension, api, ui, metadata, history)
     yield Loaded(source, parse_task(task, limits))
 
 
-def _stats(folder: Path) -> tuple[tuple[int, int] | None, ...]:
+def _folder_of(path: str) -> tuple[str, list[str]]:
+    """The folder of the unit at `path` and its parts, as `Path(path).parent` and its `.parts` (but the root's "/"):
+    by string split where pathlib would change nothing (an absolute path without empty or `.` parts), through
+    pathlib elsewhere."""
+    if path.startswith("/") and "//" not in path and "/./" not in path and not path.endswith(("/", "/.")):
+        folder = path[: path.rindex("/")] or "/"
+        return folder, [part for part in folder.split("/") if part]
+    parent = Path(path).parent
+    return str(parent), [part for part in parent.parts if part != "/"]
+
+
+def _stats(files: list[str]) -> tuple[tuple[int, int] | None, ...]:
     """(size, mtime) of each file of the unit, None for an absent one: what must not move while it is read."""
     stats: list[tuple[int, int] | None] = []
-    for name in (API_HISTORY, *SIDECARS):
+    for file in files:
         try:
-            st = os.stat(folder / name)
+            st = os.stat(file)
         except OSError:
             stats.append(None)
             continue
@@ -163,37 +175,48 @@ def _stats(folder: Path) -> tuple[tuple[int, int] | None, ...]:
     return tuple(stats)
 
 
-def _document(path: Path, limits: Limits, hint: str) -> Any:
-    """One JSON document of the task, read whole within `max_document_bytes` (named in the rejection)."""
-    try:
-        size = os.stat(path).st_size
-    except OSError as exc:
-        raise RejectError(
-            RejectCode.SOURCE_UNREADABLE, f"cannot stat {path.name}: {exc.strerror}", session_hint=hint
-        ) from exc
+def _document(path: str, seen: tuple[int, int] | None, limits: Limits, hint: str) -> Any:
+    """One JSON document of the task, read whole within `max_document_bytes` (named in the rejection). `seen`: its
+    (size, mtime) from `_stats` just before (the folder is stat'ed again after the reads: a change defers)."""
+    name = os.path.basename(path)
+    if seen is None:
+        try:
+            size = os.stat(path).st_size
+        except OSError as exc:
+            raise RejectError(
+                RejectCode.SOURCE_UNREADABLE, f"cannot stat {name}: {exc.strerror}", session_hint=hint
+            ) from exc
+    else:
+        size = seen[0]
     if size > limits.max_document_bytes:
         raise RejectError(
             RejectCode.LIMIT_EXCEEDED,
-            f"{path.name} is {size} bytes, over max_document_bytes={limits.max_document_bytes}",
+            f"{name} is {size} bytes, over max_document_bytes={limits.max_document_bytes}",
             session_hint=hint,
         )
     try:
         return read_json_document(path, limits)
     except RejectError as exc:
         exc.session_hint = hint
-        exc.detail = f"{path.name}: {exc.detail}"
+        exc.detail = f"{name}: {exc.detail}"
         raise
 
 
-def _optional(path: Path, limits: Limits, hint: str, kind: type) -> Any:
-    """A sidecar: None when absent; rejected (bad_shape) when it is not the JSON type it should be."""
-    if not path.exists():
+def _optional(path: str, seen: tuple[int, int] | None, limits: Limits, hint: str, kind: type) -> Any:
+    """A sidecar: None when absent; rejected (bad_shape) when it is not the JSON type it should be. `seen`: its
+    (size, mtime) from `_stats`, None when it was absent."""
+    if seen is None:
         return None
-    document = _document(path, limits, hint)
+    try:
+        document = _document(path, seen, limits, hint)
+    except RejectError as exc:
+        if exc.code is RejectCode.SOURCE_UNREADABLE and not os.path.exists(path):
+            return None  # removed since `_stats`: absent, and the folder's second `_stats` defers the task
+        raise
     if not isinstance(document, kind):
         raise RejectError(
             RejectCode.BAD_SHAPE,
-            f"{path.name} is not a JSON {kind.__name__.replace('dict', 'object')}",
+            f"{os.path.basename(path)} is not a JSON {kind.__name__.replace('dict', 'object')}",
             session_hint=hint,
         )
     return document

@@ -6,14 +6,18 @@ docs/agents/cline.md holds the rules; each function below cites its section.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import json
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from extractors.blobref import base64_reference
 from extractors.bounded import Limits, clip, json_text
@@ -30,7 +34,7 @@ from extractors.model import (
     Turn,
     Usage,
 )
-from extractors.timeutil import from_epoch_ms
+from extractors.timeutil import _in_range, from_epoch_ms  # _in_range: the usable years, for `_when`'s fast path
 
 from . import tables as t
 
@@ -39,6 +43,7 @@ AGENT = Agent("cline")
 # one reply) is keyed by its ui_messages.json row, offset so it never names an API message: docs/agents/cline.md
 # "Tokens".
 UI_ROW_BASE = 10**9
+_UNSEEN: Any = object()  # a `ts` not yet in `_Parser.seen_times`
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +82,35 @@ class _Parser:
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     cwd: str | None = None
     assistants: list[tuple[int, datetime | None]] = field(default_factory=list)  # (index, ts) of replies
-    stored: dict[int, datetime] = field(default_factory=dict)  # message index -> the UI row written after it
+    stored: dict[int, datetime] | None = None  # message index -> the UI row written after it (`stored_time`)
     open_calls: list[_Call] = field(default_factory=list)  # the calls of the last reply: results join these
     last_text: str = ""  # the last reply's text, where XML calls are written
     reply_models: dict[int, str | None] = field(default_factory=dict)  # reply index -> its model
+    seen_times: dict[int, datetime | None] = field(default_factory=dict)  # `ts` -> `when(ts)`
+
+    def when(self, value: Any) -> datetime | None:
+        """`from_epoch_ms`, with a fast path for the int milliseconds every row holds (the same datetime: an int too
+        big for a float raises OverflowError on the division, and is None either way), remembered: a message's `ts`
+        is its UI rows' too."""
+        if type(value) is not int:
+            return from_epoch_ms(value)
+        try:
+            return self.seen_times[value]
+        except KeyError:
+            pass
+        try:
+            when = _in_range(datetime.fromtimestamp(value / 1000.0, tz=UTC))
+        except (OverflowError, OSError, ValueError):
+            when = None
+        self.seen_times[value] = when
+        return when
+
+    def stored_time(self, index: int) -> datetime | None:
+        """The time of the UI row written once message `index` was stored (`_stored_times`, read the first time a
+        message has no `ts` of its own)."""
+        if self.stored is None:
+            self.stored = _stored_times(self.task.ui or [], self.when)
+        return self.stored.get(index)
 
     def count(self, kind: str, disposition: Disposition) -> None:
         self.census[(kind, self.version, disposition)] += 1
@@ -98,11 +128,11 @@ class _Parser:
         if not isinstance(message, dict):
             raise RejectError(RejectCode.BAD_SHAPE, "an API message that is not an object", line=index)
         role = message.get("role")
-        when = from_epoch_ms(message.get("ts"))
+        when = self.when(message.get("ts"))
         if when is not None:
             self.times.append(when)
         else:
-            when = self.stored.get(index)
+            when = self.stored_time(index)
         if role == "user":
             self.user(index, message, when)
         elif role == "assistant":
@@ -119,7 +149,7 @@ class _Parser:
         spans: list[str] = []
         attachments: list[str] = []
         results = 0
-        pending = [c for c in self.open_calls if c.output is None]
+        pending = [c for c in self.open_calls if c.output is None] if self.open_calls else []
         waiting_body: _Call | None = None  # Roo's XML era: `[x] Result:` alone, the output in the next block
         for block in blocks:
             kind = block.get("type")
@@ -142,28 +172,30 @@ class _Parser:
             text = block.get("text")
             if kind != "text" or not isinstance(text, str):
                 continue
-            head = t.RESULT_HEAD.match(text)
+            head = t.result_head(text)
             if head is not None:
                 results += 1
-                output = text[head.end() :]
-                call = pending.pop(0) if pending else self._xml_call(head.group(1))
+                output = text[head[1] :]
+                call = pending.pop(0) if pending else self._xml_call(head[0])
                 call.output = clip(output, self.limits)
-                call.is_error = True if t.ERROR_RESULT.search(output) else None
-                waiting_body = call if not output.strip() else None
+                call.is_error = True if t.is_error_result(output) else None
+                waiting_body = call if not output or output.isspace() else None
                 spans.extend(t.result_person_spans(text))
                 continue
             if self.cwd is None:
                 found = t.CWD_LINE.search(text)
                 self.cwd = found.group(1) if found else None
-            plain = t.HARNESS_SECTIONS.sub("", text)
-            if waiting_body is not None and plain.strip():
+            plain = t.without_harness(text)
+            if not plain:
+                continue
+            if waiting_body is not None and not plain.isspace():
                 waiting_body.output = clip(text, self.limits)
-                waiting_body.is_error = True if t.ERROR_RESULT.search(text) else None
+                waiting_body.is_error = True if t.is_error_result(text) else None
                 spans.extend(t.result_person_spans(text))
                 waiting_body = None
                 continue
-            spans.extend(m.group(2) for m in t.PERSON_SPAN.finditer(plain))
-        words = [s for s in spans if s.strip()]
+            spans.extend(t.person_spans(plain))
+        words = [s for s in spans if s.strip()] if spans else spans
         if words or (attachments and not results):
             text = "\n\n".join(words)
             self.turns.append(Turn(index, Role.USER, clip(text, self.limits), when, None, tuple(attachments)))
@@ -239,21 +271,45 @@ class _Parser:
     def ui_rows(self, rows: list[Any]) -> list[Usage]:
         """Census of every row; usage from `api_req_started` (docs/agents/cline.md "Tokens")."""
         requests: list[tuple[int, dict[str, Any], datetime | None, dict[str, Any]]] = []
+        # The census of the rows, counted in slots [census key, n] kept in the order of their first count and added
+        # to the census after the loop (the same counts, in the same order, without hashing a key per row).
+        partial: list[Any] = [(t.UI_PARTIAL_KIND, self.version, Disposition.SKIPPED), 0]
+        counted: list[list[Any]] = []
+        # (type, say or ask) -> the row kind and its slot: a few kinds make up thousands of rows
+        kinds: dict[tuple[Any, Any], tuple[str, list[Any]]] = {}
+        when_of, times, seen = self.when, self.times, self.seen_times
         for row_index, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise RejectError(RejectCode.BAD_SHAPE, "a ui_messages.json row that is not an object")
-            kind = f"{_kind(row.get('type'))}/{_kind(row.get('say') or row.get('ask'))}"
-            when = from_epoch_ms(row.get("ts"))
+            get = row.get
+            written = (get("type"), get("say") or get("ask"))
+            try:
+                kind, slot = kinds[written]
+            except (KeyError, TypeError):  # TypeError: an absurd, unhashable kind (a list): not kept
+                try:
+                    kind, census_kind, disposition = _ui_kind(*written)
+                except TypeError:
+                    kind, census_kind, disposition = _ui_kind.__wrapped__(*written)
+                slot = [(census_kind, self.version, disposition), 0]
+                if isinstance(written[0], str | None) and isinstance(written[1], str | None):
+                    kinds[written] = (kind, slot)
+            ts = get("ts")
+            when = seen.get(ts, _UNSEEN) if type(ts) is int else _UNSEEN  # `when`'s memory, without its call
+            if when is _UNSEEN:
+                when = when_of(ts)
             if when is not None:
-                self.times.append(when)
-            if row.get("partial") is True:
-                self.count(t.UI_PARTIAL_KIND, Disposition.SKIPPED)
-                continue
-            disposition = t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0]
-            self.count(f"ui/{kind}", disposition)
-            fields = _request_fields(row.get("text")) if kind == "say/api_req_started" else None
-            if fields is not None:
-                requests.append((row_index, row, when, fields))
+                times.append(when)
+            if get("partial") is True:
+                slot = partial
+            if not slot[1]:
+                counted.append(slot)
+            slot[1] += 1
+            if slot is not partial and kind == "say/api_req_started":
+                fields = _request_fields(get("text"))
+                if fields is not None:
+                    requests.append((row_index, row, when, fields))
+        for key, n in counted:
+            self.census[key] += n
         replies = _Replies(self.assistants)
         replies_of = [replies.of(row, when, order) for order, (_, row, when, _) in enumerate(requests)]
         usage: list[Usage] = []
@@ -282,14 +338,29 @@ class _Parser:
         return usage
 
 
+@functools.lru_cache(maxsize=256)
+def _ui_kind(written_type: Any, written_kind: Any) -> tuple[str, str, Disposition]:
+    """A UI row's kind (`say/text`), its census kind and disposition, from its `type` and its `say` or `ask`."""
+    kind = f"{_kind(written_type)}/{_kind(written_kind)}"
+    return kind, f"ui/{kind}", t.UI_READ.get(kind, (Disposition.SKIPPED, t.UI_COPY_WHY))[0]
+
+
 class _Replies:
     """Which API reply a request produced (docs/agents/cline.md "Tokens"), looked up by bisection."""
 
     def __init__(self, assistants: list[tuple[int, datetime | None]]) -> None:
+        self.assistants = assistants
         self.indexes = [i for i, _ in assistants]  # ascending: the messages' order
-        dated = [(ts, i) for i, ts in assistants if ts is not None]
-        self.dated = dated if all(a[0] <= b[0] for a, b in itertools.pairwise(dated)) else sorted(dated)
-        self.times = [ts for ts, _ in self.dated]
+        self.dated: list[tuple[datetime, int]] | None = None  # (time, index) of the dated replies, by time: `by_time`
+        self.times: list[datetime] = []
+
+    def by_time(self) -> list[tuple[datetime, int]]:
+        """The dated replies by time, sorted the first time a request has no `conversationHistoryIndex`."""
+        if self.dated is None:
+            dated = [(ts, i) for i, ts in self.assistants if ts is not None]
+            self.dated = dated if all(a[0] <= b[0] for a, b in itertools.pairwise(dated)) else sorted(dated)
+            self.times = [ts for ts, _ in self.dated]
+        return self.dated
 
     def of(self, row: dict[str, Any], when: datetime | None, order: int) -> int | None:
         """The first reply after Cline's `conversationHistoryIndex`, else the first reply dated at or after the
@@ -298,9 +369,9 @@ class _Replies:
         if isinstance(chi, int) and not isinstance(chi, bool):
             at = bisect.bisect_right(self.indexes, chi)
             return self.indexes[at] if at < len(self.indexes) else None
-        if when is not None and self.dated:
+        if when is not None and (dated := self.by_time()):
             at = bisect.bisect_left(self.times, when)
-            return self.dated[at][1] if at < len(self.dated) else None
+            return dated[at][1] if at < len(dated) else None
         return self.indexes[order] if order < len(self.indexes) else None
 
 
@@ -317,9 +388,13 @@ def _blocks(content: Any, index: int) -> list[dict[str, Any]]:
         return []
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
-        raise RejectError(RejectCode.BAD_SHAPE, "message content that is neither text nor a list of blocks", line=index)
-    return content
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                break
+        else:
+            return content
+    raise RejectError(RejectCode.BAD_SHAPE, "message content that is neither text nor a list of blocks", line=index)
 
 
 def _result_content(content: Any, index: int) -> tuple[str, bool]:
@@ -334,7 +409,7 @@ def _result_content(content: Any, index: int) -> tuple[str, bool]:
             elif block.get("type") == "image":
                 parts.append(f"[{_image_reference(block)}]")
         text = "\n".join(parts)
-    return text, bool(t.ERROR_RESULT.search(text))
+    return text, t.is_error_result(text)
 
 
 def _image_reference(block: dict[str, Any]) -> str:
@@ -350,23 +425,38 @@ def _request_fields(text: Any) -> dict[str, Any] | None:
     if not isinstance(text, str):
         return None
     try:
-        fields = json.loads(text)
-    except (ValueError, RecursionError):  # a broken row says nothing; the rest of the task still loads
-        return None
+        fields = orjson.loads(text)
+    except orjson.JSONDecodeError:  # what orjson refuses and the stdlib reads (NaN, a lone surrogate, a huge int)
+        try:
+            fields = json.loads(text)
+        except (ValueError, RecursionError):  # a broken row says nothing; the rest of the task still loads
+            return None
     if not isinstance(fields, dict):
         return None
-    keys = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads", "cost")
-    return fields if any(_float(fields.get(k)) is not None for k in keys) else None
+    for key in _REQUEST_COUNTS:
+        if _float(fields.get(key)) is not None:
+            return fields
+    return None
+
+
+_REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads", "cost")
 
 
 def _int(value: Any) -> int | None:
     """A JSON count as an int; None for anything else (a string, NaN, an infinity)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     return int(value) if _float(value) is not None else None
 
 
 def _float(value: Any) -> float | None:
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if type(value) is int:
+        try:
+            return float(value)  # finite wherever it converts
+        except OverflowError:
+            return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -403,7 +493,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
             session_hint=sid,
         )
     version, cli_versions = _writer(task)
-    parser = _Parser(task, limits, version, stored=_stored_times(task.ui or []))
+    parser = _Parser(task, limits, version)
     records = len(task.api) + len(task.ui or ())
     if records > limits.max_records:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} records")
@@ -425,7 +515,8 @@ def parse_task(task: Task, limits: Limits) -> Session:
     started, inferred = _start(task, parser.times)
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no `ts` in any message of the task", session_hint=sid)
-    ends = [when for when in parser.times if when >= started]
+    # every time written in the messages and rows is at or after `started` (their minimum, or history_item's before it)
+    ended = max(parser.times) if parser.times else None
     parent = history.get("parentTaskId")
     parent_sid = session_id(AGENT, parent) if isinstance(parent, str) and parent else None
     _link_children(parser.calls, history.get("childIds"))
@@ -435,7 +526,7 @@ def parse_task(task: Task, limits: Limits) -> Session:
         session_id=sid,
         native_id=task.native_id,
         started_at=started,
-        ended_at=max(ends) if ends else None,
+        ended_at=ended,
         parent_session_id=parent_sid,
         cwd=history.get("workspace") if isinstance(history.get("workspace"), str) else parser.cwd,
         title=clip(title, limits) if isinstance(title, str) and title.strip() else None,
@@ -453,16 +544,16 @@ def parse_task(task: Task, limits: Limits) -> Session:
     )
 
 
-def _stored_times(rows: list[Any]) -> dict[int, datetime]:
+def _stored_times(rows: list[Any], when_of: Callable[[Any], datetime | None]) -> dict[int, datetime]:
     """Message index -> the `ts` of the first UI row whose `conversationHistoryIndex` reaches it: the row Cline wrote
     once that message was in the API history, which dates messages written without a `ts` of their own
-    (docs/agents/cline.md "Times")."""
+    (docs/agents/cline.md "Times"). `when_of`: a `ts` -> its time (`_Parser.when`)."""
     stored: dict[int, datetime] = {}
     reached = 0
     for row in rows:
         if not isinstance(row, dict):
             continue
-        index, when = row.get("conversationHistoryIndex"), from_epoch_ms(row.get("ts"))
+        index, when = row.get("conversationHistoryIndex"), when_of(row.get("ts"))
         if not isinstance(index, int) or isinstance(index, bool) or when is None:
             continue
         while reached <= index:
@@ -474,12 +565,12 @@ def _stored_times(rows: list[Any]) -> dict[int, datetime]:
 def _start(task: Task, times: list[datetime]) -> tuple[datetime | None, bool]:
     """The earliest `ts` written in the task (messages, UI rows, history_item), else the Cline task id, which is the
     epoch milliseconds of its creation (inferred). docs/agents/cline.md "Times"."""
-    written = list(times)
+    first = min(times) if times else None
     history_ts = from_epoch_ms((task.history or {}).get("ts"))
-    if history_ts is not None:
-        written.append(history_ts)
-    if written:
-        return min(written), False
+    if history_ts is not None and (first is None or history_ts < first):
+        first = history_ts
+    if first is not None:
+        return first, False
     if task.native_id.isdigit() and len(task.native_id) == 13:
         return from_epoch_ms(int(task.native_id)), True
     return None, False

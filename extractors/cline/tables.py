@@ -56,6 +56,9 @@ UI_COPY_WHY = "the UI's copy of the conversation, read from api_conversation_his
 UI_PARTIAL_KIND = "ui/partial"
 
 # --- the person's words ----------------------------------------------------------------------------------------------
+# The fast forms of the regexes below search for one character (`"<" in text`) before a longer needle: CPython
+# finds one character with memchr, while a longer needle in a text that is not Latin-1 (most tool output: box
+# drawing, emoji) costs ~0.6 ns a character, and a tool result is read three times over (person spans, error).
 # In a user message, the person's words are the interiors of these tags (Cline's and Roo's own wrappers: the first
 # prompt `<task>`, feedback on a result or a denied tool `<feedback>`, the reply to ask_followup_question `<answer>`,
 # a message typed into a running or resumed task `<user_message>`). A tag counts only at the start of a line. In a
@@ -64,11 +67,14 @@ UI_PARTIAL_KIND = "ui/partial"
 # completion again.\n<feedback>...</feedback>`), so a file the model read that holds such a tag is not a person.
 PERSON_TAGS = ("task", "feedback", "answer", "user_message")
 PERSON_SPAN = re.compile(r"(?:^|\n)<(task|feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
+_PERSON_OPENERS = tuple(f"<{tag}>" for tag in PERSON_TAGS)  # PERSON_SPAN's openers, searched for before it
 RESULT_PERSON_SPAN = re.compile(r"(?:^|\n)<(feedback|answer)>\n?(.*?)\n?</\1>", re.DOTALL)
 
 
 def result_person_spans(text: str) -> list[str]:
     """The person's words in a tool result block (see above)."""
+    if "<" not in text or ("<feedback>" not in text and "<answer>" not in text):
+        return []  # the regex scans char by char; substring searches rule most results out first (see above)
     spans = []
     for match in RESULT_PERSON_SPAN.finditer(text):
         before = text[: match.start()].rstrip()
@@ -81,11 +87,104 @@ def result_person_spans(text: str) -> list[str]:
 HARNESS_SECTIONS = re.compile(
     r"<environment_details>.*?(?:</environment_details>|\Z)|<file_content\b.*?(?:</file_content>|\Z)", re.DOTALL
 )
+
+
+def without_harness(text: str) -> str:
+    """`HARNESS_SECTIONS.sub("", text)` by substring search: the regex's lazy `.*?` tries its two ends at every
+    character of a section (4 us for the environment_details block of every user message). A section starts at the
+    leftmost opener (`<file_content` only where `\b` holds after it) and ends after the first closer of its kind
+    after the opener, or at the end of the text; the search goes on after it. tests/test_cline.py holds the two to
+    the same answers."""
+    if text.startswith(_DETAILS_OPEN):  # the environment_details block every user message ends with
+        close = text.find(_DETAILS_CLOSE, len(_DETAILS_OPEN))
+        if close < 0 or close + len(_DETAILS_CLOSE) == len(text):
+            return ""  # one section, the whole text
+    if "<" not in text or ("<environment_details>" not in text and "<file_content" not in text):
+        return text
+    kept: list[str] = []
+    position = 0
+    while True:
+        details = text.find(_DETAILS_OPEN, position)
+        content = _file_content_at(text, position)
+        start = min(details, content) if details >= 0 and content >= 0 else max(details, content)
+        if start < 0:
+            kept.append(text[position:])
+            return "".join(kept)
+        kept.append(text[position:start])
+        opener, closer = (_DETAILS_OPEN, _DETAILS_CLOSE) if start == details else (_CONTENT_OPEN, _CONTENT_CLOSE)
+        end = text.find(closer, start + len(opener))
+        position = len(text) if end < 0 else end + len(closer)
+
+
+_DETAILS_OPEN, _DETAILS_CLOSE = "<environment_details>", "</environment_details>"
+_CONTENT_OPEN, _CONTENT_CLOSE = "<file_content", "</file_content>"
+
+
+def _file_content_at(text: str, position: int) -> int:
+    """The first `<file_content` at or after `position` that `\b` ends (no word character after it), or -1."""
+    at = text.find(_CONTENT_OPEN, position)
+    while at >= 0:
+        after = at + len(_CONTENT_OPEN)
+        if after == len(text) or not (text[after].isalnum() or text[after] == "_"):
+            return at
+        at = text.find(_CONTENT_OPEN, at + 1)
+    return -1
+
+
+def person_spans(plain: str) -> list[str]:
+    """The interiors of PERSON_SPAN in a user text (harness sections removed); a substring search first."""
+    if "<" not in plain or not any(opener in plain for opener in _PERSON_OPENERS):
+        return []
+    return [match.group(2) for match in PERSON_SPAN.finditer(plain)]
+
+
 # A tool result sent back as user text (Cline's text protocol, Roo's XML era): `[read_file for 'x'] Result:`.
 # The head starts with the tool's snake_case name (`[TASK RESUMPTION]`, `[ERROR]` are notices, not results) and may
 # hold newlines and brackets after it (a command, a follow-up question): the first `] Result:` ends it.
 RESULT_HEAD = re.compile(r"\A\s*\[([a-z][a-z0-9_]*(?: .*?)?)\] Result:[ \t]*\n?", re.DOTALL)
+_RESULT_NAME = re.compile(r"\s*\[([a-z][a-z0-9_]*)")  # RESULT_HEAD up to the tool's name
+_RESULT_CLOSE = "] Result:"
+
+
+def result_head(text: str) -> tuple[str, int] | None:
+    """RESULT_HEAD's group 1 and end in `text`, or None where it does not match: the name by a short regex, the
+    rest by substring search (RESULT_HEAD's lazy `.*?` tries `] Result:` at every character of a long head).
+    tests/test_cline.py holds the two to the same answers."""
+    if not text or (text[0] != "[" and not text[0].isspace()):
+        return None
+    name = _RESULT_NAME.match(text)
+    if name is None:
+        return None
+    after = name.end()
+    if text.startswith(_RESULT_CLOSE, after):
+        close = after  # `[name] Result:`
+    elif text.startswith(" ", after):
+        close = text.find(_RESULT_CLOSE, after + 1)  # `[name for 'x'] Result:`: the first `] Result:` ends the head
+        if close < 0:
+            return None
+    else:
+        return None  # the name runs on into a character RESULT_HEAD's name does not take
+    end = close + len(_RESULT_CLOSE)
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    if text.startswith("\n", end):
+        end += 1
+    return text[name.start(1) : close], end
+
+
 ERROR_RESULT = re.compile(r"\A\s*(?:The tool execution failed|<error>|\[ERROR\])|\"status\"\s*:\s*\"error\"")
+# ERROR_RESULT's two halves, for `is_error_result`: searched whole, its anchored half is tried at every position.
+_ERROR_HEAD = re.compile(r"\s*(?:The tool execution failed|<error>|\[ERROR\])")
+_ERROR_STATUS = re.compile(r"\"status\"\s*:\s*\"error\"")
+
+
+def is_error_result(text: str) -> bool:
+    """Whether ERROR_RESULT finds a failure in a tool result's text: the same answer, without a full regex scan."""
+    return _ERROR_HEAD.match(text) is not None or (
+        '"' in text and '"status"' in text and _ERROR_STATUS.search(text) is not None
+    )
+
+
 # The first `# Current Working Directory (<path>) Files` of an environment_details block: Cline's only cwd.
 CWD_LINE = re.compile(r"# Current Working Directory \((.+?)\) Files")
 
