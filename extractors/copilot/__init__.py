@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from extractors.bounded import Limits, MiB, check_source_size, iter_jsonl
+from extractors.bounded import Limits, MiB, check_source_size, iter_jsonl_fields
 from extractors.discovery import walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
@@ -94,7 +94,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     turn and no tool call), missing_session_id, missing_timestamp, inconsistent_source (session.start names another
     session than the folder), bad_shape, invalid_utf8 (workspace.yaml), and every code of the bounded readers;
     DeferError."""
-    sessions = parse_events(iter_jsonl(source.path, limits), limits, layout(source.path, limits))
+    sessions = parse_events(iter_jsonl_fields(source.path, limits), limits, layout(source.path, limits))
     main = sessions[0]
     if len(sessions) == 1 and not main.turns and not main.tool_calls:
         raise RejectError(

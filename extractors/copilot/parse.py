@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from extractors.bounded import GLUED_LINE_KIND, Limits, Line, clip
+from extractors.bounded import GLUED_LINE_KIND, Limits, LineFields, clip
 from extractors.bounded.numbers import INT64_MAX, INT64_MIN, OUT_OF_RANGE, token_count
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
@@ -131,9 +131,9 @@ class _Parser:
 
     # --- dispatch --------------------------------------------------------------------------------------------------
 
-    def feed(self, line: Line) -> None:
-        record, index = line.record, line.index
-        if line.parts > 1 and line.part == 0:  # Line.starts_glued_line, without the property's call
+    def feed(self, line: LineFields) -> None:
+        index, _offset, record, _line, part, parts, _size, _crc = line
+        if parts > 1 and part == 0:  # Line.starts_glued_line
             self.glued += 1
         kind = record.get("type")
         data = record.get("data")
@@ -582,7 +582,7 @@ def _result_text(result: Any, error: Any, limits: Limits) -> str | None:
     return None if text is None else clip(text, limits)
 
 
-def parse_events(lines: Iterable[Line], limits: Limits, layout: Layout) -> list[Session]:
+def parse_events(lines: Iterable[LineFields], limits: Limits, layout: Layout) -> list[Session]:
     """The sessions of one events file. Pure. Raises RejectError (bad_shape, missing_session_id,
     missing_timestamp, inconsistent_source)."""
     parser = _Parser(limits, layout)
