@@ -280,7 +280,9 @@ class _Parser:
         content = data.get("content")
         if content is not None and not isinstance(content, str):
             raise RejectError(RejectCode.BAD_SHAPE, "an assistant.message whose content is not text", line=index)
-        model = thread.model(data.get("model")) or thread.model(self.current_model)
+        model = data.get("model")
+        if model.__class__ is not str or model not in thread.models:  # a model already met is one _Thread.model took
+            model = thread.model(model) or thread.model(self.current_model)
         thread.last_response = index
         requests = data.get("toolRequests")
         if isinstance(requests, list):
@@ -398,10 +400,14 @@ class _Parser:
         thread: _Thread | None = None,
     ) -> Usage | None:
         """A Usage row; `inputTokens` includes the cache reads and writes, stored net of them."""
-        counts = {}
+        counts: dict[str, int | None] = {}
         for name in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"):
-            counts[name], bad = token_count(usage.get(name))
-            (thread or self.main).out_of_range += bad
+            value = usage.get(name)
+            if value.__class__ is int and INT64_MIN <= value <= INT64_MAX:  # token_count's common case, inline
+                counts[name] = value
+            else:
+                counts[name], bad = token_count(value)
+                (thread or self.main).out_of_range += bad
         if all(v is None for v in counts.values()):
             return None
         gross, read, write = counts["inputTokens"], counts["cacheReadTokens"], counts["cacheWriteTokens"]
@@ -484,9 +490,8 @@ class _Parser:
         if started is None:
             raise RejectError(RejectCode.MISSING_TIMESTAMP, "no usable time in the events", session_hint=sid)
         ended = max(started, thread.last) if thread.last else None
-        census: Counter[tuple[str, str, Disposition]] = Counter()
-        for (kind, disposition), n in thread.census.items():
-            census[(kind, self.version, disposition)] += n
+        version = self.version
+        census = Counter({(kind, version, disposition): n for (kind, disposition), n in thread.census.items()})
         if thread.out_of_range:
             census[OUT_OF_RANGE] += thread.out_of_range
         if main and self.glued:
