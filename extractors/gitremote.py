@@ -41,7 +41,7 @@ def repository(remote: object) -> str | None:
     if not isinstance(remote, str):
         return None
     value = remote.strip()
-    if not value or any(c.isspace() for c in value):
+    if not value or len(value.split(None, 1)) > 1:  # empty, or whitespace inside (str.split's is str.isspace's)
         return None
     if _URL.match(value):
         try:

@@ -26,9 +26,12 @@ def parse_iso(value: Any) -> datetime | None:
         # Most times arrive as `datetime.fromisoformat` reads them whole (`...Z` included, since 3.11): 1.0 us
         # instead of 2.5 for the careful reading below, once per record. Where it reads a string, it reads it as
         # that reading would (tests/test_timeutil.py); what it refuses goes on to it.
-        return _utc(datetime.fromisoformat(value))
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         return _parse_iso_carefully(value)
+    if parsed.tzinfo is UTC:  # `...Z` and `+00:00`: _utc's result without its calls (astimezone returns `parsed`)
+        return parsed if _MIN <= parsed < _MAX else None
+    return _utc(parsed)
 
 
 def _parse_iso_carefully(value: str) -> datetime | None:

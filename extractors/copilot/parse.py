@@ -5,15 +5,16 @@ docs/agents/copilot.md says where each rule comes from; the tables are in `extra
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from extractors.bounded import GLUED_LINE_KIND, Limits, Line, clip
-from extractors.bounded.numbers import OUT_OF_RANGE, token_count
+from extractors.bounded import GLUED_LINE_KIND, Limits, LineFields, clip
+from extractors.bounded.numbers import INT64_MAX, INT64_MIN, OUT_OF_RANGE, token_count
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.ids import session_id, subagent_session_id
@@ -33,6 +34,11 @@ from extractors.timeutil import parse_iso
 from . import tables
 
 AGENT = Agent("copilot")
+# gitremote.repository, cached: every session of a repository names it again, and urlsplit is ~3 us a call.
+_remote = functools.lru_cache(maxsize=256)(repository)
+
+_Data = dict[str, Any]  # an event's envelope or payload
+_When = datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +88,15 @@ class _Thread:
     first: datetime | None = None
     last: datetime | None = None
     last_response: int | None = None  # the index of its latest assistant.message (the response tool calls belong to)
-    # Per-message output tokens (assistant.message.data.outputTokens) by process segment.
-    message_usage: dict[int, list[Usage]] = field(default_factory=dict)
+    # Per-message output tokens (assistant.message.data.outputTokens) by process segment, as (index, model, output
+    # tokens, time, messageId): made Usage rows only for a segment without session.shutdown metrics (cut short).
+    message_usage: dict[int, list[tuple[int, str | None, int, _When, Any]]] = field(default_factory=dict)
     call_usage: list[Usage] = field(default_factory=list)  # assistant.usage events (streams)
     spawning_call: str | None = None
 
     def count(self, kind: str, disposition: Disposition) -> None:
-        self.census[(kind, disposition)] += 1
-
-    def saw(self, when: datetime | None) -> None:
-        if when is None:
-            return
-        self.first = when if self.first is None or when < self.first else self.first
-        self.last = when if self.last is None or when > self.last else self.last
+        census, key = self.census, (kind, disposition)
+        census[key] = census.get(key, 0) + 1
 
     def model(self, name: Any) -> str | None:
         if not isinstance(name, str) or not name.strip():
@@ -124,13 +126,15 @@ class _Parser:
     segment: int = 0
     shutdown_usage: dict[int, list[Usage]] = field(default_factory=dict)  # segment -> modelMetrics rows
     glued: int = 0
+    stamp: Any = None  # the latest event's `timestamp` as written, and `when`, what parse_iso makes of it
+    when: datetime | None = None
 
     # --- dispatch --------------------------------------------------------------------------------------------------
 
-    def feed(self, line: Line) -> None:
-        if line.starts_glued_line:
+    def feed(self, line: LineFields) -> None:
+        index, _offset, record, _line, part, parts, _size, _crc = line
+        if parts > 1 and part == 0:  # Line.starts_glued_line
             self.glued += 1
-        record, index = line.record, line.index
         kind = record.get("type")
         data = record.get("data")
         if not isinstance(kind, str):
@@ -140,45 +144,30 @@ class _Parser:
             data = {}
         if not isinstance(data, dict):
             raise RejectError(RejectCode.BAD_SHAPE, f"a {kind} event whose data is not an object", line=index)
-        when = parse_iso(record.get("timestamp"))
-        thread = self.thread(record, data)
-        thread.saw(when)
-        if kind == "session.start":
-            self.start(data, index)
-        elif kind == "session.resume":
-            self.resume(data)
-        elif kind == "session.shutdown":
-            self.shutdown(data, index, when)
-        elif kind == "user.message":
-            self.user(thread, data, index, when)
-        elif kind == "assistant.message":
-            self.assistant(thread, data, index, when)
-        elif kind == "assistant.usage":
-            self.call_usage(thread, data, index, when)
-        elif kind == "tool.execution_start":
-            self.tool_start(thread, data, index, when)
-        elif kind == "tool.execution_complete":
-            self.tool_complete(thread, data, index, when)
-        elif kind == "subagent.started":
-            self.subagent_started(thread, data)
-        elif kind == "session.model_change":
-            model = data.get("newModel")
-            self.current_model = model if isinstance(model, str) and model else self.current_model
-            thread.count(kind, Disposition.METADATA)
-        elif kind == "result":
-            sid = record.get("sessionId")
-            self.result_id = sid if isinstance(sid, str) and sid else self.result_id
-            thread.count(kind, Disposition.METADATA)
+        # Events come in bursts written in the same millisecond: a time equal to the last one is not read again.
+        stamp = record.get("timestamp")
+        if stamp != self.stamp:
+            self.stamp, self.when = stamp, parse_iso(stamp)
+        when = self.when
+        agent, call = record.get("agentId"), data.get("parentToolCallId")
+        thread = self.main if agent is None and call is None else self.thread(agent, call)
+        if when is not None:  # _Thread.saw, inline: once per event
+            if thread.first is None or when < thread.first:
+                thread.first = when
+            if thread.last is None or when > thread.last:
+                thread.last = when
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, thread, data, index, when, record)
         else:
-            disposition, _why = tables.EVENT_TYPES.get(kind, (Disposition.SKIPPED, "unknown"))
-            thread.count(kind, disposition)
+            census = thread.census
+            key = _COUNTED.get(kind) or (kind, Disposition.SKIPPED)
+            census[key] = census.get(key, 0) + 1
 
-    def thread(self, record: dict[str, Any], data: dict[str, Any]) -> _Thread:
+    def thread(self, agent: Any, call: Any) -> _Thread:
         """The conversation an event belongs to: a sub-agent's when the envelope names its `agentId` (or, without
         one, when the payload names the `parentToolCallId` that spawned it); else the main agent's
         (docs/agents/copilot.md "Sub-agents")."""
-        agent = record.get("agentId")
-        call = data.get("parentToolCallId")
         key: str | None = None
         if isinstance(agent, str) and agent:
             key = agent
@@ -197,7 +186,7 @@ class _Parser:
 
     # --- session lifecycle -----------------------------------------------------------------------------------------
 
-    def start(self, data: dict[str, Any], index: int) -> None:
+    def start(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         sid = data.get("sessionId")
         if not isinstance(sid, str) or not sid:
             raise RejectError(RejectCode.BAD_SHAPE, "a session.start without a string sessionId", line=index)
@@ -224,7 +213,7 @@ class _Parser:
             "session.start/vscode" if tables.VSCODE_FIELD in data else "session.start", Disposition.METADATA
         )
 
-    def resume(self, data: dict[str, Any]) -> None:
+    def resume(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         # A resume appends a new process segment to the same file (docs/agents/copilot.md "Resumes").
         self.segment += 1
         self.context(data.get("context"))
@@ -240,9 +229,9 @@ class _Parser:
         self.branch = branch if isinstance(branch, str) and branch else self.branch
         if isinstance(repo, str) and repo and self.repo is None:
             host = context.get("repositoryHost")
-            self.repo = repository(f"https://{host if isinstance(host, str) and host else 'github.com'}/{repo}")
+            self.repo = _remote(f"https://{host if isinstance(host, str) and host else 'github.com'}/{repo}")
 
-    def shutdown(self, data: dict[str, Any], index: int, when: datetime | None) -> None:
+    def shutdown(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         """The end of a process segment: its `modelMetrics` are the segment's totals per model (docs/agents/copilot.md
         "Tokens")."""
         metrics = data.get("modelMetrics")
@@ -262,7 +251,7 @@ class _Parser:
 
     # --- turns -----------------------------------------------------------------------------------------------------
 
-    def user(self, thread: _Thread, data: dict[str, Any], index: int, when: datetime | None) -> None:
+    def user(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         """A person's turn only when the person typed it (docs/agents/copilot.md "A person's turn")."""
         content = data.get("content")
         if content is not None and not isinstance(content, str):
@@ -287,11 +276,13 @@ class _Parser:
             steered = isinstance(delivery, str) and delivery in ("steering", "queued")
             thread.count(f"user.message/{delivery}" if steered else "user.message", Disposition.TURN)
 
-    def assistant(self, thread: _Thread, data: dict[str, Any], index: int, when: datetime | None) -> None:
+    def assistant(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         content = data.get("content")
         if content is not None and not isinstance(content, str):
             raise RejectError(RejectCode.BAD_SHAPE, "an assistant.message whose content is not text", line=index)
-        model = thread.model(data.get("model")) or thread.model(self.current_model)
+        model = data.get("model")
+        if model.__class__ is not str or model not in thread.models:  # a model already met is one _Thread.model took
+            model = thread.model(model) or thread.model(self.current_model)
         thread.last_response = index
         requests = data.get("toolRequests")
         if isinstance(requests, list):
@@ -301,13 +292,15 @@ class _Parser:
             # A string is what redacted captures hold ("[REDACTED]"); the calls are then read from their
             # tool.execution_start events.
             raise RejectError(RejectCode.BAD_SHAPE, "an assistant.message whose toolRequests is not a list", line=index)
-        output, bad = token_count(data.get("outputTokens"))
-        thread.out_of_range += bad
+        output = data.get("outputTokens")
+        if output.__class__ is not int or not INT64_MIN <= output <= INT64_MAX:  # the common case, without a call
+            output, bad = token_count(output)
+            thread.out_of_range += bad
         if output is not None:
-            message_id = data.get("messageId")
-            thread.message_usage.setdefault(self.segment, []).append(
-                Usage(index, model, None, output, timestamp=when, response_id=_text(message_id))
-            )
+            rows = thread.message_usage.get(self.segment)
+            if rows is None:
+                rows = thread.message_usage[self.segment] = []
+            rows.append((index, model, output, when, data.get("messageId")))
         if content and content.strip():
             thread.turns.append(Turn(index, Role.ASSISTANT, clip(content, self.limits), when, model))
             thread.count("assistant.message", Disposition.TURN)
@@ -333,12 +326,12 @@ class _Parser:
         """`arguments` is an object or a JSON string (docs/agents/copilot.md "Tool calls"): stored as JSON text."""
         if value is None:
             return None
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+        text = value if isinstance(value, str) else _json_text(value)
         return clip(text, self.limits)
 
     # --- tools -----------------------------------------------------------------------------------------------------
 
-    def tool_start(self, thread: _Thread, data: dict[str, Any], index: int, when: datetime | None) -> None:
+    def tool_start(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         call_id, name = data.get("toolCallId"), data.get("toolName")
         if not isinstance(call_id, str) or not call_id:
             raise RejectError(RejectCode.BAD_SHAPE, "a tool.execution_start without a string toolCallId", line=index)
@@ -353,7 +346,7 @@ class _Parser:
         call.started_at = call.started_at or when
         thread.count("tool.execution_start", Disposition.TOOL)
 
-    def tool_complete(self, thread: _Thread, data: dict[str, Any], index: int, when: datetime | None) -> None:
+    def tool_complete(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         call_id = data.get("toolCallId")
         if not isinstance(call_id, str) or not call_id:
             raise RejectError(RejectCode.BAD_SHAPE, "a tool.execution_complete without a string toolCallId", line=index)
@@ -371,7 +364,17 @@ class _Parser:
         call.ended_at = when
         thread.count("tool.execution_complete", Disposition.TOOL)
 
-    def subagent_started(self, thread: _Thread, data: dict[str, Any]) -> None:
+    def model_change(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
+        model = data.get("newModel")
+        self.current_model = model if isinstance(model, str) and model else self.current_model
+        thread.count("session.model_change", Disposition.METADATA)
+
+    def result(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
+        sid = record.get("sessionId")
+        self.result_id = sid if isinstance(sid, str) and sid else self.result_id
+        thread.count("result", Disposition.METADATA)
+
+    def subagent_started(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         call, agent = data.get("toolCallId"), data.get("agentId")
         if isinstance(call, str) and call and isinstance(agent, str) and agent:
             self.agent_of_call.setdefault(call, agent)
@@ -379,7 +382,7 @@ class _Parser:
 
     # --- usage -----------------------------------------------------------------------------------------------------
 
-    def call_usage(self, thread: _Thread, data: dict[str, Any], index: int, when: datetime | None) -> None:
+    def call_usage(self, thread: _Thread, data: _Data, index: int, when: _When, record: _Data) -> None:
         model = data.get("model")
         row = self.usage_row(data, index, model, when, _text(data.get("apiCallId")), thread)
         if row is not None:
@@ -397,10 +400,14 @@ class _Parser:
         thread: _Thread | None = None,
     ) -> Usage | None:
         """A Usage row; `inputTokens` includes the cache reads and writes, stored net of them."""
-        counts = {}
+        counts: dict[str, int | None] = {}
         for name in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"):
-            counts[name], bad = token_count(usage.get(name))
-            (thread or self.main).out_of_range += bad
+            value = usage.get(name)
+            if value.__class__ is int and INT64_MIN <= value <= INT64_MAX:  # token_count's common case, inline
+                counts[name] = value
+            else:
+                counts[name], bad = token_count(value)
+                (thread or self.main).out_of_range += bad
         if all(v is None for v in counts.values()):
             return None
         gross, read, write = counts["inputTokens"], counts["cacheReadTokens"], counts["cacheWriteTokens"]
@@ -462,7 +469,12 @@ class _Parser:
         return [main, *children]
 
     def messages_outside_shutdowns(self, thread: _Thread) -> list[Usage]:
-        return [u for seg, rows in sorted(thread.message_usage.items()) if seg not in self.shutdown_usage for u in rows]
+        return [
+            Usage(index, model, None, output, timestamp=when, response_id=_text(message_id))
+            for seg, rows in sorted(thread.message_usage.items())
+            if seg not in self.shutdown_usage
+            for index, model, output, when, message_id in rows
+        ]
 
     def session(
         self,
@@ -478,9 +490,8 @@ class _Parser:
         if started is None:
             raise RejectError(RejectCode.MISSING_TIMESTAMP, "no usable time in the events", session_hint=sid)
         ended = max(started, thread.last) if thread.last else None
-        census: Counter[tuple[str, str, Disposition]] = Counter()
-        for (kind, disposition), n in thread.census.items():
-            census[(kind, self.version, disposition)] += n
+        version = self.version
+        census = Counter({(kind, version, disposition): n for (kind, disposition), n in thread.census.items()})
         if thread.out_of_range:
             census[OUT_OF_RANGE] += thread.out_of_range
         if main and self.glued:
@@ -514,6 +525,28 @@ class _Parser:
         )
 
 
+# The handler of each event type the parse reads (tables.HANDLED); the others are only counted, under _COUNTED's key.
+_HANDLERS: dict[str, Callable[[_Parser, _Thread, _Data, int, _When, _Data], None]] = {
+    "session.start": _Parser.start,
+    "session.resume": _Parser.resume,
+    "session.shutdown": _Parser.shutdown,
+    "user.message": _Parser.user,
+    "assistant.message": _Parser.assistant,
+    "assistant.usage": _Parser.call_usage,
+    "tool.execution_start": _Parser.tool_start,
+    "tool.execution_complete": _Parser.tool_complete,
+    "subagent.started": _Parser.subagent_started,
+    "session.model_change": _Parser.model_change,
+    "result": _Parser.result,
+}
+assert _HANDLERS.keys() == tables.HANDLED
+_COUNTED = {kind: (kind, disposition) for kind, (disposition, _why) in tables.EVENT_TYPES.items()}
+
+
+# json.dumps(value, ensure_ascii=False, sort_keys=True), without building an encoder on each call.
+_json_text = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
@@ -544,9 +577,9 @@ def _result_text(result: Any, error: Any, limits: Limits) -> str | None:
                 text = result[key]
                 break
         else:
-            text = json.dumps(result, ensure_ascii=False, sort_keys=True)
+            text = _json_text(result)
     elif result is not None:
-        text = json.dumps(result, ensure_ascii=False, sort_keys=True)
+        text = _json_text(result)
     if text is None and isinstance(error, dict) and isinstance(error.get("message"), str):
         text = error["message"]
     elif text is None and isinstance(error, str):
@@ -554,7 +587,7 @@ def _result_text(result: Any, error: Any, limits: Limits) -> str | None:
     return None if text is None else clip(text, limits)
 
 
-def parse_events(lines: Iterable[Line], limits: Limits, layout: Layout) -> list[Session]:
+def parse_events(lines: Iterable[LineFields], limits: Limits, layout: Layout) -> list[Session]:
     """The sessions of one events file. Pure. Raises RejectError (bad_shape, missing_session_id,
     missing_timestamp, inconsistent_source)."""
     parser = _Parser(limits, layout)
