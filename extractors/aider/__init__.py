@@ -7,19 +7,21 @@ discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSC
 `--root aider=PATH` name the project folders instead) a few folders deep for the file's name, and
 `transcripts backfill FILE` takes one file, whose name says it is Aider's (`Claim.NAME`).
 
-The lines are read through `extractors.bounded.text_lines` (limits; a file whose last line is still being written is
-deferred); what each line is: `tables`; one run -> a Session: `parse`.
+The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits; a file whose last line is still
+being written is deferred), the runs cut at their headers; what each line is: `tables`; one run -> a Session:
+`parse`, which takes the lines between a reply's special ones (`#`, `>`, `<`, blank) a span at a time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from itertools import compress, count, repeat
 from pathlib import Path
 
 from extractors.aider import tables
-from extractors.aider.parse import header_time, native_id, parse_run
+from extractors.aider.parse import RunLines, header_time, native_id, parse_run
 from extractors.bounded import Limits
-from extractors.bounded.text_lines import TextLine, iter_text_lines
+from extractors.bounded.text_lines import TextLine, iter_text_blocks
 from extractors.discovery import regular_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -27,6 +29,8 @@ from extractors.model import Agent, Loaded, Outcome, Rejected, Source
 from extractors.spec import AgentSpec, Claim
 
 HISTORY_ENV = "AIDER_CHAT_HISTORY_FILE"  # aider's own setting for the file (`--chat-history-file`)
+_HEADER_START = tables.MARKER + "chat started at "  # what every header line starts with (`tables.HEADER`)
+_NO_LINE = TextLine(-1, -1, "", 0)  # no run open yet
 
 
 def _claims(path: Path) -> Claim | None:
@@ -95,63 +99,69 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     all: not an aider history), invalid_utf8, limit_exceeded (the file, a line or the line count over the limits),
     source_unreadable; DeferError: write_in_progress, changed_during_read.
     """
-    run: list[TextLine] = []
+    run: list[str] = []  # the texts of the open run's lines, its header first
+    head = tail = _NO_LINE  # the open run's header and its last line
     run_bytes = 0
     oversized = False
-    before: list[TextLine] = []  # non-blank lines before the first header
-    runs = 0
+    before: TextLine | None = None  # the first non-blank line before the first header
     seen: dict[str, int] = {}
-    for line in iter_text_lines(source.path, limits):
-        if header_time(line.text) is not None:
-            if run:
-                yield _outcome(source, run, oversized, limits, seen)
-            elif before:
+    for block in iter_text_blocks(source.path, limits):
+        texts = block.texts
+        starting = compress(count(), map(str.startswith, texts, repeat(_HEADER_START)))  # not a loop in Python
+        heads = [i for i in starting if header_time(texts[i]) is not None]
+        heads.append(len(texts))
+        position = 0
+        for at in heads:
+            if at > position:  # lines position .. at-1: the open run's, or before the first header
+                if head is _NO_LINE:
+                    if before is None:
+                        first = next((i for i in range(position, at) if texts[i].strip()), None)
+                        before = block.line(first) if first is not None else None
+                else:
+                    run_bytes += block.start(at) - block.start(position)
+                    if not oversized:
+                        if run_bytes > limits.max_conversation_bytes:
+                            oversized = True  # its lines are let go; the run is rejected when it ends
+                            del run[1:]
+                        else:
+                            run.extend(texts[position:at])
+                    tail = block.line(at - 1)
+            if at == len(texts):
+                break
+            if head is not _NO_LINE:
+                yield _outcome(source, RunLines(run, head.index, head.offset, tail), oversized, limits, seen)
+            elif before is not None:
                 yield _orphans(source, before)
-                before = []
-            run, run_bytes, oversized = [line], line.size, False
-            runs += 1
-            continue
-        if not run:
-            if line.text.strip() and not before:
-                before.append(line)  # the first is enough to name where
-            continue
-        run_bytes += line.size
-        if oversized:
-            continue
-        if run_bytes > limits.max_conversation_bytes:
-            oversized = True  # its lines are let go; the run is rejected when it ends
-            run = run[:1]
-            continue
-        run.append(line)
-    if run:
-        yield _outcome(source, run, oversized, limits, seen)
-    if runs == 0:
+            head = tail = block.line(at)
+            run, run_bytes, oversized = [head.text], head.size, False
+            position = at + 1
+    if head is not _NO_LINE:
+        yield _outcome(source, RunLines(run, head.index, head.offset, tail), oversized, limits, seen)
+    else:
         raise RejectError(
             RejectCode.BAD_SHAPE,
             "no `# aider chat started at` header: not an aider chat history",
-            line=before[0].index if before else None,
+            line=before.index if before is not None else None,
         )
 
 
-def _orphans(source: Source, before: list[TextLine]) -> Rejected:
+def _orphans(source: Source, first: TextLine) -> Rejected:
     """Text before the first run's header belongs to no run (a file cut at its start, or not aider's)."""
-    first = before[0]
     return Rejected(
         source, RejectCode.BAD_SHAPE, "text before the first run's header", line=first.index, offset=first.offset
     )
 
 
-def _outcome(source: Source, run: list[TextLine], oversized: bool, limits: Limits, seen: dict[str, int]) -> Outcome:
-    header = run[0]
+def _outcome(source: Source, run: RunLines, oversized: bool, limits: Limits, seen: dict[str, int]) -> Outcome:
     if oversized:
         return Rejected(
             source,
             RejectCode.LIMIT_EXCEEDED,
             f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}",
-            line=header.index,
-            offset=header.offset,
+            line=run.index,
+            offset=run.offset,
         )
-    native = native_id(run)
+    native = native_id(run.texts)
     seen[native] = seen.get(native, 0) + 1
     if seen[native] > 1:  # the same opening twice in one file (scripted runs in one second): the n-th gets `-n`
         native = f"{native}-{seen[native]}"

@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
+from itertools import chain, compress, count, repeat
+from operator import or_
 
 from extractors.aider import tables as t
 from extractors.bounded import Limits, clip
@@ -20,6 +22,7 @@ from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
 
 AGENT = Agent("aider")
 AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
+_SPECIAL = (t.PROMPT[0], t.QUOTE, "<")  # what the lines `parse_run` takes one by one start with (or blank)
 
 
 @dataclass(slots=True)
@@ -45,6 +48,17 @@ class _Run:
     command_args: str | None = None  # what the command just typed was given (`/code X`: `X`), until another line
 
 
+@dataclass(frozen=True, slots=True)
+class RunLines:
+    """One run's lines as read: their texts (`texts[0]` its header), the header's line number and byte offset, and
+    its last line (which tells a run cut inside that line)."""
+
+    texts: list[str]
+    index: int
+    offset: int
+    tail: TextLine
+
+
 def header_time(text: str) -> str | None:
     """The `YYYY-MM-DD HH:MM:SS` of a run's header line, or None when `text` is not one."""
     match = t.HEADER.match(text)
@@ -63,32 +77,34 @@ def started_at(stamp: str, zone: tzinfo | None) -> datetime:
     return local.astimezone(UTC)
 
 
-def native_id(lines: Sequence[TextLine]) -> str:
+def native_id(lines: Sequence[str]) -> str:
     """`<header time as YYYYmmddTHHMMSS>-<12 hex>`: the digest of the run's opening, its lines from the header through
     its first `####` block (docs/agents/aider.md "Session ids"). Appending to the run never changes it, and it is
     the same wherever the file lies."""
-    stamp = header_time(lines[0].text) or ""
+    stamp = header_time(lines[0]) or ""
     opening: list[str] = []
     seen_prompt = False
-    for line in lines:
-        is_prompt = line.text.startswith(t.PROMPT)
+    for text in lines:
+        is_prompt = text.startswith(t.PROMPT)
         if seen_prompt and not is_prompt:
             break
         seen_prompt = seen_prompt or is_prompt
-        opening.append(line.text)
+        opening.append(text)
     compact = stamp.replace("-", "").replace(":", "").replace(" ", "T")
     return f"{compact}-{stable_hash(chr(10).join(opening))[:12]}"
 
 
-def parse_run(lines: Sequence[TextLine], native: str, limits: Limits, zone: tzinfo | None = None) -> Session:
-    """The Session of one run: `lines[0]` is its header. Raises RejectError: truncated_tail (its last line is partial),
-    missing_timestamp (a header time that is no date), no_conversation (nothing said: a run that only started)."""
+def parse_run(lines: RunLines, native: str, limits: Limits, zone: tzinfo | None = None) -> Session:
+    """The Session of one run: `lines.texts[0]` is its header. Raises RejectError: truncated_tail (its last line is
+    partial), missing_timestamp (a header time that is no date), no_conversation (nothing said: a run that only
+    started)."""
     sid = session_id(AGENT, native)
-    stamp = header_time(lines[0].text)
+    texts = lines.texts
+    stamp = header_time(texts[0])
     if stamp is None:
-        raise RejectError(RejectCode.BAD_SHAPE, "a run that does not start with its header", line=lines[0].index)
+        raise RejectError(RejectCode.BAD_SHAPE, "a run that does not start with its header", line=lines.index)
     start = started_at(stamp, zone)
-    tail = lines[-1]
+    tail = lines.tail
     if not tail.complete and tail.text.strip():
         raise RejectError(
             RejectCode.TRUNCATED_TAIL,
@@ -98,15 +114,26 @@ def parse_run(lines: Sequence[TextLine], native: str, limits: Limits, zone: tzin
             session_hint=sid,
         )
     run = _Run()
-    run.kinds["header"] += 1
+    kinds = run.kinds
+    kinds["header"] += 1
     previous = "header"  # the kind of the line just before (a blank line: "")
-    for line in lines[1:]:
-        previous = _classify(run, line, previous, limits)
+    # Only a line that starts with `#`, `>` or `<`, or one of spaces alone, can be a prompt, aider's own line, a
+    # reasoning tag or a blank line that is not empty; the lines between two of those are taken a span at a time.
+    marked = map(or_, map(str.startswith, texts, repeat(_SPECIAL)), map(str.isspace, texts))  # no loop in Python
+    position = 1
+    for at in chain(compress(count(), marked), (len(texts),)):
+        if at > position:
+            previous = _span(run, texts, position, at, lines.index, previous, limits)
+        if at == len(texts):
+            break
+        if at:
+            previous = _classify(run, lines.index + at, texts[at], previous, limits)
+        position = at + 1
     _close_prompt(run, limits)
     _close_reply(run, limits)
     if not run.turns:
         raise RejectError(
-            RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines[0].index, offset=lines[0].offset
+            RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
         )
     version = run.versions[0] if run.versions else ""
     census: Counter[tuple[str, str, Disposition]] = Counter()
@@ -127,10 +154,37 @@ def parse_run(lines: Sequence[TextLine], native: str, limits: Limits, zone: tzin
     )
 
 
-def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
-    """Take one line into `run`; returns its kind ("" for a blank line) for the next line's decision."""
-    text = line.text
-    if not text.strip():
+def _span(run: _Run, texts: list[str], start: int, end: int, base: int, previous: str, limits: Limits) -> str:
+    """Take `texts[start:end]` (lines `base + start` ..) into `run`: lines that are empty or start with none of
+    `_SPECIAL`. Inside a reply they are the reply's lines as they are, inside reasoning the reasoning's, whatever
+    they hold: taken at once, as `_classify` takes each (no prompt is open there, no command's arguments are kept,
+    so there is nothing to close). Elsewhere they are taken one by one, until a reply or reasoning opens."""
+    position = start
+    while position < end:
+        if not run.message_open and (run.reasoning or run.reply):
+            span = texts[position:end]
+            said = len(span) - span.count("")
+            last = "" if not texts[end - 1] else "assistant"
+            if run.reasoning:
+                if said:
+                    run.kinds["reasoning"] += said
+                return "" if last == "" else "reasoning"
+            run.reply.extend(span)  # an empty line inside a reply stays in it (trailing ones are cut at its end)
+            if said:
+                run.kinds["assistant"] += said
+            return last
+        text = texts[position]
+        if text:
+            previous = _classify(run, base + position, text, previous, limits)
+        elif not run.message_open:
+            previous = ""  # as `_classify` takes an empty line outside a reply (inside a message of aider's: skipped)
+        position += 1
+    return previous
+
+
+def _classify(run: _Run, index: int, text: str, previous: str, limits: Limits) -> str:
+    """Take line `index` (`text`) into `run`; returns its kind ("" for a blank line) for the next line's decision."""
+    if not text or text.isspace():  # blank (`text.strip()` would copy every line to ask this)
         if run.message_open:
             return previous  # a blank line inside a message of aider's of several lines
         if run.reply and not run.reasoning:
@@ -140,13 +194,16 @@ def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
     body = text[: -len(t.HARD_BREAK)] if hard else text
     if text.startswith(t.PROMPT) and hard:
         run.reasoning = False  # aider's own line ends a reply whose reasoning never closed (an interrupted reply)
-        _close_reply(run, limits)
+        if run.reply:
+            _close_reply(run, limits)
         if previous != "prompt":
-            _close_prompt(run, limits)
-            run.prompt_at = line.index
+            if run.prompt:
+                _close_prompt(run, limits)
+            run.prompt_at = index
         run.prompt.append(body[len(t.PROMPT) + 1 :] if body.startswith(t.PROMPT + " ") else body[len(t.PROMPT) :])
         return "prompt"
-    _close_prompt(run, limits)
+    if run.prompt:
+        _close_prompt(run, limits)
     run.command_args = None
     if run.message_open and not (text.startswith(t.QUOTE) and hard):
         # The rest of a message of aider's of several lines: `tool_output` prefixes only its first line with `>` and
@@ -162,11 +219,12 @@ def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
     in_reply = bool(run.reply) or run.reasoning
     # In a reply, a `>` line without the hard break is the model's quote, except the usage report, whose first line
     # has none when it goes on to a `Cost:` line (docs/agents/aider.md "Lines").
-    if text.startswith(t.QUOTE) and (hard or not in_reply or t.TOKENS.match(text)):
+    if text.startswith(t.QUOTE) and (hard or not in_reply or text.startswith(t.TOKENS_START)):
         run.reasoning = False
-        _close_reply(run, limits)
+        if run.reply:
+            _close_reply(run, limits)
         run.message_open = not hard
-        return _aider_line(run, line, body)
+        return _aider_line(run, index, body)
     if run.reasoning:
         run.kinds["reasoning"] += 1
         run.reasoning = not t.REASONING_CLOSE.match(text)
@@ -179,20 +237,23 @@ def _classify(run: _Run, line: TextLine, previous: str, limits: Limits) -> str:
     if text.startswith(t.MARKER) and not in_reply:
         run.kinds[t.UNKNOWN_KIND] += 1
         return t.UNKNOWN_KIND
-    if t.REASONING_OPEN.match(text):
+    if text.startswith("<") and t.REASONING_OPEN.match(text):
         run.kinds["reasoning"] += 1
         run.reasoning = True
         return "reasoning"
     if not run.reply:
-        run.reply_at = line.index
+        run.reply_at = index
     run.reply.append(text)
     run.kinds["assistant"] += 1
     return "assistant"
 
 
-def _aider_line(run: _Run, line: TextLine, body: str) -> str:
+def _aider_line(run: _Run, index: int, body: str) -> str:
     """A `> …` line: the banner, a usage report, or other output of aider's."""
     run.pending_usage = None
+    if not body.startswith(t.AIDER_LINE_STARTS):  # none of the patterns below can match: most of aider's lines
+        run.kinds["tool_output"] += 1
+        return "tool_output"
     if version := t.VERSION.match(body):
         run.versions.append(version.group(1))
         run.kinds["banner"] += 1
@@ -208,9 +269,9 @@ def _aider_line(run: _Run, line: TextLine, body: str) -> str:
             run.cwd = cwd.group(2)
         run.kinds["working_dir"] += 1
         return "working_dir"
-    if t.TOKENS.match(body):
+    if body.startswith(t.TOKENS_START):
         run.kinds["tokens"] += 1
-        _add_usage(run, line, body)
+        _add_usage(run, index, body)
         return "tokens"
     run.kinds["tool_output"] += 1
     return "tool_output"
@@ -222,7 +283,7 @@ def _count(figure: str, scale: str) -> int:
     return round(value * {"": 1, "k": 1_000, "m": 1_000_000}[scale.lower()])
 
 
-def _add_usage(run: _Run, line: TextLine, body: str) -> None:
+def _add_usage(run: _Run, index: int, body: str) -> None:
     """One reply's usage from its report (docs/agents/aider.md "Tokens"): the message's figures and cost, never the
     session's running total."""
     figures: dict[str, int] = {}
@@ -232,7 +293,7 @@ def _add_usage(run: _Run, line: TextLine, body: str) -> None:
         except ValueError:
             continue  # `1.2.3k`: not a figure aider writes; that figure stays unknown
     cost = _cost(body)
-    turn_index = run.last_reply if run.last_reply is not None else line.index
+    turn_index = run.last_reply if run.last_reply is not None else index
     # `sent` is litellm's prompt_tokens, which holds the cached parts too: the prompt not read from cache is what is
     # left (never below 0: the figures are rounded).
     sent = figures.get("sent")
@@ -316,4 +377,7 @@ def _close_reply(run: _Run, limits: Limits) -> None:
 
 def _same_text(a: str, b: str) -> bool:
     """Equal but for the spaces at line ends (aider's hard breaks, and what `user_input` strips)."""
-    return [line.rstrip() for line in a.strip().splitlines()] == [line.rstrip() for line in b.strip().splitlines()]
+    a, b = a.strip(), b.strip()
+    if a[:1] != b[:1]:  # the first lines differ from their first character: most prompts against the last reply
+        return False
+    return [line.rstrip() for line in a.splitlines()] == [line.rstrip() for line in b.splitlines()]

@@ -79,6 +79,18 @@ WORKING_DIR = re.compile(r"^> (Cur|Git) working dir: (.+?)\s*$")  # the session'
 # hit, 120 received.` then ` Cost: $0.01 message, $0.05 session.` on the same line, or on the next unprefixed line
 # when both cache figures are printed. Older versions wrote `12,450 sent` and `$0.01 request`.
 TOKENS = re.compile(r"^> Tokens: ")
+TOKENS_START = "> Tokens: "  # what TOKENS matches, as a prefix
+# What a `>` line starts with when VERSION, MODEL, WORKING_DIR or TOKENS can match it; other `>` lines skip them.
+AIDER_LINE_STARTS = (
+    "> Aider v",
+    "> Main model: ",
+    "> Model: ",
+    "> Editor model: ",
+    "> Weak model: ",
+    "> Cur working dir: ",
+    "> Git working dir: ",
+    TOKENS_START,
+)
 TOKEN_FIGURE = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)\b")
 MESSAGE_COST = re.compile(r"Cost: \$([\d.,]+) (?:message|request)\b")
 

@@ -1,12 +1,15 @@
 """Lines of a plain-text source (a Markdown chat log), complete or not at all, within `Limits`.
 
-The text counterpart of `iter_jsonl`: a line is never read past `max_line_bytes` (a bounded readline), the lines are
-counted against `max_records`, and the file's tail decides whether it is being written. A last line without a newline
-in a file changed within `settle_seconds` is a write under way: the read is deferred before any line is handed on,
-so a reader of a multi-session file never yields sessions and then a deferral. An older one is handed on flagged
-(`TextLine.complete` False) and the reader decides (a truncated session, usually). Bytes are decoded as UTF-8 per
-line (a byte-order mark at the start is dropped, `\r\n` line ends are read as `\n`); a line that does not decode is
-`invalid_utf8` with its line and offset.
+The text counterpart of `iter_jsonl`: the file is read in chunks of `CHUNK_BYTES` cut at their last newline, a line
+is never held past `max_line_bytes` (the start of a line longer than a chunk is carried to the next read only while
+it is within the bound), the lines are counted against `max_records`, and the file's tail decides whether it is being
+written. A last line without a newline in a file changed within `settle_seconds` is a write under way: the read is
+deferred before any line is handed on, so a reader of a multi-session file never yields sessions and then a deferral.
+An older one is handed on flagged (`TextLine.complete` False) and the reader decides (a truncated session, usually).
+Bytes are decoded as UTF-8 (a byte-order mark at the start is dropped, `\r\n` line ends are read as `\n`), a chunk
+at once; a line that does not decode is `invalid_utf8` with its line and offset, every line before it handed on first.
+`iter_text_blocks` hands on a chunk's lines together (`TextBlock`), for readers that take lines a span at a time;
+`iter_text_lines` one `TextLine` at a time.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import add
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,17 +49,85 @@ def _ends_with_newline(handle: BinaryIO, size: int) -> bool:
     return last == b"\n"
 
 
+class TextBlock:
+    """Consecutive lines of one read chunk: `texts[i]` is line `index + i` (its text as `TextLine.text`), which
+    starts at byte `start(i)` and ends (its line end included) at `start(i + 1)`. `complete` is False only for a block
+    whose last line is the file's last and has no newline.
+
+    The byte offsets are worked out when asked for (most readers want a few: where a session starts, where it ends),
+    from the lines' texts when those are the bytes decoded as they are (no `\\r` dropped, no byte-order mark), else
+    from the bytes, all at once."""
+
+    __slots__ = ("_at", "_at_start", "_data", "_offset", "_starts", "complete", "index", "texts")
+
+    def __init__(self, index: int, texts: list[str], data: bytes, offset: int, complete: bool = True) -> None:
+        self.index = index
+        self.texts = texts
+        self.complete = complete
+        self._data = data  # the block's bytes: exactly its lines, line ends included
+        self._offset = offset
+        self._starts: list[int] | None = None
+        self._at, self._at_start = 0, offset  # the last offset worked out from the texts: line `_at` starts there
+        if b"\r" in data or (index == 0 and data.startswith(b"\xef\xbb\xbf")):
+            self.starts()
+
+    def starts(self) -> list[int]:
+        """Where each line starts, and where the block ends (one more entry than `texts`)."""
+        if self._starts is None:
+            raws = self._data.split(b"\n")
+            if self.complete:
+                raws.pop()  # the empty piece after the last newline
+            starts = list(accumulate(map(add, map(len, raws), repeat(1)), initial=self._offset))
+            starts[-1] = self._offset + len(self._data)  # the file's last line may have no newline to count
+            self._starts = starts
+        return self._starts
+
+    def start(self, i: int) -> int:
+        """The byte offset of line `index + i`; `i == len(texts)`: where the block ends."""
+        if self._starts is not None:
+            return self._starts[i]
+        if i == len(self.texts):
+            return self._offset + len(self._data)
+        at, start = self._at, self._at_start
+        if i < at:  # back from the last one worked out (a run's last line, just before the next run's header)
+            return start - len("\n".join(self.texts[i:at]).encode()) - 1
+        if i > at:
+            start += len("\n".join(self.texts[at:i]).encode()) + 1  # lines at .. i-1 have their newline: i is after
+            self._at, self._at_start = i, start
+        return start
+
+    def line(self, i: int) -> TextLine:
+        """Line `index + i` as a `TextLine`."""
+        start = self.start(i)
+        last = i == len(self.texts) - 1
+        return TextLine(self.index + i, start, self.texts[i], self.start(i + 1) - start, self.complete or not last)
+
+
+CHUNK_BYTES = 1 << 20  # what one read takes; a line longer than this is carried over to the next read
+
+
 def iter_text_lines(path: str | Path, limits: Limits) -> Iterator[TextLine]:
-    """Stream the lines of a UTF-8 text file (blank lines included). Raises:
+    """Stream the lines of a UTF-8 text file (blank lines included): `iter_text_blocks`, one `TextLine` at a time.
+    Raises as `iter_text_blocks`."""
+    for block in iter_text_blocks(path, limits):
+        index, texts, starts = block.index, block.texts, block.starts()
+        last = len(texts) - 1
+        for i, text in enumerate(texts):
+            yield TextLine(index + i, starts[i], text, starts[i + 1] - starts[i], block.complete or i != last)
+
+
+def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
+    """Stream the lines of a UTF-8 text file (blank lines included), a read chunk's lines at a time. Raises:
     - RejectError(limit_exceeded) for a source, line or line count over the limits, before reading past the bound;
     - RejectError(invalid_utf8) for a line that does not decode;
     - RejectError(source_unreadable) when the file cannot be opened;
     - DeferError(write_in_progress) when the file ends without a newline and changed within `settle_seconds`;
     - DeferError(changed_during_read) when the file's size or mtime moved while it was read.
+    Every line before the one that is rejected is handed on first, as `iter_text_lines` would.
     """
     before = check_source_size(path, limits)
     try:
-        handle = open(path, "rb", buffering=max(8192, min(1 << 20, before.st_size + 1)))  # noqa: SIM115 - closed below
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
     except OSError as exc:
         raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot open: {exc.strerror}") from exc
     try:
@@ -65,44 +138,116 @@ def iter_text_lines(path: str | Path, limits: Limits) -> Iterator[TextLine]:
             raise DeferError(DeferCode.WRITE_IN_PROGRESS, "last line has no newline and the file changed recently")
         index = 0
         offset = 0
+        carried: list[bytes] = []  # the start of a line the reads so far cut, never longer than max_line_bytes
+        carried_bytes = 0
         while True:
-            raw = handle.readline(limits.max_line_bytes + 1)
-            if not raw:
+            data = handle.read(CHUNK_BYTES)
+            if not data:
                 break
-            if len(raw) > limits.max_line_bytes:
-                raise RejectError(
-                    RejectCode.LIMIT_EXCEEDED,
-                    f"line longer than max_line_bytes={limits.max_line_bytes}",
-                    line=index,
-                    offset=offset,
-                )
-            if index >= limits.max_records:
-                raise RejectError(
-                    RejectCode.LIMIT_EXCEEDED,
-                    f"more than max_records={limits.max_records} lines",
-                    line=index,
-                    offset=offset,
-                )
-            complete = raw.endswith(b"\n")
-            body = raw[:-1] if complete else raw
-            if body.endswith(b"\r"):
-                body = body[:-1]
-            if index == 0 and body.startswith(b"\xef\xbb\xbf"):
-                body = body[3:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise RejectError(
-                    RejectCode.INVALID_UTF8,
-                    f"invalid UTF-8 at byte {exc.start} of the line",
-                    line=index,
-                    offset=offset,
-                ) from exc
-            yield TextLine(index, offset, text, len(raw), complete)
-            offset += len(raw)
-            index += 1
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                carried.append(data)
+                carried_bytes += len(data)
+                if carried_bytes > limits.max_line_bytes:
+                    yield from _slow_block(b"".join(carried), index, offset, limits)  # raises: the line is too long
+                continue
+            if carried:
+                carried.append(data[:cut])
+                whole = b"".join(carried)
+            else:
+                whole = data[:cut] if cut < len(data) else data
+            yield from _block(whole, index, offset, limits)
+            index += whole.count(b"\n")
+            offset += len(whole)
+            carried = [data[cut:]] if cut < len(data) else []
+            carried_bytes = len(data) - cut
+            if carried_bytes > limits.max_line_bytes:
+                yield from _slow_block(carried[0], index, offset, limits)  # raises: the line is too long
+        tail = b"".join(carried)
+        if tail:
+            yield from _block(tail, index, offset, limits)
+            offset += len(tail)
         after = os.fstat(handle.fileno())
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or offset != before.st_size:
             raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")
     finally:
         handle.close()
+
+
+def _block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[TextBlock]:
+    """The lines of `data` (whole lines; only the file's last may lack its newline), checked and decoded at once; a
+    block with a line over the limits, or one that does not decode, is read line by line to say which."""
+    complete = data.endswith(b"\n")
+    n = data.count(b"\n") + (not complete)
+    if index + n > limits.max_records or (
+        len(data) > limits.max_line_bytes and max(map(len, data.split(b"\n"))) + 1 > limits.max_line_bytes
+    ):
+        yield from _slow_block(data, index, offset, limits)
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        yield from _slow_block(data, index, offset, limits)
+        return
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if not complete and text.endswith("\r"):
+            text = text[:-1]
+    if index == 0 and text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
+    texts = text.split("\n")
+    if complete:
+        texts.pop()
+    yield TextBlock(index, texts, data, offset, complete)
+
+
+def _slow_block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[TextBlock]:
+    """`data` line by line, as a bounded readline reads it: the lines before the first one over the limits (or not
+    UTF-8) as one block, then the RejectError. A block with no such line is yielded whole."""
+    texts: list[str] = []
+    position = 0
+    while position < len(data):
+        end = data.find(b"\n", position, position + limits.max_line_bytes + 1)
+        raw = data[position : end + 1] if end >= 0 else data[position : position + limits.max_line_bytes + 1]
+        try:
+            texts.append(_decode_line(raw, index + len(texts), offset + position, limits))
+        except RejectError:
+            if texts:
+                yield TextBlock(index, texts, data[:position], offset)
+            raise
+        position += len(raw)
+    if texts:
+        yield TextBlock(index, texts, data, offset, data.endswith(b"\n"))
+
+
+def _decode_line(raw: bytes, index: int, offset: int, limits: Limits) -> str:
+    """One line read by a bounded readline (`raw`, at most max_line_bytes + 1 bytes) -> its text. Raises
+    RejectError(limit_exceeded | invalid_utf8)."""
+    if len(raw) > limits.max_line_bytes:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"line longer than max_line_bytes={limits.max_line_bytes}",
+            line=index,
+            offset=offset,
+        )
+    if index >= limits.max_records:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"more than max_records={limits.max_records} lines",
+            line=index,
+            offset=offset,
+        )
+    body = raw[:-1] if raw.endswith(b"\n") else raw
+    if body.endswith(b"\r"):
+        body = body[:-1]
+    if index == 0 and body.startswith(b"\xef\xbb\xbf"):
+        body = body[3:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RejectError(
+            RejectCode.INVALID_UTF8,
+            f"invalid UTF-8 at byte {exc.start} of the line",
+            line=index,
+            offset=offset,
+        ) from exc
