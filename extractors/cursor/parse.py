@@ -11,7 +11,7 @@ import functools
 import json
 import re
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -181,15 +181,16 @@ class _Assembler:
             self.count("assistant/empty", Disposition.SKIPPED)
 
     def assistant_record(self, index: int, record: dict[str, Any]) -> None:
-        """An assistant JSONL row: `_blocks`, then `assistant`. A row of text and tool_use blocks only (all but a few)
-        is read in one pass here; any other (a string, thinking, a result, a bad block) goes through `_blocks`,
-        which raises RejectError(bad_shape) where it should."""
+        """An assistant JSONL row: `_blocks`, then `assistant`. A row of text and tool_use blocks only (all but a few;
+        a Cursor corpus has tens of thousands) is read in one pass here, to the same calls and count as `assistant`
+        makes of it; any other (a string, thinking, a result, a bad block) goes through `_blocks`, which raises
+        RejectError(bad_shape) where it should."""
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if type(content) is list:
             texts: list[str] = []
             calls: list[Call] = []
-            limits = self.limits
+            max_field_bytes = self.limits.max_field_bytes
             for position, block in enumerate(content):
                 if type(block) is not dict:
                     break
@@ -203,11 +204,34 @@ class _Assembler:
                     if not isinstance(name, str) or not name:
                         break
                     raw = block.get("input")
-                    calls.append((position, name, None if raw is None else clip(json_text(raw), limits)))
+                    if raw is None:
+                        calls.append((position, name, None))
+                        continue
+                    arguments = json_text(raw)
+                    if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
+                        arguments = clip(arguments, self.limits)
+                    calls.append((position, name, arguments))
                 else:
                     break
             else:
-                self.assistant(index, texts, calls, _NO_RESULTS, False)
+                reply = self.reply_index
+                if reply is None:
+                    reply = self.reply_index = index
+                if calls:
+                    made = self.calls
+                    for position, name, call_input in calls:
+                        self.waiting.append(len(made))
+                        made.append(ToolCall(f"{index}.{position}", reply, name, call_input))
+                text = _visible(texts)
+                if text:
+                    self.reply_texts.append(text)
+                    self.census[(_REPLY, self.facts.version, Disposition.TURN)] += 1
+                elif calls:
+                    self.census[(_CALLS, self.facts.version, Disposition.TOOL)] += 1
+                elif any(tables.REDACTED in t for t in texts):  # no result and no reasoning block here
+                    self.count("assistant/redacted", tables.REDACTED_DISPOSITION)
+                else:
+                    self.count("assistant/empty", Disposition.SKIPPED)
                 return
         texts, calls, results, _, reasoning = _blocks(record, index, "assistant", self.limits)
         self.assistant(index, texts, calls, results, reasoning)
@@ -223,8 +247,8 @@ class _Assembler:
             self.join(results)
         self.close_reply()
         self.prompts += 1
-        stamp = next(_tagged(raw, tables.TIMESTAMP), None)
-        when = tag_time(stamp[2]) if stamp else None
+        stamps = _tagged(raw, tables.TIMESTAMP)
+        when = tag_time(stamps[0][2]) if stamps else None
         if when is not None:
             self.times.append(when)
         if self.facts.parent is not None and self.prompts == 1:
@@ -285,16 +309,18 @@ class _Assembler:
         )
 
 
-def _tagged(raw: str, tag: tuple[str, str]) -> Iterator[tuple[int, int, str]]:
+def _tagged(raw: str, tag: tuple[str, str]) -> list[tuple[int, int, str]]:
     """(start, end, trimmed body) of each `<tag>...</tag>` in `raw`, left to right (tables.USER_QUERY)."""
     opening, closing = tag
+    found: list[tuple[int, int, str]] = []
     position = 0
     while (start := raw.find(opening, position)) >= 0:
         end = raw.find(closing, start + len(opening))
         if end < 0:
-            return
+            break
         position = end + len(closing)
-        yield start, position, raw[start + len(opening) : end].strip()
+        found.append((start, position, raw[start + len(opening) : end].strip()))
+    return found
 
 
 def _untagged(raw: str, tag: tuple[str, str]) -> str:
