@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import orjson
+
 from extractors.bounded import GLUED_LINE_KIND, Limits, LineFields, clip, json_text
 from extractors.cursor import tables
 from extractors.errors import RejectCode, RejectError
@@ -207,7 +209,10 @@ class _Assembler:
                     if raw is None:
                         calls.append((position, name, None))
                         continue
-                    arguments = json_text(raw)
+                    try:  # `json_text`, inline: the stdlib fallback only for what orjson refuses to write
+                        arguments = orjson.dumps(raw).decode("utf-8")
+                    except orjson.JSONEncodeError:
+                        arguments = json_text(raw)
                     if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
                         arguments = clip(arguments, self.limits)
                     calls.append((position, name, arguments))
@@ -222,7 +227,8 @@ class _Assembler:
                     for position, name, call_input in calls:
                         self.waiting.append(len(made))
                         made.append(ToolCall(f"{index}.{position}", reply, name, call_input))
-                text = _visible(texts)
+                # `_visible`, inline for the one text block nearly every row has
+                text = texts[0].replace(tables.REDACTED, "").strip() if len(texts) == 1 else _visible(texts)
                 if text:
                     self.reply_texts.append(text)
                     self.census[(_REPLY, self.facts.version, Disposition.TURN)] += 1
@@ -256,9 +262,12 @@ class _Assembler:
             # subagent-session.jsonl), not a person's words.
             self.count("user/subagent_prompt", Disposition.HARNESS)
             return
-        queries = [body for _, _, body in _tagged(raw, tables.USER_QUERY)]
-        if queries:
-            text, kind = "\n".join(q for q in (_visible((q,)) for q in queries) if q), "user/user_query"
+        queries = _tagged(raw, tables.USER_QUERY)
+        if len(queries) == 1:  # the rule: one prompt, here without the generators below
+            text, kind = queries[0][2].replace(tables.REDACTED, "").strip(), "user/user_query"
+        elif queries:
+            text = "\n".join(q for q in (_visible((q,)) for _, _, q in queries) if q)
+            kind = "user/user_query"
         else:
             text = _visible((_untagged(raw, tables.TIMESTAMP),))
             if text.startswith(tables.HARNESS_TAGS):
@@ -348,12 +357,13 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
     """The session of one agent-transcript JSONL (`iter_jsonl_fields`: a Cursor row is ~650 bytes, so the reading
     of each costs as much as its JSON). Raises RejectError (bad_shape, unsupported_format)."""
     assembler = _Assembler(limits, facts)
+    assistant = assembler.assistant_record
     for index, _, record, _, part, parts, _, _ in lines:
         if parts > 1 and part == 0:  # `count_glued_line`
             assembler.census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
         role = record.get("role")
         if role == "assistant":
-            assembler.assistant_record(index, record)
+            assistant(index, record)
             continue
         if role == "user":
             texts, _, results, attachments, _ = _blocks(record, index, role, limits)
@@ -361,6 +371,12 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
             continue
         if role is None:
             kind = record.get("type")
+            if kind == "turn_ended":  # not one of tables.CLAUDE_TYPES
+                assembler.close_reply()
+                status = record.get("status")
+                kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
+                assembler.count(kind, Disposition.SKIPPED)
+                continue
             if isinstance(kind, str) and kind in tables.CLAUDE_TYPES and "message" in record:
                 raise RejectError(
                     RejectCode.UNSUPPORTED_FORMAT,
@@ -368,13 +384,7 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                     "(read it with --format claude)",
                     line=index,
                 )
-            if kind == "turn_ended":
-                assembler.close_reply()
-                status = record.get("status")
-                kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
-                assembler.count(kind, Disposition.SKIPPED)
-            else:
-                assembler.count(kind if isinstance(kind, str) else "(untyped)", Disposition.SKIPPED)
+            assembler.count(kind if isinstance(kind, str) else "(untyped)", Disposition.SKIPPED)
             continue
         # tables.ROLES holds "user" and "assistant", read above: any other role is skipped under its name
         assembler.count(f"role/{role}" if isinstance(role, str) else "role/(not text)", Disposition.SKIPPED)
