@@ -11,7 +11,8 @@ _MIN = datetime(1990, 1, 1, tzinfo=UTC)
 _MAX = datetime(2200, 1, 1, tzinfo=UTC)
 
 
-def _in_range(value: datetime) -> datetime | None:
+def in_range(value: datetime) -> datetime | None:
+    """An aware time when it lies in the usable years (the check every parser here makes), else None."""
     return value if _MIN <= value < _MAX else None
 
 
@@ -55,7 +56,7 @@ def _utc(parsed: datetime) -> datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     try:
-        return _in_range(parsed.astimezone(UTC))
+        return in_range(parsed.astimezone(UTC))
     except OverflowError:  # year 1 east of UTC, or 9999 west of it: no UTC time to give (and unusable anyway)
         return None
 
@@ -77,7 +78,7 @@ def from_epoch_seconds(value: Any) -> datetime | None:
     if seconds is None:
         return None
     try:
-        return _in_range(datetime.fromtimestamp(seconds, tz=UTC))
+        return in_range(datetime.fromtimestamp(seconds, tz=UTC))
     except (OverflowError, OSError, ValueError):
         return None
 

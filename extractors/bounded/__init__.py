@@ -16,17 +16,15 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from extractors.model import Disposition
-
-T = TypeVar("T")
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -291,26 +289,18 @@ def iter_jsonl(path: str | Path, limits: Limits, *, checksums: bool = False) -> 
     - DeferError(write_in_progress) for a last line without newline in a file changed within `settle_seconds`;
     - DeferError(changed_during_read) when the file's size or mtime moved while it was read.
     """
-    return _read_jsonl(path, limits, checksums, Line)
+    for fields in iter_jsonl_fields(path, limits, checksums=checksums):
+        yield Line(*fields)
 
 
-# The fields of a Line, in its order: (index, offset, record, line, part, parts, size, crc).
+# A `Line`'s fields as a plain tuple, in its order: (index, offset, record, line, part, parts, size, crc).
 LineFields = tuple[int, int, dict[str, Any], int, int, int, int, int | None]
 
 
-def iter_jsonl_fields(path: str | Path, limits: Limits) -> Iterator[LineFields]:
-    """`iter_jsonl` (without checksums), each record as the plain tuple of a Line's fields, in their order: for a
-    reader of many small records, where building a Line (a frozen dataclass) is ~1 us a record, as much as the
-    parsing of a small one. Same reading, limits and errors."""
-    return _read_jsonl(path, limits, False, _fields)
-
-
-def _fields(*fields: Any) -> Any:
-    return fields
-
-
-def _read_jsonl(path: str | Path, limits: Limits, checksums: bool, make: Callable[..., T]) -> Iterator[T]:
-    """iter_jsonl, each record built by `make(*Line's fields)`."""
+def iter_jsonl_fields(path: str | Path, limits: Limits, *, checksums: bool = False) -> Iterator[LineFields]:
+    """`iter_jsonl`, each record as the fields of its `Line` (a tuple, in that order), not as a `Line`: for the
+    readers of many small records, where making a `Line` (a frozen dataclass, ~0.8 us) costs as much as parsing
+    its JSON (a Cursor transcript's rows: ~650 bytes each). The same records, limits and errors as `iter_jsonl`."""
     before = check_source_size(path, limits)
     try:
         handle = open(path, "rb", buffering=_read_buffer(before))  # noqa: SIM115 - closed in the finally below
@@ -322,58 +312,75 @@ def _read_jsonl(path: str | Path, limits: Limits, checksums: bool, make: Callabl
         index = 0
         offset = 0
         records = 0
+        # Locals, not attribute look-ups: this loop runs once per line of every JSONL session (tens of thousands of
+        # small lines in a Cursor corpus, where this loop's own work is a good part of the reading).
+        readline = handle.readline
+        max_line_bytes = limits.max_line_bytes
+        max_records = limits.max_records
+        loads = orjson.loads
         while True:
-            raw = handle.readline(limits.max_line_bytes + 1)
+            raw = readline(max_line_bytes + 1)
             if not raw:
                 break
-            if len(raw) > limits.max_line_bytes:
+            size = len(raw)
+            if size > max_line_bytes:
                 raise RejectError(
                     RejectCode.LIMIT_EXCEEDED,
-                    f"line longer than max_line_bytes={limits.max_line_bytes}",
+                    f"line longer than max_line_bytes={max_line_bytes}",
                     line=index,
                     offset=offset,
                 )
-            complete = raw.endswith(b"\n")
             if not raw.isspace():  # `raw` is not empty here; `strip()` copied every line to ask this
                 records += 1
-                if records > limits.max_records:
+                if records > max_records:
                     raise RejectError(
                         RejectCode.LIMIT_EXCEEDED,
-                        f"more than max_records={limits.max_records} records",
+                        f"more than max_records={max_records} records",
                         line=index,
                         offset=offset,
                     )
-                if complete:
-                    try:  # parse_json_values, inline: once per record
-                        values = [orjson.loads(raw)]
+                values: list[Any] | None = None
+                if raw.endswith(b"\n"):
+                    try:  # parse_json_values, inline: one record on the line is the rule, glued ones the exception
+                        value = loads(raw)
                     except orjson.JSONDecodeError:
                         values = _parse_values_slowly(raw, index, offset)
                 else:
                     values = _parse_tail(raw, before, limits, index, offset)
                 crc = zlib.crc32(raw) if checksums else None
-                if len(values) == 1 and values[0].__class__ is dict:  # the common case, without the loop below
-                    yield make(index, offset, values[0], index, 0, 1, len(raw), crc)
-                else:
-                    records += len(values) - 1
-                    if records > limits.max_records:
+                if values is None:
+                    if not isinstance(value, dict):
                         raise RejectError(
-                            RejectCode.LIMIT_EXCEEDED,
-                            f"more than max_records={limits.max_records} records",
-                            line=index,
-                            offset=offset,
+                            RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset
                         )
-                    for part, value in enumerate(values):
-                        if not isinstance(value, dict):
-                            raise RejectError(
-                                RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset
-                            )
-                        yield make(glued_index(index, part), offset, value, index, part, len(values), len(raw), crc)
-            offset += len(raw)
+                    yield index, offset, value, index, 0, 1, size, crc
+                else:
+                    yield from _line_values(values, records, limits, index, offset, size, crc)
+                    records += len(values) - 1
+            offset += size
             index += 1
         if _fingerprint(os.fstat(handle.fileno())) != _fingerprint(before) or offset != before.st_size:
             raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed while it was read")
     finally:
         handle.close()
+
+
+def _line_values(
+    values: list[Any], records: int, limits: Limits, index: int, offset: int, size: int, crc: int | None
+) -> Iterator[LineFields]:
+    """The records of line `index` that did not read as one JSON value (several glued, or a tail), `records` counted
+    up to its first. Raises RejectError(limit_exceeded | bad_shape)."""
+    if records + len(values) - 1 > limits.max_records:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"more than max_records={limits.max_records} records",
+            line=index,
+            offset=offset,
+        )
+    for part, value in enumerate(values):
+        if not isinstance(value, dict):
+            raise RejectError(RejectCode.BAD_SHAPE, "a JSONL record that is not an object", line=index, offset=offset)
+        yield glued_index(index, part), offset, value, index, part, len(values), size, crc
 
 
 def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, offset: int) -> list[Any]:

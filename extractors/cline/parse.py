@@ -34,7 +34,7 @@ from extractors.model import (
     Turn,
     Usage,
 )
-from extractors.timeutil import _in_range, from_epoch_ms  # _in_range: the usable years, for `_when`'s fast path
+from extractors.timeutil import from_epoch_ms, in_range  # in_range: the usable years, for `_when`'s fast path
 
 from . import tables as t
 
@@ -99,7 +99,7 @@ class _Parser:
         except KeyError:
             pass
         try:
-            when = _in_range(datetime.fromtimestamp(value / 1000.0, tz=UTC))
+            when = in_range(datetime.fromtimestamp(value / 1000.0, tz=UTC))
         except (OverflowError, OSError, ValueError):
             when = None
         self.seen_times[value] = when

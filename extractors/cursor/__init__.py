@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from extractors.bounded import Limits, iter_jsonl
+from extractors.bounded import Limits, iter_jsonl_fields
 from extractors.bounded.text_lines import iter_text_lines
 from extractors.cursor import tables
 from extractors.cursor.parse import Facts, parse_jsonl, parse_txt
@@ -97,11 +97,14 @@ def discover(root: Path) -> Iterator[Source]:
     `agent-transcripts` folder. A `.txt` is left out when the same session has a `.jsonl`. Stats only."""
     base = root / PROJECTS if root.name != PROJECTS and (root / PROJECTS).is_dir() else root
     found = list(walk_files(base, is_transcript, max_depth=MAX_DEPTH, skip_dir=_pruned))
-    with_jsonl = {_session_key(path) for path, _ in found if path.endswith(".jsonl")}
+    # Keys only when there is a .txt to weigh: most homes hold none, and a key costs more than the file's stat.
+    texts = any(path.endswith(".txt") for path, _ in found)
+    with_jsonl = {_session_key(path) for path, _ in found if path.endswith(".jsonl")} if texts else set()
+    origin = str(root)
     for path, st in found:
-        if path.endswith(".txt") and _session_key(path) in with_jsonl:
+        if texts and path.endswith(".txt") and _session_key(path) in with_jsonl:
             continue  # the older form of a session the JSONL holds whole (AV cursor_provider.go prefers .jsonl)
-        yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
+        yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, origin)
 
 
 def _session_key(path: str) -> tuple[str, str]:
@@ -135,7 +138,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         lines = ((line.index, line.text) for line in iter_text_lines(path, limits))
         session = parse_txt(lines, limits, facts)
     else:
-        session = parse_jsonl(iter_jsonl(path, limits), limits, Facts(native, parent, mtime))
+        session = parse_jsonl(iter_jsonl_fields(path, limits), limits, Facts(native, parent, mtime))
     if not session.turns and not session.tool_calls:
         raise RejectError(
             RejectCode.NO_CONVERSATION,

@@ -7,20 +7,23 @@ assistant rows are one reply, tool calls get ids from their line and block posit
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from extractors.bounded import Limits, Line, clip, count_glued_line, json_text
+import orjson
+
+from extractors.bounded import GLUED_LINE_KIND, Limits, LineFields, clip, json_text
 from extractors.cursor import tables
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn
-from extractors.timeutil import parse_iso
+from extractors.timeutil import in_range, parse_iso
 
 AGENT = Agent("cursor")
 
@@ -35,11 +38,9 @@ class Facts:
     version: str = ""  # the census's writer version: "" for JSONL, "txt" for the legacy text form
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
-    position: int  # the call id is `<line>.<position>`: the block's place in its row (.txt: the marker's line)
-    name: str
-    input: str | None
+# A tool call of a row: (its position, name, input as JSON text or None). The call id is `<line>.<position>`: the
+# block's place in its row (.txt: the marker's line). Plain tuples: one is made per call, tens of thousands a run.
+Call = tuple[int, str, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class Result:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One role-bearing record: a JSONL row, or a `user:` / `assistant:` block of the .txt form."""
+    """One role-bearing record: a JSONL row, or a `user:` / `assistant:` block of the .txt form. The JSONL rows (tens
+    of thousands a run) reach the assembler as these fields without the object (`_Assembler.assistant`, `.user`)."""
 
     index: int
     role: str
@@ -80,36 +82,44 @@ _MONTHS = {
 def tag_time(body: str) -> datetime | None:
     """The time of a `<timestamp>` tag's text: `Sunday, Sep 20, 2026, 12:31 AM (UTC+3)` (local wall clock with its
     UTC offset; docs/agents/cursor.md "Times"), or an ISO 8601 string; None when it is neither."""
-    m = _WALL_CLOCK.match(body.strip())
+    body = body.strip()
+    m = _WALL_CLOCK.match(body)
     if m is None:
-        return parse_iso(body.strip())
-    month = _MONTHS.get(m["month"][:3].lower())
-    hour = int(m["hour"])
+        return parse_iso(body)
+    month_name, day, year, hour_text, minute, second, ampm, sign, oh, om = m.groups()
+    month = _MONTHS.get(month_name[:3].lower())
+    hour = int(hour_text)
     if month is None or hour > 23:
         return None
-    if m["ampm"]:
+    if ampm:
         if not 1 <= hour <= 12:
             return None
-        hour = hour % 12 + (12 if m["ampm"].lower() == "pm" else 0)
-    offset = timedelta(hours=int(m["oh"] or 0), minutes=int(m["om"] or 0))
-    if offset >= timedelta(hours=24):
+        hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
+    zone = _zone(sign, oh, om)
+    if zone is None:
         return None
     try:
-        zone = timezone(-offset if m["sign"] == "-" else offset)
-        local = datetime(int(m["year"]), month, int(m["day"]), hour, int(m["minute"]), int(m["second"] or 0), 0, zone)
+        local = datetime(int(year), month, int(day), hour, int(minute), int(second or 0), 0, zone)
     except ValueError:
         return None
-    return parse_iso(local.astimezone(UTC).isoformat())  # the house's range check
+    return in_range(local.astimezone(UTC))
+
+
+@functools.cache  # at most 3 signs x 100 hours x 101 minutes: one zone object each, not one per tag
+def _zone(sign: str | None, hours: str | None, minutes: str | None) -> timezone | None:
+    """The zone of a tag's `(UTC+3)` / `(GMT-05:30)` / `(UTC)`, or None for an offset of a day or more."""
+    offset = timedelta(hours=int(hours or 0), minutes=int(minutes or 0))
+    if offset >= timedelta(hours=24):
+        return None
+    return timezone(-offset if sign == "-" else offset)
 
 
 # --- the assembler ------------------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Open:
-    call: ToolCall
-    output: str | None = None
-    is_error: bool | None = None
+_NO_RESULTS: tuple[Result, ...] = ()
+_REPLY = "assistant"  # an assistant row with text
+_CALLS = "assistant/tool_use"  # one with tool calls and no text
 
 
 @dataclass(slots=True)
@@ -117,8 +127,8 @@ class _Assembler:
     limits: Limits
     facts: Facts
     turns: list[Turn] = field(default_factory=list)
-    calls: list[_Open] = field(default_factory=list)
-    waiting: deque[_Open] = field(default_factory=deque)  # calls without a result, oldest first
+    calls: list[ToolCall] = field(default_factory=list)  # a call's output and is_error are set when one joins it
+    waiting: deque[int] = field(default_factory=deque)  # the places in `calls` of the calls without a result
     times: list[datetime] = field(default_factory=list)
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     reply_index: int | None = None  # the first line of the reply being merged
@@ -139,43 +149,112 @@ class _Assembler:
 
     def row(self, row: Row) -> None:
         if row.role == "assistant":
-            self.assistant(row)
+            self.assistant(row.index, row.texts, row.calls, row.results, row.reasoning)
         else:
-            self.user(row)
+            self.user(row.index, row.texts, row.results, row.attachments)
 
-    def assistant(self, row: Row) -> None:
-        if self.reply_index is None:
-            self.reply_index = row.index
-        for call in row.calls:
-            opened = _Open(ToolCall(f"{row.index}.{call.position}", self.reply_index, call.name, call.input))
-            self.calls.append(opened)
-            self.waiting.append(opened)
-        self.join(row.results)
-        text = _visible(row.texts)
+    def assistant(
+        self,
+        index: int,
+        texts: Sequence[str],
+        calls: Sequence[Call],
+        results: Sequence[Result],
+        reasoning: bool,
+    ) -> None:
+        reply = self.reply_index
+        if reply is None:
+            reply = self.reply_index = index
+        for position, name, arguments in calls:
+            self.waiting.append(len(self.calls))
+            self.calls.append(ToolCall(f"{index}.{position}", reply, name, arguments))
+        if results:
+            self.join(results)
+        text = _visible(texts)
         if text:
             self.reply_texts.append(text)
-            self.count("assistant", Disposition.TURN)
-        elif row.calls:
-            self.count("assistant/tool_use", Disposition.TOOL)
-        elif row.results:
+            self.census[(_REPLY, self.facts.version, Disposition.TURN)] += 1
+        elif calls:
+            self.census[(_CALLS, self.facts.version, Disposition.TOOL)] += 1
+        elif results:
             self.count("assistant/tool_result", Disposition.TOOL)
-        elif row.reasoning or any(tables.REDACTED in t for t in row.texts):
+        elif reasoning or any(tables.REDACTED in t for t in texts):
             self.count("assistant/redacted", tables.REDACTED_DISPOSITION)
         else:
             self.count("assistant/empty", Disposition.SKIPPED)
 
-    def user(self, row: Row) -> None:
-        raw = "\n".join(row.texts)
-        if row.results and not raw.strip():
+    def assistant_record(self, index: int, record: dict[str, Any]) -> None:
+        """An assistant JSONL row: `_blocks`, then `assistant`. A row of text and tool_use blocks only (all but a few;
+        a Cursor corpus has tens of thousands) is read in one pass here, to the same calls and count as `assistant`
+        makes of it; any other (a string, thinking, a result, a bad block) goes through `_blocks`, which raises
+        RejectError(bad_shape) where it should."""
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if type(content) is list:
+            texts: list[str] = []
+            calls: list[Call] = []
+            max_field_bytes = self.limits.max_field_bytes
+            for position, block in enumerate(content):
+                if type(block) is not dict:
+                    break
+                kind = block.get("type")
+                if kind == "text":
+                    text = block.get("text")
+                    if isinstance(text, str):
+                        texts.append(text)
+                elif kind == "tool_use":
+                    name = block.get("name")
+                    if not isinstance(name, str) or not name:
+                        break
+                    raw = block.get("input")
+                    if raw is None:
+                        calls.append((position, name, None))
+                        continue
+                    try:  # `json_text`, inline: the stdlib fallback only for what orjson refuses to write
+                        arguments = orjson.dumps(raw).decode("utf-8")
+                    except orjson.JSONEncodeError:
+                        arguments = json_text(raw)
+                    if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
+                        arguments = clip(arguments, self.limits)
+                    calls.append((position, name, arguments))
+                else:
+                    break
+            else:
+                reply = self.reply_index
+                if reply is None:
+                    reply = self.reply_index = index
+                if calls:
+                    made = self.calls
+                    for position, name, call_input in calls:
+                        self.waiting.append(len(made))
+                        made.append(ToolCall(f"{index}.{position}", reply, name, call_input))
+                # `_visible`, inline for the one text block nearly every row has
+                text = texts[0].replace(tables.REDACTED, "").strip() if len(texts) == 1 else _visible(texts)
+                if text:
+                    self.reply_texts.append(text)
+                    self.census[(_REPLY, self.facts.version, Disposition.TURN)] += 1
+                elif calls:
+                    self.census[(_CALLS, self.facts.version, Disposition.TOOL)] += 1
+                elif any(tables.REDACTED in t for t in texts):  # no result and no reasoning block here
+                    self.count("assistant/redacted", tables.REDACTED_DISPOSITION)
+                else:
+                    self.count("assistant/empty", Disposition.SKIPPED)
+                return
+        texts, calls, results, _, reasoning = _blocks(record, index, "assistant", self.limits)
+        self.assistant(index, texts, calls, results, reasoning)
+
+    def user(self, index: int, texts: Sequence[str], results: Sequence[Result], attachments: tuple[str, ...]) -> None:
+        raw = "\n".join(texts)
+        if results and not raw.strip():
             # Tool results written back as a user row (the Claude-compatible shape): part of the reply's loop.
-            self.join(row.results)
+            self.join(results)
             self.count("user/tool_result", Disposition.TOOL)
             return
-        self.join(row.results)
+        if results:
+            self.join(results)
         self.close_reply()
         self.prompts += 1
-        stamp = tables.TIMESTAMP.search(raw)
-        when = tag_time(stamp.group(1)) if stamp else None
+        stamps = _tagged(raw, tables.TIMESTAMP)
+        when = tag_time(stamps[0][2]) if stamps else None
         if when is not None:
             self.times.append(when)
         if self.facts.parent is not None and self.prompts == 1:
@@ -183,29 +262,34 @@ class _Assembler:
             # subagent-session.jsonl), not a person's words.
             self.count("user/subagent_prompt", Disposition.HARNESS)
             return
-        queries = tables.USER_QUERY.findall(raw)
-        if queries:
-            text, kind = "\n".join(q for q in (_visible((q,)) for q in queries) if q), "user/user_query"
+        queries = _tagged(raw, tables.USER_QUERY)
+        if len(queries) == 1:  # the rule: one prompt, here without the generators below
+            text, kind = queries[0][2].replace(tables.REDACTED, "").strip(), "user/user_query"
+        elif queries:
+            text = "\n".join(q for q in (_visible((q,)) for _, _, q in queries) if q)
+            kind = "user/user_query"
         else:
-            text = _visible((tables.TIMESTAMP.sub("", raw),))
+            text = _visible((_untagged(raw, tables.TIMESTAMP),))
             if text.startswith(tables.HARNESS_TAGS):
                 self.count("user/injected", Disposition.HARNESS)
                 return
             kind = "user/untagged"
-        if not text and not row.attachments:
+        if not text and not attachments:
             self.count("user/empty", Disposition.SKIPPED)
             return
-        self.turns.append(Turn(row.index, Role.USER, clip(text, self.limits), when, None, row.attachments))
+        self.turns.append(Turn(index, Role.USER, clip(text, self.limits), when, None, attachments))
         self.count(kind, Disposition.TURN)
 
-    def join(self, results: tuple[Result, ...]) -> None:
+    def join(self, results: Sequence[Result]) -> None:
         """Results carry no call id: each goes to the oldest call still without one (of its name, where known)."""
         for result in results:
-            target = next((c for c in self.waiting if result.name in (None, c.call.name)), None)
+            target = next((i for i in self.waiting if result.name in (None, self.calls[i].name)), None)
             if target is None:
                 continue  # an orphan result: its row is counted under its own kind
             self.waiting.remove(target)
-            target.output, target.is_error = clip(result.output, self.limits), result.is_error
+            call = self.calls[target]
+            output = clip(result.output, self.limits)
+            self.calls[target] = ToolCall(call.call_id, call.turn_index, call.name, call.input, output, result.is_error)
 
     def session(self) -> Session:
         self.close_reply()
@@ -228,63 +312,97 @@ class _Assembler:
             parent_session_id=parent,
             started_at_inferred=not self.times,
             turns=tuple(self.turns),
-            tool_calls=tuple(
-                ToolCall(o.call.call_id, o.call.turn_index, o.call.name, o.call.input, o.output, o.is_error)
-                for o in self.calls
-            ),
+            tool_calls=tuple(self.calls),
             links=(SessionLink(parent, LinkKind.SUBAGENT),) if parent else (),
             census=self.census,
         )
 
 
-def _visible(texts: Iterable[str]) -> str:
+def _tagged(raw: str, tag: tuple[str, str]) -> list[tuple[int, int, str]]:
+    """(start, end, trimmed body) of each `<tag>...</tag>` in `raw`, left to right (tables.USER_QUERY)."""
+    opening, closing = tag
+    found: list[tuple[int, int, str]] = []
+    position = 0
+    while (start := raw.find(opening, position)) >= 0:
+        end = raw.find(closing, start + len(opening))
+        if end < 0:
+            break
+        position = end + len(closing)
+        found.append((start, position, raw[start + len(opening) : end].strip()))
+    return found
+
+
+def _untagged(raw: str, tag: tuple[str, str]) -> str:
+    """`raw` without its `<tag>...</tag>` spans."""
+    kept: list[str] = []
+    position = 0
+    for start, end, _ in _tagged(raw, tag):
+        kept.append(raw[position:start])
+        position = end
+    kept.append(raw[position:])
+    return "".join(kept)
+
+
+def _visible(texts: Sequence[str]) -> str:
     """The text without `[REDACTED]` markers, trimmed."""
+    if len(texts) == 1:  # nearly every row: one text block
+        return texts[0].replace(tables.REDACTED, "").strip()
     return "\n".join(t.replace(tables.REDACTED, "") for t in texts).strip()
 
 
 # --- JSONL --------------------------------------------------------------------------------------------------------
 
 
-def parse_jsonl(lines: Iterable[Line], limits: Limits, facts: Facts) -> Session:
-    """The session of one agent-transcript JSONL. Raises RejectError (bad_shape, unsupported_format)."""
+def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Session:
+    """The session of one agent-transcript JSONL (`iter_jsonl_fields`: a Cursor row is ~650 bytes, so the reading
+    of each costs as much as its JSON). Raises RejectError (bad_shape, unsupported_format)."""
     assembler = _Assembler(limits, facts)
-    for line in lines:
-        count_glued_line(line, assembler.census)
-        record = line.record
+    assistant = assembler.assistant_record
+    for index, _, record, _, part, parts, _, _ in lines:
+        if parts > 1 and part == 0:  # `count_glued_line`
+            assembler.census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
         role = record.get("role")
+        if role == "assistant":
+            assistant(index, record)
+            continue
+        if role == "user":
+            texts, _, results, attachments, _ = _blocks(record, index, role, limits)
+            assembler.user(index, texts, results, attachments)
+            continue
         if role is None:
             kind = record.get("type")
+            if kind == "turn_ended":  # not one of tables.CLAUDE_TYPES
+                assembler.close_reply()
+                status = record.get("status")
+                kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
+                assembler.count(kind, Disposition.SKIPPED)
+                continue
             if isinstance(kind, str) and kind in tables.CLAUDE_TYPES and "message" in record:
                 raise RejectError(
                     RejectCode.UNSUPPORTED_FORMAT,
                     f"a record with type {kind!r} and no top-level role: Claude Code JSONL, not Cursor's "
                     "(read it with --format claude)",
-                    line=line.index,
+                    line=index,
                 )
-            if kind == "turn_ended":
-                assembler.close_reply()
-                status = record.get("status")
-                kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
-                assembler.count(kind, Disposition.SKIPPED)
-            else:
-                assembler.count(kind if isinstance(kind, str) else "(untyped)", Disposition.SKIPPED)
+            assembler.count(kind if isinstance(kind, str) else "(untyped)", Disposition.SKIPPED)
             continue
-        if not isinstance(role, str) or role not in tables.ROLES:
-            assembler.count(f"role/{role}" if isinstance(role, str) else "role/(not text)", Disposition.SKIPPED)
-            continue
-        assembler.row(_row(record, line.index, role, limits))
+        # tables.ROLES holds "user" and "assistant", read above: any other role is skipped under its name
+        assembler.count(f"role/{role}" if isinstance(role, str) else "role/(not text)", Disposition.SKIPPED)
     return assembler.session()
 
 
-def _row(record: dict[str, Any], index: int, role: str, limits: Limits) -> Row:
+def _blocks(
+    record: dict[str, Any], index: int, role: str, limits: Limits
+) -> tuple[list[str], list[Call], list[Result] | tuple[Result, ...], tuple[str, ...], bool]:
+    """A row's (texts, calls, results, attachments, reasoning). Raises RejectError(bad_shape)."""
     message = record.get("message")
     if not isinstance(message, dict):
         raise RejectError(RejectCode.BAD_SHAPE, f"a {role} row without a message object", line=index)
     content = message.get("content")
     if isinstance(content, str):
-        return Row(index, role, (content,))
+        return [content], [], _NO_RESULTS, (), False
     if content is None:
-        return Row(index, role)
+        return [], [], _NO_RESULTS, (), False
     if not isinstance(content, list):
         raise RejectError(RejectCode.BAD_SHAPE, "message.content is neither text nor a list of blocks", line=index)
     texts: list[str] = []
@@ -297,14 +415,15 @@ def _row(record: dict[str, Any], index: int, role: str, limits: Limits) -> Row:
             raise RejectError(RejectCode.BAD_SHAPE, "a content block that is not an object", line=index)
         kind = block.get("type")
         if kind == "text":
-            if isinstance(block.get("text"), str):
-                texts.append(block["text"])
+            text = block.get("text")
+            if isinstance(text, str):
+                texts.append(text)
         elif kind == "tool_use":
             name = block.get("name")
             if not isinstance(name, str) or not name:
                 raise RejectError(RejectCode.BAD_SHAPE, "a tool_use block without a name", line=index)
             raw = block.get("input")
-            calls.append(Call(position, name, None if raw is None else clip(json_text(raw), limits)))
+            calls.append((position, name, None if raw is None else clip(json_text(raw), limits)))
         elif kind == "tool_result":
             failed = block.get("is_error")
             is_error = failed if isinstance(failed, bool) else None
@@ -313,7 +432,7 @@ def _row(record: dict[str, Any], index: int, role: str, limits: Limits) -> Row:
             attachments.append("image")
         elif kind in ("thinking", "redacted", "reasoning"):
             reasoning = True
-    return Row(index, role, tuple(texts), tuple(calls), tuple(results), tuple(attachments), reasoning)
+    return texts, calls, results, tuple(attachments), reasoning
 
 
 def _result_text(content: Any) -> str:
@@ -382,7 +501,7 @@ def _txt_row(index: int, role: str, body: list[str], limits: Limits) -> Row:
             reasoning = True
         elif marker == tables.TXT_TOOL_CALL:
             # the call id's second part is the `[Tool call]` line's own number (body line k is line index + 1 + k)
-            calls.append(Call(index + start, name or "tool", clip(_arguments(inner), limits) if inner else None))
+            calls.append((index + start, name or "tool", clip(_arguments(inner), limits) if inner else None))
         elif inner:  # an empty body: the result was not written (peers' samples), so the call keeps no output
             results.append(Result(name or None, inner, None))
     return Row(index, role, ("\n".join(texts),), tuple(calls), tuple(results), (), reasoning)
