@@ -140,6 +140,11 @@ def check_source_size(path: str | Path, limits: Limits) -> os.stat_result:
         st = os.stat(path)
     except OSError as exc:
         raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot stat: {exc.strerror}") from exc
+    return _checked_size(st, limits)
+
+
+def _checked_size(st: os.stat_result, limits: Limits) -> os.stat_result:
+    """`check_source_size` of a stat already taken."""
     if not stat.S_ISREG(st.st_mode):
         raise RejectError(RejectCode.SOURCE_UNREADABLE, "not a regular file")
     if st.st_size > limits.max_source_bytes:
@@ -399,24 +404,45 @@ def _parse_tail(raw: bytes, before: os.stat_result, limits: Limits, index: int, 
         ) from exc
 
 
-def read_json_document(path: str | Path, limits: Limits, *, max_bytes: int | None = None, settle: bool = True) -> Any:
+def read_json_document(
+    path: str | Path,
+    limits: Limits,
+    *,
+    max_bytes: int | None = None,
+    settle: bool = True,
+    stat_result: os.stat_result | None = None,
+) -> Any:
     """Read and parse one whole JSON document of at most `max_document_bytes` (or `max_bytes`).
 
     A document that ends early (cut inside a value: a write under way, or a crash) is treated like a partial JSONL
     tail when `settle` is on: deferred (write_in_progress) if the file changed within `settle_seconds`, else
     rejected as truncated_tail. A document broken before its end is invalid_json, however fresh.
 
+    `stat_result`: the file's `os.stat` just taken by the caller (who stats the files of a unit before and after
+    reading them), used instead of a new one; it is checked the same way (a regular file within max_source_bytes).
+
     Raises RejectError(limit_exceeded | source_unreadable | invalid_json | invalid_utf8 | truncated_tail) and
     DeferError(changed_during_read | write_in_progress).
     """
     cap = limits.max_document_bytes if max_bytes is None else max_bytes
-    before = check_source_size(path, limits)
+    before = check_source_size(path, limits) if stat_result is None else _checked_size(stat_result, limits)
     if before.st_size > cap:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document is {before.st_size} bytes, over the limit {cap}")
+    want = min(cap, before.st_size) + 1  # +1: a document that grew past the limit
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(min(cap, before.st_size) + 1)  # +1: a document that grew past the limit
-            after = os.fstat(handle.fileno())
+        # One os.read into a buffer of the known size (no buffered file object); a regular file reads short only at
+        # its end, so the second read normally returns b"" (more is read on if it did not).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            raw = os.read(fd, want)
+            while len(raw) < want:
+                more = os.read(fd, want - len(raw))
+                if not more:
+                    break
+                raw += more
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot read: {exc.strerror}") from exc
     if len(raw) > cap:

@@ -137,14 +137,14 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     native = parts[-1] if parts else ""
     hint = session_id(SPEC.name, native)
     files = [os.path.join(where, name) for name in (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)]
-    before = _stats(files)  # stat'ed once: the reads below take their sizes and presence from here
-    api = _document(files[0], before[0], limits, hint)
+    seen = _stat_all(files)  # stat'ed once before: the reads below take their stats and presence from here
+    api = _document(files[0], seen[0], limits, hint)
     if not isinstance(api, list):
         raise RejectError(RejectCode.BAD_SHAPE, f"{API_HISTORY} is not a JSON array of messages", session_hint=hint)
-    ui = _optional(files[1], before[1], limits, hint, list)
-    metadata = _optional(files[2], before[2], limits, hint, dict)
-    history = _optional(files[3], before[3], limits, hint, dict)
-    if _stats(files) != before:
+    ui = _optional(files[1], seen[1], limits, hint, list)
+    metadata = _optional(files[2], seen[2], limits, hint, dict)
+    history = _optional(files[3], seen[3], limits, hint, dict)
+    if _stats(files) != _fingerprints(seen):  # and once after: a file that moved meanwhile defers the task
         raise DeferError(DeferCode.CHANGED_DURING_READ, "a file of the task folder changed while it was read")
     extension = next((part for part in reversed(parts) if part in EXTENSIONS), None)  # as `extension_of`
     task = Task(native, extension, api, ui, metadata, history)
@@ -162,6 +162,22 @@ def _folder_of(path: str) -> tuple[str, list[str]]:
     return str(parent), [part for part in parent.parts if part != "/"]
 
 
+def _stat_all(files: list[str]) -> list[os.stat_result | None]:
+    """The stat of each file of the unit, None for an absent one."""
+    stats: list[os.stat_result | None] = []
+    for file in files:
+        try:
+            stats.append(os.stat(file))
+        except OSError:
+            stats.append(None)
+    return stats
+
+
+def _fingerprints(stats: list[os.stat_result | None]) -> tuple[tuple[int, int] | None, ...]:
+    """(size, mtime) of each stat of `_stat_all`, as `_stats` gives them."""
+    return tuple(None if st is None else (st.st_size, st.st_mtime_ns) for st in stats)
+
+
 def _stats(files: list[str]) -> tuple[tuple[int, int] | None, ...]:
     """(size, mtime) of each file of the unit, None for an absent one: what must not move while it is read."""
     stats: list[tuple[int, int] | None] = []
@@ -175,9 +191,10 @@ def _stats(files: list[str]) -> tuple[tuple[int, int] | None, ...]:
     return tuple(stats)
 
 
-def _document(path: str, seen: tuple[int, int] | None, limits: Limits, hint: str) -> Any:
+def _document(path: str, seen: os.stat_result | None, limits: Limits, hint: str) -> Any:
     """One JSON document of the task, read whole within `max_document_bytes` (named in the rejection). `seen`: its
-    (size, mtime) from `_stats` just before (the folder is stat'ed again after the reads: a change defers)."""
+    stat from `_stat_all` just before, which the document reader takes instead of its own (the folder is stat'ed
+    again after the reads: a change defers)."""
     name = os.path.basename(path)
     if seen is None:
         try:
@@ -187,7 +204,7 @@ def _document(path: str, seen: tuple[int, int] | None, limits: Limits, hint: str
                 RejectCode.SOURCE_UNREADABLE, f"cannot stat {name}: {exc.strerror}", session_hint=hint
             ) from exc
     else:
-        size = seen[0]
+        size = seen.st_size
     if size > limits.max_document_bytes:
         raise RejectError(
             RejectCode.LIMIT_EXCEEDED,
@@ -195,16 +212,16 @@ def _document(path: str, seen: tuple[int, int] | None, limits: Limits, hint: str
             session_hint=hint,
         )
     try:
-        return read_json_document(path, limits)
+        return read_json_document(path, limits, stat_result=seen)
     except RejectError as exc:
         exc.session_hint = hint
         exc.detail = f"{name}: {exc.detail}"
         raise
 
 
-def _optional(path: str, seen: tuple[int, int] | None, limits: Limits, hint: str, kind: type) -> Any:
+def _optional(path: str, seen: os.stat_result | None, limits: Limits, hint: str, kind: type) -> Any:
     """A sidecar: None when absent; rejected (bad_shape) when it is not the JSON type it should be. `seen`: its
-    (size, mtime) from `_stats`, None when it was absent."""
+    stat from `_stat_all`, None when it was absent."""
     if seen is None:
         return None
     try:
