@@ -167,6 +167,23 @@ def test_reject_document_over_limit(tmp_path: Path) -> None:
     assert err.value.code is RejectCode.LIMIT_EXCEEDED
 
 
+def test_a_document_read_with_the_callers_stat_is_checked_against_it(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    path.write_text('{"a": 1}')
+    assert read_json_document(path, Limits(), stat_result=os.stat(path)) == {"a": 1}
+    seen = os.stat(path)  # the caller's stat, then the file is rewritten before the read: deferred
+    path.write_text('{"a": 12}')
+    with pytest.raises(DeferError) as deferred:
+        read_json_document(path, Limits(), stat_result=seen)
+    assert deferred.value.code is DeferCode.CHANGED_DURING_READ
+    with pytest.raises(RejectError) as err:  # checked as its own stat would be
+        read_json_document(path, Limits(max_source_bytes=4), stat_result=os.stat(path))
+    assert err.value.code is RejectCode.LIMIT_EXCEEDED
+    with pytest.raises(RejectError) as err:
+        read_json_document(path, Limits(), stat_result=os.stat(tmp_path))
+    assert err.value.code is RejectCode.SOURCE_UNREADABLE
+
+
 def test_clip_keeps_short_text_and_marks_cut_text() -> None:
     limits = Limits(max_field_bytes=10)
     assert clip("short", limits) == "short"

@@ -438,6 +438,24 @@ def test_a_sidecar_rewritten_while_the_folder_is_read_defers_the_task(
     assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
 
 
+def test_a_history_rewritten_after_it_was_read_defers_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each file is stat'ed once before the reads and once after: a change between the two defers, even where the
+    # document reader saw a steady file.
+    path = task(tmp_path, [{"role": "user", "ts": T0, "content": "<task>\nx\n</task>"}], ui=[])
+    [source] = list(cline.discover(path.parent))
+    real = cline.read_json_document
+
+    def touch_history(target: Path, limits: Limits, **kwargs: Any) -> Any:
+        value = real(target, limits, **kwargs)
+        if Path(target).name == "ui_messages.json":
+            os.utime(path, ns=(10**18, 10**18))
+        return value
+
+    monkeypatch.setattr(cline, "read_json_document", touch_history)
+    [outcome] = read_source(source, SETTLED)
+    assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
+
+
 def test_a_message_that_is_not_an_object_is_bad_shape(tmp_path: Path) -> None:
     path = task(tmp_path, [{"role": "user", "ts": T0, "content": "<task>\nx\n</task>"}, "oops"])
     [outcome] = outcomes(path)

@@ -430,12 +430,13 @@ def read_json_document(
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"document is {before.st_size} bytes, over the limit {cap}")
     want = min(cap, before.st_size) + 1  # +1: a document that grew past the limit
     try:
-        # One os.read into a buffer of the known size (no buffered file object); a regular file reads short only at
-        # its end, so the second read normally returns b"" (more is read on if it did not).
+        # One os.read of the known size + 1 (no buffered file object): a regular file reads short only at its end,
+        # so it is read on only while short of the size stat'ed (a file that moved is deferred below, by its size
+        # or the fstat; one that grew past the cap is caught by the +1 byte).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             raw = os.read(fd, want)
-            while len(raw) < want:
+            while len(raw) < min(want, before.st_size):
                 more = os.read(fd, want - len(raw))
                 if not more:
                     break

@@ -114,9 +114,10 @@ def discover(root: Path) -> Iterator[Source]:
         found = walk_files(root, anywhere, max_depth=5, skip_dir=not_tasks)
     for path, st in found:
         size, mtime = st.st_size, st.st_mtime_ns
+        folder = os.path.join(os.path.dirname(path), "")  # with its separator: the sidecars' paths by concatenation
         for name in SIDECARS:
             try:
-                side = os.stat(os.path.join(os.path.dirname(path), name))
+                side = os.stat(folder + name)
             except OSError:
                 continue
             size, mtime = size + side.st_size, max(mtime, side.st_mtime_ns)
@@ -136,7 +137,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     where, parts = _folder_of(source.path)
     native = parts[-1] if parts else ""
     hint = session_id(SPEC.name, native)
-    files = [os.path.join(where, name) for name in (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)]
+    prefix = os.path.join(where, "")
+    files = [prefix + name for name in (API_HISTORY, UI_MESSAGES, TASK_METADATA, HISTORY_ITEM)]
     seen = _stat_all(files)  # stat'ed once before: the reads below take their stats and presence from here
     api = _document(files[0], seen[0], limits, hint)
     if not isinstance(api, list):
