@@ -154,7 +154,10 @@ def _parse(conv: dict[str, Any], native: str, session_id: str, limits: Limits) -
     for key, part in parts.items():
         if key in empty:
             continue
-        started, ended = _times(conv, part) if key == MAIN else (min(part.times, default=None), max(part.times, default=None))
+        if key == MAIN:
+            started, ended = _times(conv, part)
+        else:
+            started, ended = min(part.times, default=None), max(part.times, default=None)
         if started is None:
             raise RejectError(RejectCode.MISSING_TIMESTAMP, "no created_at on the conversation or its messages")
         sessions.append(
@@ -312,7 +315,7 @@ class _Part:
         """Open a call for a `tool_use` block; an artifact's reference for its turn."""
         native = block.get("id")
         call_id = native if isinstance(native, str) and native and native not in self.by_id else f"{msg.uuid}:{pos}"
-        name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+        name = _string(block.get("name")) or "tool"
         raw_input = block.get("input")
         call = _Call(
             call_id=call_id,
@@ -342,6 +345,11 @@ class _Part:
         if isinstance(block.get("is_error"), bool):
             call.errors.append(block["is_error"])
         call.ended_at = parse_iso(block.get("stop_timestamp")) or msg.created or call.ended_at
+
+
+def _string(value: Any) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _result_text(content: Any) -> str:
@@ -377,7 +385,7 @@ def _attachment_refs(msg: Message) -> list[str]:
     refs: list[str] = []
     names: set[str] = set()
     for item in msg.attachments:
-        name = item.get("file_name") if isinstance(item.get("file_name"), str) else "attachment"
+        name = _string(item.get("file_name")) or "attachment"
         names.add(name)
         bits = [item["file_type"]] if isinstance(item.get("file_type"), str) and item["file_type"] else []
         size = item.get("file_size")
