@@ -396,9 +396,10 @@ def _attachment_refs(msg: Message) -> list[str]:
             bits.append(f"{len(extracted)} characters of extracted text")
         refs.append(f"{name} ({', '.join(bits) or 'attachment'})")
     for item in msg.files:
-        name = item.get("file_name") if isinstance(item.get("file_name"), str) else None
-        if name in names:
+        file_name = _string(item.get("file_name"))
+        if file_name in names:
             continue
         uuid = item.get("file_uuid")
-        refs.append(f"{name or 'file'} (file {uuid})" if isinstance(uuid, str) else f"{name or 'file'} (file)")
+        label = file_name or "file"
+        refs.append(f"{label} (file {uuid})" if isinstance(uuid, str) else f"{label} (file)")
     return refs
