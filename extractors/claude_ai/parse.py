@@ -50,6 +50,9 @@ def parse_conversation(conversation: Any, limits: Limits) -> list[Session]:
         raise RejectError(RejectCode.BAD_SHAPE, f"a conversation is a JSON {type(conversation).__name__}")
     native = native_id(conversation)
     if native is None:
+        if "chat_messages" not in conversation:  # not a conversation at all (a wrapper, another product's export)
+            keys = ", ".join(sorted(map(str, conversation))[:8])
+            raise _bad(f"an object without chat_messages or uuid (keys: {keys})")
         raise RejectError(RejectCode.MISSING_SESSION_ID, "conversation without a uuid")
     session_id = ids.session_id(AGENT, native)
     try:
@@ -334,8 +337,12 @@ class _Part:
         """Attach a `tool_result` to its call: by `tool_use_id`, else the latest unanswered call of that name."""
         wanted, name = block.get("tool_use_id"), block.get("name")
         call = self.by_id.get(wanted) if isinstance(wanted, str) else None
-        if call is None and isinstance(name, str):
-            call = next((c for c in reversed(self.calls) if c.name == name and not c.outputs), None)
+        if call is None and not isinstance(wanted, str):  # no id: the latest unanswered call of its name (any name
+            # when the result names none): a result follows its call
+            call = next(
+                (c for c in reversed(self.calls) if not c.outputs and (not isinstance(name, str) or c.name == name)),
+                None,
+            )
         if call is None:  # a result whose call is not on this thread: kept as a call without input
             call_id = wanted if isinstance(wanted, str) and wanted not in self.by_id else f"{msg.uuid}:{pos}"
             call = _Call(call_id, msg.index, name if isinstance(name, str) else "tool", None, msg.created)
