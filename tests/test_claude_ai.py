@@ -309,3 +309,17 @@ def test_detection_tells_a_claude_ai_export_from_a_chatgpt_one(tmp_path: Path) -
     assert detect_format(claude) == "claude_ai" and detect_format(claude.parent) == "claude_ai"
     assert detect_format(gpt) == "chatgpt" and detect_format(bare) == "chatgpt"
     assert detect_format(gpt, "claude-ai") == "claude_ai"
+
+
+def test_the_bench_generator_writes_the_same_bytes_for_a_seed_and_every_conversation_loads(tmp_path: Path) -> None:
+    from bench.claude_ai_gen import chunks
+
+    raw = b"".join(chunks(0.3, 3))
+    assert raw == b"".join(chunks(0.3, 3)) and b"\n" not in raw  # one line, like a real export
+    path = tmp_path / "conversations.json"
+    path.write_bytes(raw)
+    found = outcomes(path)
+    assert found and all(isinstance(o, Loaded) for o in found), [o for o in found if not isinstance(o, Loaded)]
+    loaded = [o.session for o in found if isinstance(o, Loaded)]
+    assert any(s.links for s in loaded) and any(s.tool_calls for s in loaded)
+    assert any(t.attachments for s in loaded for t in s.turns)
