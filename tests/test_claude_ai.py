@@ -323,3 +323,22 @@ def test_the_bench_generator_writes_the_same_bytes_for_a_seed_and_every_conversa
     loaded = [o.session for o in found if isinstance(o, Loaded)]
     assert any(s.links for s in loaded) and any(s.tool_calls for s in loaded)
     assert any(t.attachments for s in loaded for t in s.turns)
+
+
+def test_backfill_in_a_subprocess_detects_the_zip_and_a_dry_run_counts_the_branch_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from tests.test_cli import cli
+
+    msgs = [*chat(0), message("x", "assistant", [block("retried")], second=2, parent_message_uuid="u0")]
+    archive = tmp_path / "data-2026-02-03-batch-0000.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("conversations.json", json.dumps([conversation(msgs)]))
+        zf.writestr("users.json", "[]")
+    detected = cli("backfill", str(archive), "--json", "--data-dir", str(tmp_path / "data"))
+    assert detected.returncode == 0, detected.stderr
+    doc = json.loads(detected.stdout)
+    assert (doc["format"], doc["sessions"], doc["turns"]) == ("claude_ai", 2, 3)  # the thread and the old answer
+    named = cli("backfill", "claude-ai", str(archive), "--data-dir", str(tmp_path / "data"))
+    assert named.returncode == 0 and "Dry run (claude_ai" in named.stdout, named.stdout + named.stderr
+    assert not (tmp_path / "data").exists()
