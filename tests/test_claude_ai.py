@@ -342,3 +342,14 @@ def test_backfill_in_a_subprocess_detects_the_zip_and_a_dry_run_counts_the_branc
     named = cli("backfill", "claude-ai", str(archive), "--data-dir", str(tmp_path / "data"))
     assert named.returncode == 0 and "Dry run (claude_ai" in named.stdout, named.stdout + named.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_a_branch_without_message_times_starts_at_the_conversation_and_a_file_alone_is_a_turn(tmp_path: Path) -> None:
+    msgs = [
+        *chat(0),
+        message("x", "human", [], second=2, parent_message_uuid="a0", created_at=None,
+                files=[{"file_uuid": "f-9", "file_name": "photo.jpg"}]),
+    ]  # fmt: skip
+    main, branch = sessions(write(tmp_path, [conversation(msgs, current_leaf_message_uuid="a0")]))
+    assert branch.started_at == main.started_at and branch.ended_at is None
+    assert [(t.role, t.text, t.attachments) for t in branch.turns] == [(Role.USER, "", ("photo.jpg (file f-9)",))]

@@ -159,8 +159,9 @@ def _parse(conv: dict[str, Any], native: str, session_id: str, limits: Limits) -
             continue
         if key == MAIN:
             started, ended = _times(conv, part)
-        else:
-            started, ended = min(part.times, default=None), max(part.times, default=None)
+        else:  # a branch spans its own messages (the conversation's start when none has a time)
+            started = min(part.times, default=None) or parse_iso(conv.get("created_at"))
+            ended = max(part.times, default=None)
         if started is None:
             raise RejectError(RejectCode.MISSING_TIMESTAMP, "no created_at on the conversation or its messages")
         sessions.append(

@@ -42,6 +42,3 @@ BLOCKS: dict[str, tuple[Disposition, str]] = {
     ),
 }
 
-# Blocks that never carry a person's words even when the sender is `human` (the service writes tool results into
-# the human side in API-shaped conversations).
-TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
