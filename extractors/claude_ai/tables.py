@@ -41,4 +41,3 @@ BLOCKS: dict[str, tuple[Disposition, str]] = {
         "named by a peer's structs, never seen in a capture: its fields are unknown, so nothing is taken from it",
     ),
 }
-
