@@ -38,6 +38,8 @@ from tests.corpus import codex_rollout, grok_session
 from tests.support import SETTLED
 from tests.test_chatgpt import conversation
 from tests.test_chatgpt import text as gpt_text
+from tests.test_claude_ai import chat as claude_ai_chat
+from tests.test_claude_ai import conversation as claude_ai_conversation
 from transforms.normalize import session_tables
 from transforms.redact import Redactor
 
@@ -671,6 +673,33 @@ def _aider_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("aider"), home, [home], target, {str(good): loaded.session.session_id})
 
 
+# Claude.ai: an export (conversations.json) with a good conversation beside the target one, and a good export beside
+# it in the same folder (with its users.json, as a real export has). Messages without parent links: one thread, so a
+# valid target is one session whatever a mutation does to a field.
+def _claude_ai_conv(cid: str) -> dict[str, Any]:
+    messages = claude_ai_chat(0)
+    for msg in messages:
+        del msg["parent_message_uuid"]
+    return claude_ai_conversation(messages, cid=cid)
+
+
+def _claude_ai_docs() -> dict[str, Doc]:
+    convs = [_claude_ai_conv("beside"), _claude_ai_conv("t")]
+    return {"conversations.json": Doc("json", convs, mutable=lambda path: path[0] == 1)}
+
+
+def _claude_ai_write(home: Path, files: dict[str, bytes], field_mutation: bool) -> Case:
+    folder = home / "claude-export"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "users.json").write_text("[]", encoding="utf-8")
+    good = folder / "good.zip"
+    good.write_bytes(_zip_of(json.dumps([_claude_ai_conv("good")]).encode()))
+    target = folder / "conversations.json"
+    target.write_bytes(files["conversations.json"])
+    beside = {"claude_ai-beside"} if field_mutation else set()
+    return Case(Agent("claude_ai"), home, [folder], target, {str(good): "claude_ai-good"}, beside)
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -698,6 +727,7 @@ FORMATS: dict[str, Format] = {
         Format("aider", Agent("aider"),
                lambda: {".aider.chat.history.md": Doc("text", _aider_lines("add a flag", "2026-01-02 10:00:00"))},
                _aider_write),
+        Format("claude_ai-json", Agent("claude_ai"), _claude_ai_docs, _claude_ai_write),
     ]
 }  # fmt: skip
 

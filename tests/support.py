@@ -36,6 +36,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "cline": Agent("cline"),
     "copilot": Agent("copilot"),
     "aider": Agent("aider"),
+    "claude-ai": Agent("claude_ai"),  # no shared fixture folder: the external captures do the work
 }
 
 

@@ -24,8 +24,9 @@ def test_every_agent_is_registered_with_the_whole_contract() -> None:
         assert declared.unknown_records in ("skip", "reject")
         for name in ("default_roots", "discover", "read"):
             assert callable(getattr(module, name)), f"{agent}.{name}"
-    assert {a for a, m in found.items() if not m.SPEC.nightly} == {Agent("chatgpt")}
-    assert {a for a, m in found.items() if m.SPEC.export is not None} == {Agent("chatgpt")}
+    exports = {Agent("chatgpt"), Agent("claude_ai")}
+    assert {a for a, m in found.items() if not m.SPEC.nightly} == exports
+    assert {a for a, m in found.items() if m.SPEC.export is not None} == exports
 
 
 NEW_AGENT = """
