@@ -139,6 +139,11 @@ def test_report_is_one_file_with_every_script_inline(page: Path) -> None:
         "span",
         "section",
         "script",
+        "header",
+        "form",
+        "label",
+        "input",
+        "small",
     }
     assert [attrs for name, attrs in tags if name == "script" and ("src" in attrs or "href" in attrs)] == []
     assert sum(name == "script" for name, _ in tags) == 3
@@ -162,7 +167,8 @@ def test_report_groups_days_in_the_given_zone(data_dir: Path) -> None:
 
     def gemini_days(r: report.Report) -> set[str]:
         (activity,) = [c for c in r.charts if c.key == "activity"]
-        return {v["day"] for v in activity.spec["data"]["values"] if v["agent"] == "gemini"}
+        values = activity.spec["data"]["values"]
+        return {v["period"] for v in values if v["agent"] == "gemini" and v["bin"] == "day"}
 
     assert gemini_days(utc) == {"2026-03-02"}
     assert gemini_days(berlin) == {"2026-03-03"}
