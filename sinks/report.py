@@ -405,7 +405,12 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 def _timed(rows: list[dict[str, Any]], unit: Bin, timezone: str, **encoding: Any) -> dict[str, Any]:
     """A bar per period of the bin the page shows (the param `unit`, which the page's control sets): each bar spans
     its period on a UTC time axis. The periods are the zone's calendar days already; read as UTC, a viewer's own
-    zone never shifts a bar to the day before."""
+    zone never shifts a bar to the day before. Over half a year, the labels name the month and its year (the
+    default names a year only on a tick at its first of January)."""
+    days = [r["period"] for r in rows if r["bin"] == Bin.DAY]
+    months = bars(min(days), max(days), Bin.MONTH) if days else 0
+    # about a dozen labels, each on a first of the month
+    axis = {"format": "%b %Y", "tickCount": {"interval": "month", "step": -(-months // 12)}} if months > 6 else {}
     return _spec(
         rows,
         height=220,
@@ -413,7 +418,13 @@ def _timed(rows: list[dict[str, Any]], unit: Bin, timezone: str, **encoding: Any
         transform=[{"filter": "datum.bin === unit"}],
         mark={"type": "bar", "tooltip": True},
         encoding={
-            "x": {"field": "period", "type": "temporal", "scale": {"type": "utc"}, "title": f"period ({timezone})"},
+            "x": {
+                "field": "period",
+                "type": "temporal",
+                "scale": {"type": "utc"},
+                "title": f"period ({timezone})",
+                "axis": axis,
+            },
             "x2": {"field": "period_end"},
             **encoding,
         },
@@ -430,7 +441,13 @@ def _activity(rows: list[dict[str, Any]], timezone: str, unit: Bin) -> Chart:
         long,
         unit,
         timezone,
-        y={"aggregate": "sum", "field": "turns", "type": "quantitative", "title": "turns"},
+        y={
+            "aggregate": "sum",
+            "field": "turns",
+            "type": "quantitative",
+            "title": "turns",
+            "axis": {"tickMinStep": 1, "format": "d"},
+        },
         color={"field": "agent", "type": "nominal"},
         tooltip=[
             {"field": "label", "title": "period"},
@@ -664,7 +681,7 @@ def _template() -> Template:
 
 def _figure_html(f: Figure) -> str:
     value = (
-        f'<span class="value">{html.escape(f.value)}</span>'
+        f'<span class="value" title="{html.escape(f.value)}">{html.escape(f.value)}</span>'
         if f.value is not None
         else '<span class="value none">—</span>'
     )
