@@ -5,6 +5,7 @@ screenshot of every chart left in the tests' artefacts (tests/browser_support.py
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -18,10 +19,12 @@ from typing import Any
 
 import duckdb
 import pytest
+from typer.testing import CliRunner
 
 from extractors import ids
 from extractors.model import Agent, Session, Turn
 from extractors.model import Role as TurnRole
+from flows.cli.app import app
 from sinks import report
 from sinks.report import MAX_BARS, Bin, bars, choose_bin
 from tests.browser_support import DevTools, artefacts, chromium
@@ -253,6 +256,16 @@ def test_bin_asked_for_on_the_command_line_is_drawn_first(data_dir: Path, tmp_pa
     assert bad.returncode == 2 and "fortnight" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_report_days_default_to_the_timezone_setting(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tokyo.html"
+    done = CliRunner().invoke(
+        app, ["report", "--data-dir", str(data_dir), "--out", str(out)], env={"TRANSCRIPTS_TIMEZONE": "Asia/Tokyo"}
+    )
+    assert done.exit_code == 0, done.output
+    assert "days in Asia/Tokyo" in done.output
+    assert "days are in Asia/Tokyo" in out.read_text(encoding="utf-8")
+
+
 def test_projects_are_repositories_then_folder_names(data_dir: Path) -> None:
     values = chart(built(data_dir), "projects").spec["data"]["values"]
     by_project = {v["project"]: v for v in values}
@@ -333,7 +346,8 @@ def test_two_year_report_in_chromium_has_no_chart_over_120_bars_and_the_headline
         "Array.from(document.querySelectorAll('#headline [data-figure]')).map(e => [e.dataset.figure, e.innerText])"
     )
     assert [key for key, _ in shown] == ["sessions", "turns", "tokens", "cost", "top_model", "top_project"]
-    browser.call("Page.captureScreenshot", format="png")  # the first screen, as a person sees it
+    first_screen = browser.call("Page.captureScreenshot", format="png")  # as a person sees it first
+    (shots / "first-screen.png").write_bytes(base64.b64decode(first_screen["data"]))
     browser.screenshot("#headline", shots / "headline.png")
 
     charts = browser.evaluate("Array.from(document.querySelectorAll('[data-chart]')).map(e => e.dataset.chart)")
