@@ -302,7 +302,7 @@ def _figures(s: dict[str, Any], projects: list[dict[str, Any]], since: date | No
     unpriced_models = list(s["unpriced_models"])
     usage_rows, unpriced = int(s["usage_responses"]), int(s["unpriced_responses"] or 0)
     headline = [
-        Figure("sessions", "sessions", f"{sessions:,}", why=no_sessions if empty else ""),
+        Figure("sessions", "sessions", f"{sessions:,}", note=no_sessions if empty else ""),
         Figure(
             "turns",
             "turns",
@@ -346,7 +346,7 @@ def _figures(s: dict[str, Any], projects: list[dict[str, Any]], since: date | No
     if projects:
         first = projects[0]
         share = (int(first["prompts"]) + int(first["responses"])) / turns if turns else 0.0
-        where = first["git_repository"] or first["folders"] or "no folder recorded"
+        where = first["git_repository"] or _clip(first["folders"] or "no folder recorded", 60)
         headline.append(
             Figure("top_project", "top project", str(first["project"]), note=f"{where} · {share:.0%} of turns")
         )
