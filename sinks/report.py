@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import cache
@@ -33,6 +33,7 @@ from sinks.warehouse import open_error, warehouse_path
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # an identifier only: never fetched
 TOP = 15
+EMPTY_CORPUS = "the corpus holds no session yet: `transcripts run` loads your agents' sessions"
 MAX_BARS = 120  # the most bars a time chart draws by default: beyond this they turn into hair-thin lines
 
 
@@ -265,6 +266,8 @@ def build(
         )
         for b in Bin
     }
+    if not summary["corpus_sessions"]:
+        report.charts = [replace(c, why=EMPTY_CORPUS) for c in report.charts]
     report.headline, report.details = _figures(summary, projects, since)
     return report
 
@@ -293,11 +296,14 @@ def _figures(s: dict[str, Any], projects: list[dict[str, Any]], since: date | No
     turns = prompts + responses
     empty = sessions == 0
     no_sessions = (
-        f"no session started on or after {since.isoformat()}"
-        if since and s["corpus_sessions"]
-        else "the corpus holds no session yet: `transcripts run` loads your agents' sessions"
+        f"no session started on or after {since.isoformat()}" if since and s["corpus_sessions"] else EMPTY_CORPUS
     )
-    no_tokens = "no agent in this corpus records tokens" if not s["corpus_usage"] else f"no tokens recorded{period}"
+    if not s["corpus_sessions"]:
+        no_tokens = no_sessions
+    elif not s["corpus_usage"]:
+        no_tokens = "no agent in this corpus records tokens"
+    else:
+        no_tokens = f"no tokens recorded{period}"
     without = s["agents_without_tokens"]
     unpriced_models = list(s["unpriced_models"])
     usage_rows, unpriced = int(s["usage_responses"]), int(s["unpriced_responses"] or 0)
@@ -322,15 +328,15 @@ def _figures(s: dict[str, Any], projects: list[dict[str, Any]], since: date | No
         )
     )
     if not usage_rows:
-        cost = Figure("cost", "computed cost", None, why=f"{no_tokens}, so none can be priced")
+        unpriceable = no_tokens if not s["corpus_sessions"] else f"{no_tokens}, so none can be priced"
+        cost = Figure("cost", "computed cost", None, why=unpriceable)
     elif s["computed_cost_usd"] is None:
         cost = Figure(
             "cost", "computed cost", None, why="no model here has a price: " + _unpriced_note(unpriced_models)
         )
     else:
-        note = "from genai-prices' dated prices"
-        if unpriced:
-            note = f"{_unpriced_note(unpriced_models)} ({unpriced:,} of {usage_rows:,} responses left out)"
+        # left out of the sum; how many responses that is: "unpriced responses" below
+        note = _unpriced_note(unpriced_models) if unpriced else "from genai-prices' dated prices"
         cost = Figure("cost", "computed cost", _money(float(s["computed_cost_usd"])), note=note)
     headline.append(cost)
     top = s["top_model"]
@@ -368,7 +374,12 @@ def _figures(s: dict[str, Any], projects: list[dict[str, Any]], since: date | No
             )
         )
     else:
-        why = "no agent in this corpus reports cost" if not s["corpus_reported"] else f"no cost reported{period}"
+        if not s["corpus_sessions"]:
+            why = EMPTY_CORPUS
+        elif not s["corpus_reported"]:
+            why = "no agent in this corpus reports cost"
+        else:
+            why = f"no cost reported{period}"
         details.append(Figure("reported_cost", "cost the agents reported", None, why=why))
     if usage_rows:
         share = unpriced / usage_rows

@@ -300,6 +300,16 @@ def test_an_empty_period_says_why_for_every_figure_and_chart(data_dir: Path, tmp
     assert text.count("no session started on or after 2030-01-01") >= 4  # sessions, turns, top model and project
 
 
+def test_an_empty_corpus_says_it_holds_no_session_yet_for_every_figure_and_chart(tmp_path: Path) -> None:
+    build_warehouse(tmp_path, [])
+    r = built(tmp_path, "UTC")
+    for f in (*r.headline, *r.details):
+        assert f.value is not None or f.why == report.EMPTY_CORPUS, f
+    assert [f.why for f in r.headline[1:]] == [report.EMPTY_CORPUS] * 5
+    assert {(c.rows, c.why) for c in r.charts} == {(0, report.EMPTY_CORPUS)}
+    assert "Bars per" not in report.render(r)  # no time chart to switch
+
+
 def test_a_corpus_without_tokens_says_no_agent_records_them(tmp_path: Path) -> None:
     start = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     turns = (Turn(0, TurnRole.USER, "q", start, None), Turn(1, TurnRole.ASSISTANT, "a", start, None))
