@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -27,6 +28,7 @@ from extractors.model import Role as TurnRole
 from flows.cli.app import app
 from sinks import report
 from sinks.report import MAX_BARS, Bin, bars, choose_bin
+from tests import browser_support
 from tests.browser_support import DevTools, artefacts, chromium
 from tests.test_report import build_warehouse
 
@@ -266,6 +268,18 @@ def test_report_days_default_to_the_timezone_setting(data_dir: Path, tmp_path: P
     assert "days are in Asia/Tokyo" in out.read_text(encoding="utf-8")
 
 
+def test_a_warehouse_loaded_before_session_projects_still_reports_projects(data_dir: Path, tmp_path: Path) -> None:
+    shutil.copy(data_dir / "warehouse.duckdb", tmp_path / "warehouse.duckdb")
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"))
+    try:
+        con.execute("DROP VIEW project_activity")
+        con.execute("DROP VIEW session_projects")
+    finally:
+        con.close()
+    before = chart(built(data_dir), "projects").spec["data"]["values"]
+    assert chart(built(tmp_path), "projects").spec["data"]["values"] == before
+
+
 def test_projects_are_repositories_then_folder_names(data_dir: Path) -> None:
     values = chart(built(data_dir), "projects").spec["data"]["values"]
     by_project = {v["project"]: v for v in values}
@@ -322,6 +336,16 @@ def test_a_corpus_without_tokens_says_no_agent_records_them(tmp_path: Path) -> N
     assert figures["reported_cost"].why == "no agent in this corpus reports cost"
     assert figures["top_model"].why == "no agent here records which model answered"
     assert (chart(r, "tokens").rows, chart(r, "tokens").why) == (0, "no agent in this corpus records tokens")
+
+
+def test_a_missing_browser_fails_under_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(browser_support.shutil, "which", lambda name: None)  # no chromium, and no apt-get for it
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true needs a browser"):
+        browser_support.find_chromium()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no chromium on PATH"):
+        browser_support.find_chromium()
 
 
 # ---- in a real browser -----------------------------------------------------------------------------------------
