@@ -81,31 +81,38 @@ VIEWS: dict[str, str] = {
     # A project is its git repository where known, else its working directory. A session's repository is the one it
     # recorded (Codex, Grok), else the one the other sessions of its folder recorded, when they agree on one
     # (Claude, Gemini, OpenCode record none): one clone's sessions are one project whichever agent ran them, and
-    # one repository cloned in two folders is one project (`cwd` null, both in `folders`).
-    "project_activity": f"""
+    # one repository cloned in two folders is one project. One row per session; `project_activity` and the report's
+    # "busiest projects" group it by (git_repository, folder).
+    "session_projects": f"""
         WITH by_folder AS (
             SELECT cwd, min(git_repository) AS repository
             FROM sessions WHERE cwd IS NOT NULL AND git_repository IS NOT NULL
             GROUP BY cwd HAVING count(DISTINCT git_repository) = 1
         ), placed AS (
-            SELECT s.*, coalesce(s.git_repository, f.repository) AS repository,
-                   s.git_repository IS NULL AND f.repository IS NOT NULL AS inferred,
-                   CASE WHEN coalesce(s.git_repository, f.repository) IS NULL THEN s.cwd END AS folder
+            SELECT s.session_id, s.cwd, coalesce(s.git_repository, f.repository) AS repository,
+                   s.git_repository IS NULL AND f.repository IS NOT NULL AS inferred
             FROM sessions s LEFT JOIN by_folder f USING (cwd)
         )
-        SELECT coalesce(regexp_extract(repository, '[^/]+$'), {_folder_name("folder")}, '(none)') AS project,
-               repository AS git_repository,
-               CASE WHEN count(DISTINCT cwd) = 1 THEN min(cwd) END AS cwd,
-               list(DISTINCT cwd ORDER BY cwd) FILTER (WHERE cwd IS NOT NULL) AS folders,
-               count(*) AS sessions, count(*) FILTER (WHERE inferred) AS inferred_sessions,
-               list(DISTINCT agent ORDER BY agent) AS agents,
-               CAST(sum(user_turn_count) AS BIGINT) AS prompts,
-               CAST(sum(assistant_turn_count) AS BIGINT) AS responses,
-               CAST(sum(tool_call_count) AS BIGINT) AS tool_calls,
-               list(DISTINCT git_branch ORDER BY git_branch) FILTER (WHERE git_branch IS NOT NULL) AS git_branches,
-               min({_day("started_at")}) AS first_day,
-               max({_day("coalesce(ended_at, started_at)")}) AS last_day
-        FROM placed GROUP BY repository, folder""",
+        SELECT session_id,
+               coalesce(regexp_extract(repository, '[^/]+$'), {_folder_name("folder")}, '(none)') AS project,
+               repository AS git_repository, folder, inferred
+        FROM (SELECT *, CASE WHEN repository IS NULL THEN cwd END AS folder FROM placed)""",
+    # (cwd null when the repository was used in several folders, all of them in `folders`)
+    "project_activity": f"""
+        SELECT p.project, p.git_repository,
+               CASE WHEN count(DISTINCT s.cwd) = 1 THEN min(s.cwd) END AS cwd,
+               list(DISTINCT s.cwd ORDER BY s.cwd) FILTER (WHERE s.cwd IS NOT NULL) AS folders,
+               count(*) AS sessions, count(*) FILTER (WHERE p.inferred) AS inferred_sessions,
+               list(DISTINCT s.agent ORDER BY s.agent) AS agents,
+               CAST(sum(s.user_turn_count) AS BIGINT) AS prompts,
+               CAST(sum(s.assistant_turn_count) AS BIGINT) AS responses,
+               CAST(sum(s.tool_call_count) AS BIGINT) AS tool_calls,
+               list(DISTINCT s.git_branch ORDER BY s.git_branch) FILTER (WHERE s.git_branch IS NOT NULL)
+                   AS git_branches,
+               min({_day("s.started_at")}) AS first_day,
+               max({_day("coalesce(s.ended_at, s.started_at)")}) AS last_day
+        FROM session_projects p JOIN sessions s USING (session_id)
+        GROUP BY p.project, p.git_repository, p.folder""",
     # error_rate is over the calls whose outcome is known (is_error not null); `unknown` counts the others.
     "tool_usage": """
         SELECT agent, tool_name, count(*) AS calls, count(*) FILTER (WHERE is_error) AS errors,

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import stat
-import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -22,6 +18,7 @@ from extractors.model import Agent, Loaded, Role, Session, Source, ToolCall, Tur
 from flows.cli.app import app
 from sinks import report, warehouse
 from sinks.store import FileKey, NextVersion, Store
+from tests.browser_support import DevTools, chromium
 from transforms.normalize import session_tables
 from transforms.redact import Redactor
 
@@ -139,6 +136,11 @@ def test_report_is_one_file_with_every_script_inline(page: Path) -> None:
         "span",
         "section",
         "script",
+        "header",
+        "form",
+        "label",
+        "input",
+        "small",
     }
     assert [attrs for name, attrs in tags if name == "script" and ("src" in attrs or "href" in attrs)] == []
     assert sum(name == "script" for name, _ in tags) == 3
@@ -162,7 +164,8 @@ def test_report_groups_days_in_the_given_zone(data_dir: Path) -> None:
 
     def gemini_days(r: report.Report) -> set[str]:
         (activity,) = [c for c in r.charts if c.key == "activity"]
-        return {v["day"] for v in activity.spec["data"]["values"] if v["agent"] == "gemini"}
+        values = activity.spec["data"]["values"]
+        return {v["period"] for v in values if v["agent"] == "gemini" and v["bin"] == "day"}
 
     assert gemini_days(utc) == {"2026-03-02"}
     assert gemini_days(berlin) == {"2026-03-03"}
@@ -190,100 +193,11 @@ def test_report_command_errors_are_one_message_and_an_exit_code(tmp_path: Path, 
 
 # ---- the page in a real browser --------------------------------------------------------------------------------
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--remote-debugging-port=0",
-]
-
-
-def find_chromium() -> str:
-    """Debian's chromium, installed here when missing (root with apt); else the test is skipped, saying why."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip("no chromium on PATH and no root apt-get to install it (apt-get install chromium)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            pytest.skip(f"chromium could not be installed ({' '.join(cmd)}: {done.stderr.strip()[-300:]})")
-    found = shutil.which("chromium")
-    if found is None:
-        pytest.skip("apt-get installed chromium but it is not on PATH")
-    return found
-
-
-class DevTools:
-    """A minimal Chrome DevTools Protocol client over one page's websocket: commands and the events seen."""
-
-    def __init__(self, url: str) -> None:
-        from websockets.sync.client import connect
-
-        self.ws = connect(url, max_size=None, open_timeout=30)
-        self.next_id = 0
-        self.events: list[dict[str, Any]] = []
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv(timeout=60))
-            if message.get("id") == self.next_id:
-                if "error" in message:
-                    raise AssertionError(f"{method}: {message['error']}")
-                result: dict[str, Any] = message.get("result", {})
-                return result
-            self.events.append(message)
-
-    def evaluate(self, expression: str) -> Any:
-        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
-
-    def close(self) -> None:
-        self.ws.close()
-
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[DevTools]:
-    binary = find_chromium()
-    profile = tmp_path / "profile"
-    proc = subprocess.Popen(
-        [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    client: DevTools | None = None
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
-        while not port_file.exists() or not port_file.read_text().strip():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"chromium did not start (exit code {proc.poll()})")
-            time.sleep(0.1)
-        port = port_file.read_text().split()[0]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as answer:
-            targets = json.load(answer)
-        (target,) = [t for t in targets if t.get("type") == "page"]
-        client = DevTools(target["webSocketDebuggerUrl"])
+    with chromium(tmp_path / "profile") as client:
         yield client
-    finally:
-        if client is not None:
-            client.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def test_every_chart_renders_in_headless_chromium_with_no_console_error_and_no_fetch(

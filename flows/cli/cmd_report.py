@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -40,12 +41,34 @@ def _valid_zone(name: str) -> bool:
     return True
 
 
+class BinChoice(StrEnum):
+    """`--bin`: what one bar of a time chart covers; `auto` picks the finest with at most 120 bars."""
+
+    AUTO = "auto"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+
+
 def report(
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
     since: Annotated[str | None, typer.Option("--since", help="First day to show, YYYY-MM-DD (in --timezone).")] = None,
     timezone: Annotated[
-        str | None, typer.Option("--timezone", help="IANA zone whose days group the figures (default: the machine's).")
+        str | None,
+        typer.Option(
+            "--timezone",
+            help="IANA zone whose days group the figures (default: the timezone setting, else the machine's).",
+        ),
     ] = None,
+    bin_: Annotated[
+        BinChoice,
+        typer.Option(
+            "--bin",
+            help="What one bar of the time charts covers first: a day, an ISO week, a calendar month, or auto (the "
+            "finest with at most 120 bars over the data's span); the page switches between them.",
+            case_sensitive=False,
+        ),
+    ] = BinChoice.AUTO,
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")
     ] = None,
@@ -53,14 +76,14 @@ def report(
 ) -> None:
     """Write one self-contained HTML report with charts (viewable offline)."""
     # here: DuckDB, pyarrow and the chart library (~0.4 s) that `--help` and `status` do without
-    from sinks.report import ReportError, write
+    from sinks.report import Bin, ReportError, write
 
     try:
         settings = load_settings(data_dir=data_dir, config=config)
     except SettingsError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    zone = timezone or machine_timezone()
+    zone = timezone or settings.timezone or machine_timezone()
     if not _valid_zone(zone):
         err.print(f"[red]error:[/red] unknown time zone {zone!r} for --timezone (an IANA name, e.g. Europe/Berlin)")
         raise typer.Exit(2)
@@ -73,7 +96,12 @@ def report(
             raise typer.Exit(2) from None
     try:
         done = write(
-            settings.data_dir, out, timezone=zone, since=first, now=datetime.now(UTC).astimezone(ZoneInfo(zone))
+            settings.data_dir,
+            out,
+            timezone=zone,
+            since=first,
+            now=datetime.now(UTC).astimezone(ZoneInfo(zone)),
+            unit=None if bin_ is BinChoice.AUTO else Bin(bin_.value),
         )
     except ReportError as exc:
         err.print(f"[red]error:[/red] {exc}")
@@ -84,9 +112,11 @@ def report(
         raise typer.Exit(1) from None
     s = done.summary
     unpriced = int(s["unpriced_responses"] or 0)
+    how = "" if not done.auto else ", chosen from the span"
     console.print(
-        f"Wrote {out} ({s['sessions']} sessions, {len([c for c in done.charts if c.rows])} charts; days in {zone}"
-        + (f"; {unpriced} of {s['responses']} responses unpriced" if unpriced else "")
+        f"Wrote {out} ({s['sessions']} sessions, {len([c for c in done.charts if c.rows])} charts; days in {zone}; "
+        f"bars per {done.bin.value}{how}"
+        + (f"; {unpriced} of {s['usage_responses']} responses unpriced" if unpriced else "")
         + ")."
     )
 
