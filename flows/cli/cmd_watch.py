@@ -75,6 +75,7 @@ def _file_log() -> Path:
 def _watch(
     source: list[str] | None, home: Path | None, root: list[str] | None, data_dir: Path | None, config: Path | None
 ) -> None:
+    # here: the pipeline, pyarrow and DuckDB (~0.3 s) that `watch install` and `--help` do without
     from flows.etl.watch import Watch, describe, roots_of
     from flows.service.api import quiet_prefect
 

@@ -37,7 +37,9 @@ from extractors.model import Agent
 from extractors.registry import extractor
 from flows.etl import pipeline
 from flows.etl.settings import Settings
-from sinks import ledger
+from sinks import ledger, warehouse
+from sinks.lock import LockBusy
+from sinks.store import Store
 
 log = logging.getLogger("transcripts.watch")
 
@@ -303,8 +305,6 @@ class Watch:
         try:
             report = self._load(agents, taken)
         except Exception as exc:
-            from sinks.lock import LockBusy
-
             self.pending.put_back(taken)
             if isinstance(exc, LockBusy):  # taken between our look and the load: wait as for a held lock
                 self.retry_at = time.monotonic() + BUSY_RETRY_SECONDS
@@ -339,9 +339,6 @@ class Watch:
     @staticmethod
     def _nothing_to_do(settings: Settings, found: pipeline.Discovery) -> bool:
         """Nothing new, changed or deleted, and the warehouse whole (the test `run_etl` makes under the lock)."""
-        from sinks import warehouse
-        from sinks.store import Store
-
         store = Store(settings.data_dir)
         try:
             _, plan = pipeline.plan_run(settings, store, full=False, explicit=found)
