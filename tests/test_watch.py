@@ -241,9 +241,9 @@ def test_a_nightly_run_during_a_watch_waits_for_the_lock_and_both_succeed(tmp_pa
             write_session(home, S1, claude_exchange(S1, 1, start_minute=55), append=True)
             write_session(home, NEW, claude_exchange(NEW, 1))
             until(lambda: "event=watch_waiting" in w.log(), "the watch waiting for the lock")
+            command = ["run", "--home", str(home), "--data-dir", str(w.data), "--source", "claude,codex"]
             nightly = subprocess.Popen(
-                [str(TRANSCRIPTS), "run", "--home", str(home), "--data-dir", str(w.data), "--source", "claude,codex"]
-                + ["--wait", str(int(HANG))],
+                [str(TRANSCRIPTS), *command, "--wait", str(int(HANG))],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -296,7 +296,8 @@ def test_a_bad_watch_setting_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def _cli(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TRANSCRIPTS_STATE_DIR=str(tmp_path / "state"), **extra)
-    return subprocess.run([str(TRANSCRIPTS), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
+    command = [str(TRANSCRIPTS), *args]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
 
 
 def _verify(unit: Path) -> subprocess.CompletedProcess[str]:
