@@ -7,6 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import plistlib
+import pty
+import re
+import select
 import shutil
 import signal
 import subprocess
@@ -90,7 +93,7 @@ class Watching:
 
 
 @contextlib.contextmanager
-def watching(tmp_path: Path, home: Path, *args: str, **extra: str) -> Iterator[Watching]:
+def watching(tmp_path: Path, home: Path, *args: str, stdout: int = subprocess.PIPE, **extra: str) -> Iterator[Watching]:
     """`transcripts watch` on `home` into tmp_path/data, stopped (SIGTERM, then SIGKILL) whatever happens."""
     data, state = tmp_path / "data", tmp_path / "state"
     env = {
@@ -101,7 +104,7 @@ def watching(tmp_path: Path, home: Path, *args: str, **extra: str) -> Iterator[W
     }
     command = [str(TRANSCRIPTS), "watch", "--home", str(home), "--data-dir", str(data), "--source", "claude,codex"]
     proc = subprocess.Popen(
-        [*command, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*command, *args], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE, text=True
     )
     try:
         yield Watching(proc, home, data, state)
@@ -133,6 +136,40 @@ def test_an_appended_exchange_is_loaded_while_watching_and_status_shows_the_watc
     assert code == 0, err
     assert out.strip().splitlines()[-1] == "Stopped watching (SIGTERM)."
     assert err == "", "nothing but errors on stderr, and there were none"
+
+
+def test_on_a_terminal_each_load_is_one_line_saying_what_it_loaded(tmp_path: Path) -> None:
+    home = small_home(tmp_path / "home")
+    screen, terminal = pty.openpty()
+    seen: list[str] = []
+
+    def shown(text: str) -> bool:
+        while select.select([screen], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(screen, 65536)
+            except OSError:  # the watch has exited
+                break
+            if not chunk:
+                break
+            seen.append(chunk.decode("utf-8", "replace"))
+        return text in "".join(seen)
+
+    try:
+        with watching(tmp_path, home, stdout=terminal) as w:
+            until(lambda: shown(f"into {w.data}. Log: {w.state / 'watch.log'}. Ctrl-C stops."), "the start line")
+            until(lambda: shown(" loaded (check) claude 2 sessions, 1 rejected · 10 turns · "), "the catch-up line")
+            write_session(home, S1, claude_exchange(S1, 1, start_minute=20), append=True)
+            # the session is loaded again whole, as in any run: its 6 turns and the 2 new ones
+            until(lambda: shown(" loaded claude 1 session · 8 turns · "), "the line of the append's load")
+            code, _out, err = w.stop()
+            until(lambda: shown("Stopped watching (SIGTERM)."), "the stop line")
+    finally:
+        os.close(screen)
+        os.close(terminal)
+    assert code == 0, err
+    lines = [line for line in "".join(seen).splitlines() if line.strip()]
+    assert len(lines) == 4, lines  # start, two loads, stop: nothing else on the terminal
+    assert re.fullmatch(r"\d\d:\d\d:\d\d loaded claude 1 session · 8 turns · \d+\.\ds", lines[2].strip())
 
 
 def test_a_burst_of_fifty_appends_is_loaded_in_a_few_loads(tmp_path: Path) -> None:

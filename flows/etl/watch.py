@@ -153,6 +153,8 @@ class Watch:
     def _on_signal(self, signum: int, _frame: object) -> None:
         """Stop: at once when waiting for events; in a load, by abandoning it (the commit is atomic: the corpus
         stays as it was, the ledger records the load as interrupted, and the next start loads it again)."""
+        if self.stopped_by is not None:
+            return  # a second signal: the first one's abandon is under way; let it clean up
         self.stopped_by = signal.Signals(signum).name
         self.stop.set()
         if self.working:
@@ -343,6 +345,8 @@ class Watch:
     @staticmethod
     def _nothing_to_do(settings: Settings, found: pipeline.Discovery) -> bool:
         """Nothing new, changed or deleted, and the warehouse whole (the test `run_etl` makes under the lock)."""
+        if not found.sources and not pipeline.data_dir_exists(settings.data_dir):
+            return True  # no agent data and no corpus: nothing to start one with (as `run` says, and writes nothing)
         store = Store(settings.data_dir)
         try:
             _, plan = pipeline.plan_run(settings, store, full=False, explicit=found)
@@ -354,21 +358,25 @@ class Watch:
 
 
 def describe(load: Load) -> str:
-    """The line a terminal shows for a load: what was loaded, per agent."""
+    """The line a terminal shows for a load, in the words of `run`'s summary: per agent what was loaded, then the
+    turns and the seconds (`14:02:07 loaded claude 1 session · 2 turns · 0.9s`)."""
     c = load.report.committed
     stamp = time.strftime("%H:%M:%S")
+    why = " (check)" if load.reason == "check" else ""
     if c is None:
-        return f"{stamp} nothing new · {load.report.seconds:.1f}s"
+        return f"{stamp} nothing new{why} · {load.report.seconds:.1f}s"
     parts = []
     for agent, counts in c.counts_by_agent.items():
-        said = [
-            f"{counts.get('sessions_loaded', 0)} sessions",
-            f"{counts.get('turns_loaded', 0)} turns",
-        ]
-        if counts.get("sources_deferred"):
-            said.append(f"{counts['sources_deferred']} deferred (being written)")
+        said = [count(counts.get("sessions_loaded", 0), "session")]
         if counts.get("sessions_rejected"):
             said.append(f"{counts['sessions_rejected']} rejected")
+        if counts.get("sources_deferred"):
+            said.append(f"{counts['sources_deferred']} deferred (being written)")
+        if counts.get("sources_deleted"):
+            said.append(f"{count(counts['sources_deleted'], 'source')} gone")
         parts.append(f"{agent} {', '.join(said)}")
-    why = " (check)" if load.reason == "check" else ""
-    return f"{stamp} loaded{why} {'; '.join(parts) or 'nothing new'} · {load.report.seconds:.1f}s"
+    return f"{stamp} loaded{why} {'; '.join(parts)} · {count(c.turns_loaded, 'turn')} · {load.report.seconds:.1f}s"
+
+
+def count(n: int, one: str) -> str:
+    return f"{n} {one if n == 1 else one + 's'}"
