@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from bench.generate import generate
 from flows.service import units
 from sinks import ledger
 from sinks.lock import writer_lock
@@ -230,6 +231,34 @@ def test_a_signal_stops_the_watch_with_exit_0_and_the_lock_free(tmp_path: Path, 
         assert "Traceback" not in err
         assert not ledger.lock_held(w.data)
         assert all(r["outcome"] == "ok" for r in watch_runs(w.data))
+
+
+def test_a_signal_during_a_load_abandons_it_whole_and_the_next_watch_loads_it(tmp_path: Path) -> None:
+    """SIGTERM as the catch-up load of a 20 MB corpus begins (seconds of work): the load is abandoned, nothing of
+    it is in the corpus (no Parquet version, no warehouse), the ledger says interrupted, the lock is free; the next
+    watch loads everything."""
+    home = tmp_path / "home"
+    home.mkdir()
+    generate(home, 20.0, seed=3, mix={"claude": 1.0})
+    with watching(tmp_path, home) as w:
+        until(lambda: "event=watch_load " in w.log(), "the catch-up load beginning")
+        code, out, err = w.stop()
+    assert code == 0, err
+    assert out.strip().splitlines()[-1] == (
+        "Stopped watching (SIGTERM); the load in progress was abandoned (the corpus is as before it; the next start "
+        "loads it)."
+    )
+    assert "Traceback" not in err
+    [load] = watch_runs(w.data)
+    assert load["outcome"] == "interrupted", load
+    assert not ledger.lock_held(w.data)
+    assert not (w.data / "parquet").exists() and not (w.data / "warehouse.duckdb").exists()
+    with watching(tmp_path, home) as again:
+        again.loaded_once()
+        rows = query(again.data, "SELECT count(*) FROM sessions")
+        assert rows and rows[0][0] > 100
+        code, _out, err = again.stop()
+    assert code == 0, err
 
 
 def test_a_live_tail_is_deferred_then_loaded_when_its_line_ends(tmp_path: Path) -> None:
