@@ -220,7 +220,7 @@ def test_a_root_removed_while_watched_does_not_stop_the_watch_and_is_followed_wh
     assert code == 0, err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_stops_the_watch_with_exit_0_and_the_lock_free(tmp_path: Path, signum: int) -> None:
     home = small_home(tmp_path / "home")
     with watching(tmp_path, home) as w:
@@ -231,6 +231,22 @@ def test_a_signal_stops_the_watch_with_exit_0_and_the_lock_free(tmp_path: Path, 
         assert "Traceback" not in err
         assert not ledger.lock_held(w.data)
         assert all(r["outcome"] == "ok" for r in watch_runs(w.data))
+
+
+def test_a_change_no_event_announces_is_found_by_the_periodic_check(tmp_path: Path) -> None:
+    """A root that is the home itself is not watched with events (a kernel watch per folder of the home): a
+    session written there is found by the light check, here every 3 s (check_minutes 0.05)."""
+    home = tmp_path / "home"
+    project = home / PROJECT
+    project.mkdir(parents=True)
+    (project / f"{S1}.jsonl").write_text("".join(line + "\n" for line in claude_exchange(S1, 1)))
+    with watching(tmp_path, home, "--root", f"claude={home}", TRANSCRIPTS_WATCH_CHECK_MINUTES="0.05") as w:
+        w.loaded_once()
+        assert "event=watch_roots" not in w.log(), "the home is not watched"
+        (project / f"{S2}.jsonl").write_text("".join(line + "\n" for line in claude_exchange(S2, 2)))
+        until(lambda: turns_of(w.data, S2) == 4, "the session found by a check")
+        code, _out, err = w.stop()
+    assert code == 0, err
 
 
 def test_a_signal_during_a_load_abandons_it_whole_and_the_next_watch_loads_it(tmp_path: Path) -> None:
