@@ -47,6 +47,7 @@ FLOW = "watch"  # the runs' flow name in the ledger and the `runs` table
 TICK_SECONDS = 0.25  # the longest the loop waits for events before it looks at what is due
 ROOTS_SECONDS = 2.0  # how often the roots' existence is looked at
 BUSY_RETRY_SECONDS = 1.0  # another run holds the writer lock: try again this much later
+WATCH_AGAIN_SECONDS = 60.0  # the OS refused to watch the roots: try again this much later (the check meanwhile)
 FAILED_RETRY_SECONDS = 30.0  # a load failed (its error is in the ledger and the log): try again this much later
 
 
@@ -101,10 +102,9 @@ class Pending:
         """Pending again, as early as they were: a load that could not happen loses none of its paths."""
         for agent, paths in taken.paths.items():
             self.paths.setdefault(agent, set()).update(paths)
-            since = taken.first.get(agent)
-            if since is not None:
-                self.first[agent] = min(self.first.get(agent, since), since)
-            self.last.setdefault(agent, self.first.get(agent, since or 0.0))
+            since = taken.first.get(agent, 0.0)
+            self.first[agent] = min(self.first.get(agent, since), since)
+            self.last.setdefault(agent, since)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +147,7 @@ class Watch:
         self._watcher: Iterator[set[tuple[Any, str]]] | None = None
         self._roots_looked: float | None = None  # when the roots were last looked at (None: not yet)
         self._unwatchable: str | None = None  # why the OS refused to watch the current roots (said once)
+        self._watch_again_at = 0.0
 
     # --- signals ---------------------------------------------------------------------------------------------------
 
@@ -216,9 +217,13 @@ class Watch:
         except StopIteration:  # the stop event was set
             self._watcher = None
             return set()
-        except OSError as exc:  # the OS refused to watch (inotify limits, a root gone as it was added)
+        except (OSError, RuntimeError) as exc:
+            # The OS refused to watch (a root gone as it was added: FileNotFoundError; the inotify limits, an event
+            # queue lost: watchfiles' WatchfilesRustInternalError, a RuntimeError): the check finds the changes, and
+            # watching is tried again a minute later.
             self._close_watcher()
-            self._unwatched(f"{exc}")
+            self._watch_again_at = time.monotonic() + WATCH_AGAIN_SECONDS
+            self._unwatched(f"{type(exc).__name__}: {exc}")
             return set()
         return {path for _change, path in changes}
 
@@ -249,7 +254,9 @@ class Watch:
                 continue
             if os.path.isdir(root.path):
                 identities[root.path] = (st.st_dev, st.st_ino)
-        if identities == self._identities and (self._watcher is not None or not identities):
+        if identities == self._identities and (
+            self._watcher is not None or not identities or now < self._watch_again_at
+        ):
             return
         if identities != self._identities:
             for root in self.roots:
