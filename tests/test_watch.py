@@ -175,7 +175,7 @@ def test_on_a_terminal_each_load_is_one_line_saying_what_it_loaded(tmp_path: Pat
 
 def test_a_burst_of_fifty_appends_is_loaded_in_a_few_loads(tmp_path: Path) -> None:
     home = small_home(tmp_path / "home")
-    with watching(tmp_path, home) as w:
+    with watching(tmp_path, home, TRANSCRIPTS_WATCH_QUIET_SECONDS="1.0") as w:  # the default quiet period
         w.loaded_once()
         before = until(lambda: turns_of(w.data, S2), "the second session in the warehouse")
         loads_before = len(watch_runs(w.data))
