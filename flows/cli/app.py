@@ -26,6 +26,7 @@ from flows.cli import (
     cmd_show,
     cmd_sql,
     cmd_status,
+    cmd_watch,
 )
 from flows.cli.console import OK, closed_pipe, err
 from flows.service.server import exit_on_sigterm
@@ -36,6 +37,7 @@ COMMANDS = (
     cmd_status,
     cmd_prune,
     cmd_schedule,
+    cmd_watch,
     cmd_server,
     cmd_report,
     cmd_sql,

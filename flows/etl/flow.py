@@ -94,6 +94,7 @@ def run_etl(
     explicit: pipeline.Discovery | None = None,
     run_id: str | None = None,
     discovered: pipeline.Discovery | None = None,
+    flow_name: str | None = None,
 ) -> pipeline.RunReport:
     """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
 
@@ -102,16 +103,17 @@ def run_etl(
 
     `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `discovered` is a
     discovery of the configured roots made just before (by the CLI, to decide that there is work): used instead
-    of walking them again, with deletions as usual. `as_tasks=False` calls
-    the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
-    the flows themselves always run them as tasks.
+    of walking them again, with deletions as usual. `flow_name` names the run in the ledger and the `runs` table
+    (default `etl`, `backfill` for explicit sources; `transcripts watch` passes `watch`). `as_tasks=False` calls
+    the steps as plain functions (no Prefect API needed): for `transcripts watch` (one flow run per load would
+    flood the Prefect UI), tests and the benchmark's pipeline-only timings; the flows always run them as tasks.
     """
     commit_step = commit if as_tasks else commit.fn
     load_step = load_warehouse if as_tasks else load_warehouse.fn
     start = time.monotonic()
     run_id = run_id or pipeline.new_run_id()
     mode = "backfill" if explicit is not None else "full" if full else "incremental"
-    flow_name = "backfill" if explicit else "etl"
+    flow_name = flow_name or ("backfill" if explicit else "etl")
     private_dir(settings.data_dir)
     with (
         ledger.recording(settings.data_dir, run_id, flow=flow_name, mode=mode) as record,

@@ -3,7 +3,8 @@
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
 TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
-TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
+TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views),
+TRANSCRIPTS_WATCH_QUIET_SECONDS, TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS, TRANSCRIPTS_WATCH_CHECK_MINUTES, and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 The data dir defaults to the user's data home (flows.etl.datahome), never the checkout.
 """
@@ -54,6 +55,12 @@ class Settings:
     dask: str | None = None
     timezone: str | None = None  # zone of per-day views (None: the machine's)
     redact: bool = True  # secrets in every stored text become markers (transforms/redact.py); False: raw text
+    # `transcripts watch` (flows/etl/watch.py): an agent's changes are loaded once its roots were quiet this long,
+    # or at the latest this long after the first change (an agent appending many times a second); and every
+    # `watch_check_minutes` all agents are checked as `run` checks them, for an event the OS did not deliver.
+    watch_quiet_seconds: float = 1.0
+    watch_max_delay_seconds: float = 5.0
+    watch_check_minutes: float = 15.0
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -67,10 +74,11 @@ class Settings:
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per table ("" is the top level)
-    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction"),
+    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction", "watch"),
     "redaction": ("enabled",),
     "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
     "schedule": ("cron", "timezone"),
+    "watch": ("quiet_seconds", "max_delay_seconds", "check_minutes"),
 }
 
 
@@ -157,6 +165,9 @@ _FILE_KEYS = {
     ("schedule", "cron"): "schedule_cron",
     ("schedule", "timezone"): "schedule_timezone",
     ("redaction", "enabled"): "redact",
+    ("watch", "quiet_seconds"): "watch_quiet_seconds",
+    ("watch", "max_delay_seconds"): "watch_max_delay_seconds",
+    ("watch", "check_minutes"): "watch_check_minutes",
 }
 # environment variable -> Settings field; an empty variable is not set
 _ENV_KEYS = {
@@ -169,6 +180,9 @@ _ENV_KEYS = {
     "TRANSCRIPTS_TIMEZONE": "timezone",
     "TRANSCRIPTS_DASK": "dask",
     "TRANSCRIPTS_REDACT": "redact",
+    "TRANSCRIPTS_WATCH_QUIET_SECONDS": "watch_quiet_seconds",
+    "TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS": "watch_max_delay_seconds",
+    "TRANSCRIPTS_WATCH_CHECK_MINUTES": "watch_check_minutes",
 }
 
 
@@ -186,6 +200,9 @@ def _defaults() -> Layer:
         "batch_files": 400,
         "schedule_cron": DEFAULT_CRON,
         "redact": True,
+        "watch_quiet_seconds": 1.0,
+        "watch_max_delay_seconds": 5.0,
+        "watch_check_minutes": 15.0,
     }
     return Layer({name: Value(raw, "default") for name, raw in values.items()})
 
@@ -394,6 +411,9 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
             raise SettingsError(f"timezone: {exc}") from None
     limits = _limits(merged.limits)
     redact = _redact(values["redact"])
+    quiet = number("watch quiet_seconds", "watch_quiet_seconds", kind=float, minimum=0.05)
+    max_delay = number("watch max_delay_seconds", "watch_max_delay_seconds", kind=float, minimum=0.05)
+    check = number("watch check_minutes", "watch_check_minutes", kind=float, minimum=0.01)
     origins = {key: values[name].origin for name, key in _NAMED.items() if name in values}
     return Settings(
         data_dir=(data_dir or default_data_dir(env)).absolute(),
@@ -411,6 +431,9 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
         dask=(values["dask"].raw or None) if "dask" in values else None,
         timezone=str(zone) if zone else None,
         redact=redact,
+        watch_quiet_seconds=quiet,
+        watch_max_delay_seconds=max(max_delay, quiet),
+        watch_check_minutes=check,
         env=env,
         # a default is not named, but the data dir always is: commands print where it came from
         origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},

@@ -1,7 +1,7 @@
-"""What keeps `transcripts schedule` serving across logout and reboot: a systemd user unit (Linux) or a launchd
-agent (macOS). The unit texts are pure functions of the command line; writing, enabling and removing them is here
-too, with `systemctl`/`launchctl` called only when a user service manager answers (else the commands are returned
-for the person to run).
+"""What keeps `transcripts schedule` serving, and `transcripts watch` watching, across logout and reboot: a systemd
+user unit (Linux) or a launchd agent (macOS), one `Service` each. The unit texts are pure functions of the command
+line; writing, enabling and removing them is here too, with `systemctl`/`launchctl` called only when a user service
+manager answers (else the commands are returned for the person to run).
 
 Stdlib only: the unit is written without loading Prefect.
 """
@@ -17,8 +17,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-SERVICE = "transcripts-schedule.service"
-LABEL = "io.github.transcripts.schedule"  # the launchd agent's label (its file is LABEL.plist)
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """One long-lived command kept running by the user's service manager."""
+
+    unit: str  # the systemd user unit's file name
+    label: str  # the launchd agent's label (its file is LABEL.plist)
+    description: str
+    log: str  # the launchd agent's stdout and stderr, in the folder install_launchd is given
+
+
+SCHEDULE = Service(
+    "transcripts-schedule.service",
+    "io.github.transcripts.schedule",
+    "transcripts: serve the nightly load of agent transcripts (Prefect schedule)",
+    "schedule.log",
+)
+WATCH = Service(
+    "transcripts-watch.service",
+    "io.github.transcripts.watch",
+    "transcripts: load agent transcripts as they are written (watch mode)",
+    "watch.log",
+)
+SERVICE = SCHEDULE.unit
+LABEL = SCHEDULE.label
 SYSTEMCTL_SECONDS = 20.0
 # Passed on to the unit: where the tool keeps its state and its settings, and a Prefect API the user chose.
 KEPT_ENV = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_PROFILE", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
@@ -47,12 +70,12 @@ def _systemd_quote(arg: str) -> str:
     return '"' + escaped.replace("%", "%%").replace("$", "$$") + '"'
 
 
-def systemd_unit(command: Sequence[str], env: Mapping[str, str]) -> str:
-    """The user service that serves the schedule: `command` is the absolute `transcripts schedule ...` line."""
+def systemd_unit(command: Sequence[str], env: Mapping[str, str], service: Service = SCHEDULE) -> str:
+    """The user service that runs `command`, the absolute `transcripts schedule ...` (or `watch ...`) line."""
     environment = "".join(f"Environment={_systemd_quote(f'{k}={v}')}\n" for k, v in env.items())
     return (
         "[Unit]\n"
-        "Description=transcripts: serve the nightly load of agent transcripts (Prefect schedule)\n"
+        f"Description={service.description}\n"
         "\n"
         "[Service]\n"
         "Type=simple\n"
@@ -60,8 +83,9 @@ def systemd_unit(command: Sequence[str], env: Mapping[str, str]) -> str:
         f"{environment}"
         "Restart=on-failure\n"
         "RestartSec=30\n"
-        # The managed Prefect server (and its idle watch) that this service starts lives in its control group: it
-        # stays up as long as the service serves, and systemd stops it with the service (SIGTERM to the group).
+        # The managed Prefect server (and its idle watch) that `schedule` starts lives in its control group: it
+        # stays up as long as the service serves, and systemd stops it with the service (SIGTERM to the group);
+        # `watch` starts no server, and its extraction workers go with it.
         "KillMode=control-group\n"
         "TimeoutStopSec=60\n"
         "\n"
@@ -70,18 +94,18 @@ def systemd_unit(command: Sequence[str], env: Mapping[str, str]) -> str:
     )
 
 
-def launchd_plist(command: Sequence[str], env: Mapping[str, str], logs: Path) -> bytes:
-    """The launchd agent (macOS) that serves the schedule: started at login, started again if it exits."""
+def launchd_plist(command: Sequence[str], env: Mapping[str, str], logs: Path, service: Service = SCHEDULE) -> bytes:
+    """The launchd agent (macOS) that runs `command`: started at login, started again if it exits."""
     return plistlib.dumps(
         {
-            "Label": LABEL,
+            "Label": service.label,
             "ProgramArguments": list(command),
             "EnvironmentVariables": dict(env),
             "RunAtLoad": True,
-            "KeepAlive": {"SuccessfulExit": False},  # again after a crash, not after `schedule remove` stops it
+            "KeepAlive": {"SuccessfulExit": False},  # again after a crash, not after `remove` stops it
             "ProcessType": "Background",
-            "StandardOutPath": str(logs / "schedule.log"),
-            "StandardErrorPath": str(logs / "schedule.log"),
+            "StandardOutPath": str(logs / service.log),
+            "StandardErrorPath": str(logs / service.log),
         },
         sort_keys=True,
     )
@@ -153,15 +177,17 @@ class UnitError(RuntimeError):
     """A service manager refused a command: the message says which and why."""
 
 
-def install_systemd(command: Sequence[str], env: Mapping[str, str], folder: Path | None = None) -> Outcome:
+def install_systemd(
+    command: Sequence[str], env: Mapping[str, str], folder: Path | None = None, service: Service = SCHEDULE
+) -> Outcome:
     folder = folder or systemd_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / SERVICE
+    path = folder / service.unit
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(systemd_unit(command, env), encoding="utf-8")
+    tmp.write_text(systemd_unit(command, env, service), encoding="utf-8")
     tmp.chmod(0o600)  # its Environment= lines may name private paths
     tmp.replace(path)
-    commands = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", SERVICE]]
+    commands = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", service.unit]]
     why = user_manager()
     if why is not None:
         return Outcome([path], [], commands, why)
@@ -171,10 +197,10 @@ def install_systemd(command: Sequence[str], env: Mapping[str, str], folder: Path
     return Outcome([path], ran, [], None)
 
 
-def remove_systemd(folder: Path | None = None) -> Outcome:
+def remove_systemd(folder: Path | None = None, service: Service = SCHEDULE) -> Outcome:
     folder = folder or systemd_dir()
-    path = folder / SERVICE
-    commands = [["systemctl", "--user", "disable", "--now", SERVICE]]
+    path = folder / service.unit
+    commands = [["systemctl", "--user", "disable", "--now", service.unit]]
     why = user_manager()
     ran: list[list[str]] = []
     if why is None and path.exists():
@@ -190,13 +216,15 @@ def remove_systemd(folder: Path | None = None) -> Outcome:
     return Outcome(removed, ran, manual, why if manual else None)
 
 
-def install_launchd(command: Sequence[str], env: Mapping[str, str], logs: Path, folder: Path | None = None) -> Outcome:
+def install_launchd(
+    command: Sequence[str], env: Mapping[str, str], logs: Path, folder: Path | None = None, service: Service = SCHEDULE
+) -> Outcome:
     folder = folder or launchd_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{LABEL}.plist"
-    path.write_bytes(launchd_plist(command, env, logs))
+    path = folder / f"{service.label}.plist"
+    path.write_bytes(launchd_plist(command, env, logs, service))
     target = f"gui/{os.getuid()}"
-    commands = [["launchctl", "bootout", f"{target}/{LABEL}"], ["launchctl", "bootstrap", target, str(path)]]
+    commands = [["launchctl", "bootout", f"{target}/{service.label}"], ["launchctl", "bootstrap", target, str(path)]]
     if shutil.which("launchctl") is None:
         return Outcome([path], [], commands[1:], "launchctl is not installed")
     _run(commands[:1])  # not loaded yet: fine
@@ -206,30 +234,33 @@ def install_launchd(command: Sequence[str], env: Mapping[str, str], logs: Path, 
     return Outcome([path], ran, [], None)
 
 
-def remove_launchd(folder: Path | None = None) -> Outcome:
+def remove_launchd(folder: Path | None = None, service: Service = SCHEDULE) -> Outcome:
     folder = folder or launchd_dir()
-    path = folder / f"{LABEL}.plist"
+    path = folder / f"{service.label}.plist"
     ran: list[list[str]] = []
     if path.exists() and shutil.which("launchctl") is not None:
-        ran, _ = _run([["launchctl", "bootout", f"gui/{os.getuid()}/{LABEL}"]])
+        ran, _ = _run([["launchctl", "bootout", f"gui/{os.getuid()}/{service.label}"]])
     removed = [path] if path.exists() else []
     path.unlink(missing_ok=True)
     return Outcome(removed, ran, [], None)
 
 
-def installed() -> Path | None:
-    """The unit or agent file that serves the schedule, if one is written."""
-    path = launchd_dir() / f"{LABEL}.plist" if sys.platform == "darwin" else systemd_dir() / SERVICE
+def installed(service: Service = SCHEDULE) -> Path | None:
+    """The unit or agent file of `service`, if one is written."""
+    path = launchd_dir() / f"{service.label}.plist" if sys.platform == "darwin" else systemd_dir() / service.unit
     return path if path.exists() else None
 
 
-def active() -> str | None:
+def active(service: Service = SCHEDULE) -> str | None:
     """The service manager's word on the unit (`active`, `inactive`, `failed`...), when one answers."""
     if sys.platform == "darwin" or user_manager() is not None:
         return None
     try:
         done = subprocess.run(
-            [_systemctl(), "--user", "is-active", SERVICE], capture_output=True, text=True, timeout=SYSTEMCTL_SECONDS
+            [_systemctl(), "--user", "is-active", service.unit],
+            capture_output=True,
+            text=True,
+            timeout=SYSTEMCTL_SECONDS,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
