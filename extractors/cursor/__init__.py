@@ -19,7 +19,7 @@ from pathlib import Path
 from extractors.bounded import Limits, iter_jsonl_fields
 from extractors.bounded.text_lines import iter_text_lines
 from extractors.cursor import tables
-from extractors.cursor.parse import Facts, parse_jsonl, parse_txt
+from extractors.cursor.parse import KNOWN_ROWS, Facts, parse_jsonl, parse_txt
 from extractors.discovery import suffix, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -138,7 +138,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         lines = ((line.index, line.text) for line in iter_text_lines(path, limits))
         session = parse_txt(lines, limits, facts)
     else:
-        session = parse_jsonl(iter_jsonl_fields(path, limits), limits, Facts(native, parent, mtime))
+        session = parse_jsonl(iter_jsonl_fields(path, limits, known=KNOWN_ROWS), limits, Facts(native, parent, mtime))
     if not session.turns and not session.tool_calls:
         raise RejectError(
             RejectCode.NO_CONVERSATION,

@@ -319,6 +319,14 @@ def _visible(texts: Sequence[str]) -> str:
 
 # --- JSONL --------------------------------------------------------------------------------------------------------
 
+# The rows Cursor writes byte for byte the same, with their records, for `iter_jsonl_fields(known=KNOWN_ROWS)`: the
+# loop below tells those records by identity and does what its general path would make of them, without it.
+KNOWN_ROWS: dict[bytes, dict[str, Any]] = {
+    raw: orjson.loads(raw) for raw in (tables.REDACTED_ROW, tables.TURN_ENDED_ROW)
+}
+_REDACTED_RECORD = KNOWN_ROWS[tables.REDACTED_ROW]
+_ENDED_RECORD = KNOWN_ROWS[tables.TURN_ENDED_ROW]
+
 
 def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Session:
     """The session of one agent-transcript JSONL (`iter_jsonl_fields`). Raises RejectError (bad_shape,
@@ -339,7 +347,10 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
     calls_kind = (_CALLS, version, Disposition.TOOL)
     redacted_kind = ("assistant/redacted", version, tables.REDACTED_DISPOSITION)
     empty_kind = ("assistant/empty", version, Disposition.SKIPPED)
-    ended_kinds: dict[str, tuple[str, str, Disposition]] = {}  # `turn_ended/<status>` by status
+    ended_kind = (f"turn_ended/{_ENDED_RECORD['status']}", version, Disposition.SKIPPED)
+    ended_kinds: dict[str, tuple[str, str, Disposition]] = {_ENDED_RECORD["status"]: ended_kind}  # by status
+    redacted_record = _REDACTED_RECORD
+    ended_record = _ENDED_RECORD
     redacted = tables.REDACTED
     max_field_bytes = limits.max_field_bytes
     dumps = orjson.dumps
@@ -347,6 +358,16 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
     for index, _, record, _, part, parts, _, _ in lines:
         if parts > 1 and part == 0:  # `count_glued_line`
             census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
+        if record is redacted_record:  # an assistant row of only `[REDACTED]`: no text, no call
+            if assembler.reply_index is None:
+                assembler.reply_index = index
+            census[redacted_kind] += 1
+            continue
+        if record is ended_record:  # `turn_ended` / success
+            if pieces or assembler.reply_index is not None:
+                assembler.close_reply()
+            census[ended_kind] += 1
+            continue
         role = record.get("role")
         if role == "assistant":
             message = record.get("message")
