@@ -128,7 +128,10 @@ class _Assembler:
     facts: Facts
     turns: list[Turn] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)  # a call's output and is_error are set when one joins it
-    waiting: deque[int] = field(default_factory=deque)  # the places in `calls` of the calls without a result
+    # The places in `calls` of the calls without a result, in order: filled up to `listed` when a result comes (most
+    # files have none, so the tens of thousands of calls a corpus makes are never listed).
+    waiting: deque[int] = field(default_factory=deque)
+    listed: int = 0
     times: list[datetime] = field(default_factory=list)
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     reply_index: int | None = None  # the first line of the reply being merged
@@ -165,7 +168,6 @@ class _Assembler:
         if reply is None:
             reply = self.reply_index = index
         for position, name, arguments in calls:
-            self.waiting.append(len(self.calls))
             self.calls.append(ToolCall(f"{index}.{position}", reply, name, arguments))
         if results:
             self.join(results)
@@ -249,6 +251,8 @@ class _Assembler:
 
     def join(self, results: Sequence[Result]) -> None:
         """Results carry no call id: each goes to the oldest call still without one (of its name, where known)."""
+        self.waiting.extend(range(self.listed, len(self.calls)))
+        self.listed = len(self.calls)
         for result in results:
             target = next((i for i in self.waiting if result.name in (None, self.calls[i].name)), None)
             if target is None:
@@ -340,7 +344,6 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
     assembler = _Assembler(limits, facts)
     census = assembler.census
     made = assembler.calls
-    waiting = assembler.waiting
     pieces = assembler.reply_texts
     version = facts.version
     reply_kind = (_REPLY, version, Disposition.TURN)
@@ -417,9 +420,7 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                 else:
                     assembler.reply_index = reply
                     if new is not None:
-                        first = len(made)
                         made.extend(new)
-                        waiting.extend(range(first, first + len(new)))
                     # `_visible`: most rows are one text block, and a third of them only `[REDACTED]`
                     if texts is not None:
                         visible = _visible(texts)
