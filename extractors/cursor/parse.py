@@ -118,6 +118,8 @@ def _zone(sign: str | None, hours: str | None, minutes: str | None) -> timezone 
 
 
 _NO_RESULTS: tuple[Result, ...] = ()
+_STAMP_OPENING, _STAMP_CLOSING = tables.TIMESTAMP
+_QUERY_OPENING, _QUERY_CLOSING = tables.USER_QUERY
 _REPLY = "assistant"  # an assistant row with text
 _CALLS = "assistant/tool_use"  # one with tool calls and no text
 
@@ -146,7 +148,7 @@ class _Assembler:
         of its first row, when any of them had text."""
         if self.reply_index is not None and self.reply_texts:
             text = clip("\n\n".join(self.reply_texts), self.limits)
-            self.turns.append(Turn(self.reply_index, Role.ASSISTANT, text))
+            self.turns.append(Turn(self.reply_index, Role.ASSISTANT, text, None, None, ()))  # every field: faster
         self.reply_index = None
         self.reply_texts.clear()  # the same list: `parse_jsonl` holds it
 
@@ -204,16 +206,16 @@ class _Assembler:
     def prompt(self, index: int, raw: str, attachments: tuple[str, ...] = ()) -> None:
         """A user row that is not only tool results, its texts joined in `raw` (`parse_jsonl` calls it for a row of
         one text block, the rule, without `_blocks`)."""
-        self.close_reply()
+        if self.reply_index is not None:  # else there is no reply to close
+            self.close_reply()
         self.prompts += 1
         # The first `<timestamp>` tag's time: `_tagged(raw, tables.TIMESTAMP)[0]`, without the others.
-        opening, closing = tables.TIMESTAMP
         when = None
-        start = raw.find(opening)
+        start = raw.find(_STAMP_OPENING)
         if start >= 0:
-            end = raw.find(closing, start + len(opening))
+            end = raw.find(_STAMP_CLOSING, start + len(_STAMP_OPENING))
             if end >= 0:
-                when = tag_time(raw[start + len(opening) : end])
+                when = tag_time(raw[start + len(_STAMP_OPENING) : end])
                 if when is not None:
                     self.times.append(when)
         if self.facts.parent is not None and self.prompts == 1:
@@ -221,12 +223,11 @@ class _Assembler:
             # subagent-session.jsonl), not a person's words.
             self.count("user/subagent_prompt", Disposition.HARNESS)
             return
-        opening, closing = tables.USER_QUERY
-        start = raw.find(opening)
-        end = raw.find(closing, start + len(opening)) if start >= 0 else -1
-        if end >= 0 and raw.find(opening, end + len(closing)) < 0:
+        start = raw.find(_QUERY_OPENING)
+        end = raw.find(_QUERY_CLOSING, start + len(_QUERY_OPENING)) if start >= 0 else -1
+        if end >= 0 and raw.find(_QUERY_OPENING, end + len(_QUERY_CLOSING)) < 0:
             # the rule: one prompt (what `_tagged` finds, here without its list and the generators below)
-            body = raw[start + len(opening) : end]
+            body = raw[start + len(_QUERY_OPENING) : end]
             if tables.REDACTED in body:
                 body = body.replace(tables.REDACTED, "")
             text, kind = body.strip(), "user/user_query"
@@ -246,8 +247,10 @@ class _Assembler:
         if not text and not attachments:
             self.count("user/empty", Disposition.SKIPPED)
             return
-        self.turns.append(Turn(index, Role.USER, clip(text, self.limits), when, None, attachments))
-        self.count(kind, Disposition.TURN)
+        if len(text) * 4 > self.limits.max_field_bytes:  # `clip`'s own first test, without the call
+            text = clip(text, self.limits)
+        self.turns.append(Turn(index, Role.USER, text, when, None, attachments))
+        self.census[(kind, self.facts.version, Disposition.TURN)] += 1
 
     def join(self, results: Sequence[Result]) -> None:
         """Results carry no call id: each goes to the oldest call still without one (of its name, where known)."""
