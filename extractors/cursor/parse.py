@@ -228,9 +228,7 @@ class _Assembler:
         if end >= 0 and raw.find(_QUERY_OPENING, end + len(_QUERY_CLOSING)) < 0:
             # the rule: one prompt (what `_tagged` finds, here without its list and the generators below)
             body = raw[start + len(_QUERY_OPENING) : end]
-            if tables.REDACTED in body:
-                body = body.replace(tables.REDACTED, "")
-            text, kind = body.strip(), "user/user_query"
+            text, kind = body.replace(tables.REDACTED, "").strip(), "user/user_query"
         else:
             queries = _tagged(raw, tables.USER_QUERY)
             if len(queries) == 1:
@@ -424,13 +422,14 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                     assembler.reply_index = reply
                     if new is not None:
                         made.extend(new)
-                    # `_visible`: most rows are one text block, and a third of them only `[REDACTED]`
+                    # `_visible`: most rows are one text block, and a third of them only `[REDACTED]`; a text with one
+                    # is read by `replace` alone (a test with `in` first scans it once more)
                     if texts is not None:
                         visible = _visible(texts)
                     elif text is None or text == redacted:
                         visible = ""
                     else:
-                        visible = (text.replace(redacted, "") if redacted in text else text).strip()
+                        visible = text.replace(redacted, "").strip()
                     if visible:
                         pieces.append(visible)
                         census[reply_kind] += 1
