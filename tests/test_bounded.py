@@ -17,6 +17,7 @@ from extractors.bounded import (
     clip,
     glued_index,
     iter_jsonl,
+    iter_jsonl_fields,
     parse_json,
     parse_json_values,
     read_json_document,
@@ -49,6 +50,17 @@ def test_ok_lines_longer_than_the_read_buffer_are_read_whole(tmp_path: Path) -> 
     lines = list(iter_jsonl(path, Limits()))
     assert [x.record for x in lines] == [{"a": 1}, {"big": big}, {"b": 2}]
     assert lines[2].offset == path.stat().st_size - len('{"b":2}\n')
+
+
+def test_ok_a_known_line_yields_the_record_given_for_it_and_the_same_fields_as_parsing(tmp_path: Path) -> None:
+    given = {"k": 1}
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"k":1}\n{"k": 1}\n{"k":1}\n{"k":1}')  # the same record spelled otherwise; a last line
+    _age(path, 3600)  # without newline: read as a tail, never as the known line
+    plain = list(iter_jsonl_fields(path, Limits()))
+    known = list(iter_jsonl_fields(path, Limits(), known={b'{"k":1}\n': given}))
+    assert known == plain
+    assert [fields[2] is given for fields in known] == [True, False, True, False]
 
 
 def test_reject_invalid_json_before_last_line(tmp_path: Path) -> None:

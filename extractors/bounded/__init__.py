@@ -16,7 +16,7 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,10 +302,19 @@ def iter_jsonl(path: str | Path, limits: Limits, *, checksums: bool = False) -> 
 LineFields = tuple[int, int, dict[str, Any], int, int, int, int, int | None]
 
 
-def iter_jsonl_fields(path: str | Path, limits: Limits, *, checksums: bool = False) -> Iterator[LineFields]:
+def iter_jsonl_fields(
+    path: str | Path, limits: Limits, *, checksums: bool = False, known: Mapping[bytes, dict[str, Any]] | None = None
+) -> Iterator[LineFields]:
     """`iter_jsonl`, each record as the fields of its `Line` (a tuple, in that order), not as a `Line`: for the
     readers of many small records, where making a `Line` (a frozen dataclass, ~0.8 us) costs as much as parsing
-    its JSON (a Cursor transcript's rows: ~650 bytes each). The same records, limits and errors as `iter_jsonl`."""
+    its JSON (a Cursor transcript's rows: ~650 bytes each). The same records, limits and errors as `iter_jsonl`.
+
+    `known`: whole lines (their newline included) that a format writes byte for byte the same many times, each
+    with the record it parses to: such a line is not parsed again, its record is the object given (the same one
+    each time: the caller never changes it, and may tell it by identity). Only lengths of those lines are looked
+    up, so any other line costs one set look-up."""
+    known = known or {}
+    known_sizes = frozenset(len(raw) for raw in known)
     before = check_source_size(path, limits)
     try:
         handle = open(path, "rb", buffering=_read_buffer(before))  # noqa: SIM115 - closed in the finally below
@@ -346,10 +355,13 @@ def iter_jsonl_fields(path: str | Path, limits: Limits, *, checksums: bool = Fal
                     )
                 values: list[Any] | None = None
                 if raw.endswith(b"\n"):
-                    try:  # parse_json_values, inline: one record on the line is the rule, glued ones the exception
-                        value = loads(raw)
-                    except orjson.JSONDecodeError:
-                        values = _parse_values_slowly(raw, index, offset)
+                    if size in known_sizes and raw in known:
+                        value = known[raw]
+                    else:
+                        try:  # parse_json_values, inline: one record on the line is the rule, glued ones rare
+                            value = loads(raw)
+                        except orjson.JSONDecodeError:
+                            values = _parse_values_slowly(raw, index, offset)
                 else:
                     values = _parse_tail(raw, before, limits, index, offset)
                 crc = zlib.crc32(raw) if checksums else None

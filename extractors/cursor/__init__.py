@@ -19,7 +19,7 @@ from pathlib import Path
 from extractors.bounded import Limits, iter_jsonl_fields
 from extractors.bounded.text_lines import iter_text_lines
 from extractors.cursor import tables
-from extractors.cursor.parse import Facts, parse_jsonl, parse_txt
+from extractors.cursor.parse import KNOWN_ROWS, Facts, parse_jsonl, parse_txt
 from extractors.discovery import suffix, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -109,17 +109,24 @@ def discover(root: Path) -> Iterator[Source]:
 
 def _session_key(path: str) -> tuple[str, str]:
     """(the agent-transcripts folder, the native id) of a transcript path."""
-    native, parent = _identity(Path(path))
+    native, parent = _identity(path)
     folder = os.path.dirname(path)
     while os.path.basename(folder) != tables.TRANSCRIPTS_DIR and os.path.dirname(folder) != folder:
         folder = os.path.dirname(folder)
     return folder, f"{parent}/{native}" if parent else native
 
 
-def _identity(path: Path) -> tuple[str, str | None]:
-    """(native id, parent native id or None) from a transcript's place."""
-    native = path.parent.name if path.name == tables.NESTED_NAME else path.stem
-    parent = path.parent.parent.name if path.parent.name == tables.SUBAGENTS_DIR else None
+def _identity(path: str) -> tuple[str, str | None]:
+    """(native id, parent native id or None) from a transcript's place: its name, its folder's and that folder's
+    folder's, as `Path` gives them (a path of fewer parts, or with a `.` part, is read through `Path`)."""
+    head, name = os.path.split(path)
+    head, folder = os.path.split(head)
+    grand = os.path.basename(head)
+    if not folder or "." in (folder, grand):
+        p = Path(path)
+        name, folder, grand = p.name, p.parent.name, p.parent.parent.name
+    native = folder if name == tables.NESTED_NAME else name[: len(name) - len(suffix(name))]  # `Path.stem`
+    parent = grand if folder == tables.SUBAGENTS_DIR else None
     return native, parent or None
 
 
@@ -127,18 +134,18 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """One outcome per transcript. Raises RejectError: no_conversation (nothing said and no tool call),
     unsupported_format (a Claude Code file), bad_shape, missing_timestamp (no tag and an unusable mtime), and every
     code of the bounded readers; DeferError."""
-    path = Path(source.path)
+    path = source.path
     native, parent = _identity(path)
     hint = session_id(SPEC.name, native)
     if not native:
         raise RejectError(RejectCode.MISSING_SESSION_ID, "a transcript file without a name")
     mtime = from_epoch_seconds(source.mtime_ns // 10**9)  # the start only when no <timestamp> tag gives one
-    if path.suffix == ".txt":
+    if suffix(os.path.basename(path)) == ".txt":
         facts = Facts(native, parent, mtime, "txt")
         lines = ((line.index, line.text) for line in iter_text_lines(path, limits))
         session = parse_txt(lines, limits, facts)
     else:
-        session = parse_jsonl(iter_jsonl_fields(path, limits), limits, Facts(native, parent, mtime))
+        session = parse_jsonl(iter_jsonl_fields(path, limits, known=KNOWN_ROWS), limits, Facts(native, parent, mtime))
     if not session.turns and not session.tool_calls:
         raise RejectError(
             RejectCode.NO_CONVERSATION,

@@ -118,6 +118,8 @@ def _zone(sign: str | None, hours: str | None, minutes: str | None) -> timezone 
 
 
 _NO_RESULTS: tuple[Result, ...] = ()
+_STAMP_OPENING, _STAMP_CLOSING = tables.TIMESTAMP
+_QUERY_OPENING, _QUERY_CLOSING = tables.USER_QUERY
 _REPLY = "assistant"  # an assistant row with text
 _CALLS = "assistant/tool_use"  # one with tool calls and no text
 
@@ -128,7 +130,10 @@ class _Assembler:
     facts: Facts
     turns: list[Turn] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)  # a call's output and is_error are set when one joins it
-    waiting: deque[int] = field(default_factory=deque)  # the places in `calls` of the calls without a result
+    # The places in `calls` of the calls without a result, in order: filled up to `listed` when a result comes (most
+    # files have none, so the tens of thousands of calls a corpus makes are never listed).
+    waiting: deque[int] = field(default_factory=deque)
+    listed: int = 0
     times: list[datetime] = field(default_factory=list)
     census: Counter[tuple[str, str, Disposition]] = field(default_factory=Counter)
     reply_index: int | None = None  # the first line of the reply being merged
@@ -143,9 +148,9 @@ class _Assembler:
         of its first row, when any of them had text."""
         if self.reply_index is not None and self.reply_texts:
             text = clip("\n\n".join(self.reply_texts), self.limits)
-            self.turns.append(Turn(self.reply_index, Role.ASSISTANT, text))
+            self.turns.append(Turn(self.reply_index, Role.ASSISTANT, text, None, None, ()))  # every field: faster
         self.reply_index = None
-        self.reply_texts = []
+        self.reply_texts.clear()  # the same list: `parse_jsonl` holds it
 
     def row(self, row: Row) -> None:
         if row.role == "assistant":
@@ -165,7 +170,6 @@ class _Assembler:
         if reply is None:
             reply = self.reply_index = index
         for position, name, arguments in calls:
-            self.waiting.append(len(self.calls))
             self.calls.append(ToolCall(f"{index}.{position}", reply, name, arguments))
         if results:
             self.join(results)
@@ -183,105 +187,73 @@ class _Assembler:
             self.count("assistant/empty", Disposition.SKIPPED)
 
     def assistant_record(self, index: int, record: dict[str, Any]) -> None:
-        """An assistant JSONL row: `_blocks`, then `assistant`. A row of text and tool_use blocks only (all but a few;
-        a Cursor corpus has tens of thousands) is read in one pass here, to the same calls and count as `assistant`
-        makes of it; any other (a string, thinking, a result, a bad block) goes through `_blocks`, which raises
-        RejectError(bad_shape) where it should."""
-        message = record.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if type(content) is list:
-            texts: list[str] = []
-            calls: list[Call] = []
-            max_field_bytes = self.limits.max_field_bytes
-            for position, block in enumerate(content):
-                if type(block) is not dict:
-                    break
-                kind = block.get("type")
-                if kind == "text":
-                    text = block.get("text")
-                    if isinstance(text, str):
-                        texts.append(text)
-                elif kind == "tool_use":
-                    name = block.get("name")
-                    if not isinstance(name, str) or not name:
-                        break
-                    raw = block.get("input")
-                    if raw is None:
-                        calls.append((position, name, None))
-                        continue
-                    try:  # `json_text`, inline: the stdlib fallback only for what orjson refuses to write
-                        arguments = orjson.dumps(raw).decode("utf-8")
-                    except orjson.JSONEncodeError:
-                        arguments = json_text(raw)
-                    if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
-                        arguments = clip(arguments, self.limits)
-                    calls.append((position, name, arguments))
-                else:
-                    break
-            else:
-                reply = self.reply_index
-                if reply is None:
-                    reply = self.reply_index = index
-                if calls:
-                    made = self.calls
-                    for position, name, call_input in calls:
-                        self.waiting.append(len(made))
-                        made.append(ToolCall(f"{index}.{position}", reply, name, call_input))
-                # `_visible`, inline for the one text block nearly every row has
-                text = texts[0].replace(tables.REDACTED, "").strip() if len(texts) == 1 else _visible(texts)
-                if text:
-                    self.reply_texts.append(text)
-                    self.census[(_REPLY, self.facts.version, Disposition.TURN)] += 1
-                elif calls:
-                    self.census[(_CALLS, self.facts.version, Disposition.TOOL)] += 1
-                elif any(tables.REDACTED in t for t in texts):  # no result and no reasoning block here
-                    self.count("assistant/redacted", tables.REDACTED_DISPOSITION)
-                else:
-                    self.count("assistant/empty", Disposition.SKIPPED)
-                return
+        """An assistant JSONL row `parse_jsonl`'s fast path did not take: `_blocks` (which raises RejectError(bad_shape)
+        where it should), then `assistant`."""
         texts, calls, results, _, reasoning = _blocks(record, index, "assistant", self.limits)
         self.assistant(index, texts, calls, results, reasoning)
 
     def user(self, index: int, texts: Sequence[str], results: Sequence[Result], attachments: tuple[str, ...]) -> None:
-        raw = "\n".join(texts)
-        if results and not raw.strip():
-            # Tool results written back as a user row (the Claude-compatible shape): part of the reply's loop.
-            self.join(results)
-            self.count("user/tool_result", Disposition.TOOL)
-            return
+        raw = texts[0] if len(texts) == 1 else "\n".join(texts)
         if results:
+            if not raw.strip():
+                # Tool results written back as a user row (the Claude-compatible shape): part of the reply's loop.
+                self.join(results)
+                self.count("user/tool_result", Disposition.TOOL)
+                return
             self.join(results)
-        self.close_reply()
+        self.prompt(index, raw, attachments)
+
+    def prompt(self, index: int, raw: str, attachments: tuple[str, ...] = ()) -> None:
+        """A user row that is not only tool results, its texts joined in `raw` (`parse_jsonl` calls it for a row of
+        one text block, the rule, without `_blocks`)."""
+        if self.reply_index is not None:  # else there is no reply to close
+            self.close_reply()
         self.prompts += 1
-        stamps = _tagged(raw, tables.TIMESTAMP)
-        when = tag_time(stamps[0][2]) if stamps else None
-        if when is not None:
-            self.times.append(when)
+        # The first `<timestamp>` tag's time: `_tagged(raw, tables.TIMESTAMP)[0]`, without the others.
+        when = None
+        start = raw.find(_STAMP_OPENING)
+        if start >= 0:
+            end = raw.find(_STAMP_CLOSING, start + len(_STAMP_OPENING))
+            if end >= 0:
+                when = tag_time(raw[start + len(_STAMP_OPENING) : end])
+                if when is not None:
+                    self.times.append(when)
         if self.facts.parent is not None and self.prompts == 1:
             # A subagent's first user row is the delegation prompt its parent model wrote (AS fixture
             # subagent-session.jsonl), not a person's words.
             self.count("user/subagent_prompt", Disposition.HARNESS)
             return
-        queries = _tagged(raw, tables.USER_QUERY)
-        if len(queries) == 1:  # the rule: one prompt, here without the generators below
-            text, kind = queries[0][2].replace(tables.REDACTED, "").strip(), "user/user_query"
-        elif queries:
-            text = "\n".join(q for q in (_visible((q,)) for _, _, q in queries) if q)
-            kind = "user/user_query"
+        start = raw.find(_QUERY_OPENING)
+        end = raw.find(_QUERY_CLOSING, start + len(_QUERY_OPENING)) if start >= 0 else -1
+        if end >= 0 and raw.find(_QUERY_OPENING, end + len(_QUERY_CLOSING)) < 0:
+            # the rule: one prompt (what `_tagged` finds, here without its list and the generators below)
+            body = raw[start + len(_QUERY_OPENING) : end]
+            text, kind = body.replace(tables.REDACTED, "").strip(), "user/user_query"
         else:
-            text = _visible((_untagged(raw, tables.TIMESTAMP),))
-            if text.startswith(tables.HARNESS_TAGS):
-                self.count("user/injected", Disposition.HARNESS)
-                return
-            kind = "user/untagged"
+            queries = _tagged(raw, tables.USER_QUERY)
+            if len(queries) == 1:
+                text, kind = queries[0][2].replace(tables.REDACTED, "").strip(), "user/user_query"
+            elif queries:
+                text = "\n".join(q for q in (_visible((q,)) for _, _, q in queries) if q)
+                kind = "user/user_query"
+            else:
+                text = _visible((_untagged(raw, tables.TIMESTAMP),))
+                if text.startswith(tables.HARNESS_TAGS):
+                    self.count("user/injected", Disposition.HARNESS)
+                    return
+                kind = "user/untagged"
         if not text and not attachments:
             self.count("user/empty", Disposition.SKIPPED)
             return
-        self.turns.append(Turn(index, Role.USER, clip(text, self.limits), when, None, attachments))
-        self.count(kind, Disposition.TURN)
+        if len(text) * 4 > self.limits.max_field_bytes:  # `clip`'s own first test, without the call
+            text = clip(text, self.limits)
+        self.turns.append(Turn(index, Role.USER, text, when, None, attachments))
+        self.census[(kind, self.facts.version, Disposition.TURN)] += 1
 
     def join(self, results: Sequence[Result]) -> None:
         """Results carry no call id: each goes to the oldest call still without one (of its name, where known)."""
+        self.waiting.extend(range(self.listed, len(self.calls)))
+        self.listed = len(self.calls)
         for result in results:
             target = next((i for i in self.waiting if result.name in (None, self.calls[i].name)), None)
             if target is None:
@@ -352,30 +324,150 @@ def _visible(texts: Sequence[str]) -> str:
 
 # --- JSONL --------------------------------------------------------------------------------------------------------
 
+# The rows Cursor writes byte for byte the same, with their records, for `iter_jsonl_fields(known=KNOWN_ROWS)`: the
+# loop below tells those records by identity and does what its general path would make of them, without it.
+KNOWN_ROWS: dict[bytes, dict[str, Any]] = {
+    raw: orjson.loads(raw) for raw in (tables.REDACTED_ROW, tables.TURN_ENDED_ROW)
+}
+_REDACTED_RECORD = KNOWN_ROWS[tables.REDACTED_ROW]
+_ENDED_RECORD = KNOWN_ROWS[tables.TURN_ENDED_ROW]
+
 
 def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Session:
-    """The session of one agent-transcript JSONL (`iter_jsonl_fields`: a Cursor row is ~650 bytes, so the reading
-    of each costs as much as its JSON). Raises RejectError (bad_shape, unsupported_format)."""
+    """The session of one agent-transcript JSONL (`iter_jsonl_fields`). Raises RejectError (bad_shape,
+    unsupported_format).
+
+    A Cursor row is ~650 bytes and a corpus holds tens of thousands, with no hot spot but the per-row work itself:
+    an assistant row of text and tool_use blocks only (all but a few) is read here, in the loop, to the same calls,
+    reply text and count as `_Assembler.assistant` makes of it (any other goes through `assistant_record`); the
+    assembler's state the loop touches is held in locals (its reply pieces are one list, cleared, never replaced).
+    """
     assembler = _Assembler(limits, facts)
-    assistant = assembler.assistant_record
+    census = assembler.census
+    made = assembler.calls
+    pieces = assembler.reply_texts
+    version = facts.version
+    reply_kind = (_REPLY, version, Disposition.TURN)
+    calls_kind = (_CALLS, version, Disposition.TOOL)
+    redacted_kind = ("assistant/redacted", version, tables.REDACTED_DISPOSITION)
+    empty_kind = ("assistant/empty", version, Disposition.SKIPPED)
+    ended_kind = (f"turn_ended/{_ENDED_RECORD['status']}", version, Disposition.SKIPPED)
+    ended_kinds: dict[str, tuple[str, str, Disposition]] = {_ENDED_RECORD["status"]: ended_kind}  # by status
+    redacted_record = _REDACTED_RECORD
+    ended_record = _ENDED_RECORD
+    redacted = tables.REDACTED
+    max_field_bytes = limits.max_field_bytes
+    dumps = orjson.dumps
+    prompt = assembler.prompt
     for index, _, record, _, part, parts, _, _ in lines:
         if parts > 1 and part == 0:  # `count_glued_line`
-            assembler.census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
+            census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
+        if record is redacted_record:  # an assistant row of only `[REDACTED]`: no text, no call
+            if assembler.reply_index is None:
+                assembler.reply_index = index
+            census[redacted_kind] += 1
+            continue
+        if record is ended_record:  # `turn_ended` / success
+            if pieces or assembler.reply_index is not None:
+                assembler.close_reply()
+            census[ended_kind] += 1
+            continue
         role = record.get("role")
         if role == "assistant":
-            assistant(index, record)
+            message = record.get("message")
+            content = message.get("content") if type(message) is dict else None
+            if type(content) is list:
+                reply = assembler.reply_index
+                if reply is None:
+                    reply = index
+                text: str | None = None  # the first text block's; `texts` only when there are more
+                texts: list[str] | None = None
+                new: list[ToolCall] | None = None
+                for position, block in enumerate(content):
+                    if type(block) is not dict:
+                        break
+                    kind = block.get("type")
+                    if kind == "text":
+                        piece = block.get("text")
+                        if isinstance(piece, str):
+                            if text is None:
+                                text = piece
+                            elif texts is None:
+                                texts = [text, piece]
+                            else:
+                                texts.append(piece)
+                    elif kind == "tool_use":
+                        name = block.get("name")
+                        if not isinstance(name, str) or not name:
+                            break
+                        raw = block.get("input")
+                        if raw is None:
+                            arguments = None
+                        else:
+                            try:  # `json_text`, inline: the stdlib fallback only for what orjson refuses to write
+                                arguments = dumps(raw).decode("utf-8")
+                            except orjson.JSONEncodeError:
+                                arguments = json_text(raw)
+                            if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
+                                arguments = clip(arguments, limits)
+                        # every field given: a frozen dataclass's defaults cost more than passing them
+                        call = ToolCall(f"{index}.{position}", reply, name, arguments, None, None, None, None, None)
+                        if new is None:
+                            new = [call]
+                        else:
+                            new.append(call)
+                    else:
+                        break
+                else:
+                    assembler.reply_index = reply
+                    if new is not None:
+                        made.extend(new)
+                    # `_visible`: most rows are one text block, and a third of them only `[REDACTED]`; a text with one
+                    # is read by `replace` alone (a test with `in` first scans it once more)
+                    if texts is not None:
+                        visible = _visible(texts)
+                    elif text is None or text == redacted:
+                        visible = ""
+                    else:
+                        visible = text.replace(redacted, "").strip()
+                    if visible:
+                        pieces.append(visible)
+                        census[reply_kind] += 1
+                    elif new is not None:
+                        census[calls_kind] += 1
+                    elif text is not None and (redacted in text or any(redacted in t for t in texts or ())):
+                        census[redacted_kind] += 1  # no result and no reasoning block here
+                    else:
+                        census[empty_kind] += 1
+                    continue
+            assembler.assistant_record(index, record)
             continue
         if role == "user":
-            texts, _, results, attachments, _ = _blocks(record, index, role, limits)
-            assembler.user(index, texts, results, attachments)
+            message = record.get("message")
+            content = message.get("content") if type(message) is dict else None
+            if type(content) is list and len(content) == 1:  # one text block: the rule (`_blocks` makes it [text])
+                block = content[0]
+                if type(block) is dict and block.get("type") == "text":
+                    piece = block.get("text")
+                    if isinstance(piece, str):
+                        prompt(index, piece)
+                        continue
+            texts_, _, results, attachments, _ = _blocks(record, index, role, limits)
+            assembler.user(index, texts_, results, attachments)
             continue
         if role is None:
             kind = record.get("type")
             if kind == "turn_ended":  # not one of tables.CLAUDE_TYPES
-                assembler.close_reply()
+                if pieces or assembler.reply_index is not None:
+                    assembler.close_reply()
                 status = record.get("status")
-                kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
-                assembler.count(kind, Disposition.SKIPPED)
+                ended = ended_kinds.get(status) if isinstance(status, str) else None
+                if ended is None:
+                    kind = f"turn_ended/{status}" if isinstance(status, str) else "turn_ended"
+                    ended = (kind, version, Disposition.SKIPPED)
+                    if isinstance(status, str):
+                        ended_kinds[status] = ended
+                census[ended] += 1
                 continue
             if isinstance(kind, str) and kind in tables.CLAUDE_TYPES and "message" in record:
                 raise RejectError(

@@ -60,6 +60,12 @@ HARNESS_TAGS = (
 REDACTED = "[REDACTED]"
 REDACTED_DISPOSITION = Disposition.HARNESS
 
+# Rows Cursor writes byte for byte the same, many times a file: an assistant row of only `[REDACTED]` (a third of a
+# real capture's rows, docs/agents/cursor.md "Real captures") and the end of a turn that went well. The reader gets
+# each one's record without parsing it again (`iter_jsonl_fields(known=...)`), and tells it by identity.
+REDACTED_ROW = b'{"role":"assistant","message":{"content":[{"type":"text","text":"[REDACTED]"}]}}\n'
+TURN_ENDED_ROW = b'{"type":"turn_ended","status":"success"}\n'
+
 # Content block `type` -> what it is in an assistant or user row (a block type not listed is ignored inside its row;
 # the row is counted once, under the row's kind).
 BLOCKS: dict[str, str] = {
