@@ -3,8 +3,8 @@
 A command prints its summary, not log records (flows.cli.console.route_logs keeps them off the terminal unless
 `-v`); the records go here, whichever way the run was started: `transcripts run` and `backfill`, or the nightly
 schedule's flow run (`flows.etl.flow.run_etl` opens the file when its caller did not). The file is 0600 in a 0700
-folder, created at the run's first record only (a no-op run that logs nothing leaves none), and the folder keeps
-the newest `KEEP` runs' files: each run removes the older ones as it starts. Worker processes (the extraction
+folder, created at the run's first record only (a no-op run that logs nothing leaves none, nor a data dir), and the
+folder keeps the newest `KEEP` runs' files: a run's first record removes the older ones. Worker processes (the extraction
 pool's, a local Dask cluster's) append to the same file (`current()` tells them where and at which level).
 
 Standard library only: on the path of a no-op `run`.
@@ -88,6 +88,10 @@ class _PrivateFile(logging.FileHandler):
     """A FileHandler whose file is created 0600 whatever the umask (log records may name sources and projects)."""
 
     def _open(self) -> Any:
+        where = Path(self.baseFilename).parent
+        if not os.path.exists(self.baseFilename):  # the run's first record: the folder, and room in it
+            private_dirs(where)
+            prune(where, KEEP - 1)
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         return os.fdopen(fd, "a", encoding="utf-8")
 
@@ -122,8 +126,6 @@ def run_log(data_dir: Path, run_id: str) -> Iterator[Path]:
     if _path is not None:  # the command opened it for this run already (or a run is under way: one file per run)
         yield _path
         return
-    private_dirs(path.parent)
-    prune(path.parent, KEEP - 1)
     handler = file_handler(path, _level)
     root = logging.getLogger()
     ours = logging.getLogger("transcripts")  # Prefect's and Dask's levels are the command's (route_logs) or theirs
