@@ -4,8 +4,8 @@ A command prints its summary, not log records (flows.cli.console.route_logs keep
 `-v`); the records go here, whichever way the run was started: `transcripts run` and `backfill`, or the nightly
 schedule's flow run (`flows.etl.flow.run_etl` opens the file when its caller did not). The file is 0600 in a 0700
 folder, created at the run's first record only (a no-op run that logs nothing leaves none, nor a data dir), and the
-folder keeps the newest `KEEP` runs' files: a run's first record removes the older ones. Worker processes (the extraction
-pool's, a local Dask cluster's) append to the same file (`current()` tells them where and at which level).
+folder keeps the newest `KEEP` runs' files: a run's first record removes the older ones. Worker processes (the
+extraction pool's, a local Dask cluster's) append to the same file (`current()` tells them where and at which level).
 
 Standard library only: on the path of a no-op `run`.
 """
