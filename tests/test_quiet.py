@@ -50,8 +50,12 @@ def summary_only(text: str) -> bool:
         bool(lines)
         and lines[0].startswith("sources found ")
         and lines[-1].startswith("Corpus: ")
-        and all(line.startswith("  ") or re.match(r"\d+ new rejections?: see ", line) for line in lines[1:-1])
+        and all(line.startswith("  ") or re.match(WARNINGS, line) for line in lines[1:-1])
     )
+
+
+# The summary's lines for a person to act on: new rejections, what discovery passed over.
+WARNINGS = r"\d+ new rejections?: see |passed over while discovering: "
 
 
 def run_logs(data: Path) -> list[Path]:
@@ -66,11 +70,15 @@ LOUD_PREFECT = {"PREFECT_LOGGING_LEVEL": "INFO"}
 @pytest.mark.usefixtures("prefect_harness")  # the tests' managed server started before: no line saying so
 def test_a_piped_run_prints_its_summary_only_and_its_log_records_go_to_the_runs_log_file(tmp_path: Path) -> None:
     home, data = mixed_home(tmp_path / "home"), tmp_path / "data"
+    fifo = next((home / ".claude" / "projects").iterdir()) / "named-pipe.jsonl"
+    os.mkfifo(fifo)  # passed over by discovery, with a warning: in the summary, its details in the log
     proc = transcripts("run", "--home", str(home), "--data-dir", str(data), env=LOUD_PREFECT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "", "no log record on the terminal: not ours, not Prefect's"
     assert summary_only(proc.stdout), proc.stdout
     [log] = run_logs(data)
+    assert f"passed over while discovering: fifo 1 (details: {log})" in proc.stdout
+    assert "WARNING transcripts.discovery" in log.read_text(encoding="utf-8")
     assert stat.S_IMODE(log.stat().st_mode) == 0o600 and stat.S_IMODE(log.parent.stat().st_mode) == 0o700
     text = log.read_text(encoding="utf-8")
     for record in ("INFO transcripts.etl event=plan", "INFO transcripts.etl event=done", "INFO prefect.flow_runs"):

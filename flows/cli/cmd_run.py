@@ -390,6 +390,8 @@ def _dry_run(settings: Settings, found: Discovery, full: bool, say: _Say) -> Non
             f"  {agent:<10}{c['new']:>8}{c['changed']:>9}{c['unchanged']:>11}{c['deleted']:>9}"
             f"{human_bytes(c['bytes']):>12}"
         )
+    say.found = found
+    _passed_over(say)
 
 
 def _where(settings: Settings, sample: bool = False) -> str:
@@ -453,14 +455,18 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
             say.line(f"[yellow]{count(c.new_rejections, 'new rejection')}: see `{status}`[/yellow]")
         if not report.redacted:
             say.line("[yellow]unredacted: this run stored text as it is (--no-redact); secrets were kept[/yellow]")
+    _passed_over(say)
+    say.line(_where(settings, say.sample))
+
+
+def _passed_over(say: _Say) -> None:
+    """What discovery passed over (a root it could not list, a folder it could not read) is for a person to act
+    on: said in the summary; the details (which root, which error) are log records, in the run's log."""
     skipped = say.found.skipped if say.found is not None else {}
     if skipped:
-        # What discovery passed over (a root it could not list, a folder it could not read) is for a person to
-        # act on: said here; the details (which root, which error) are in the run's log.
         what = ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(skipped.items()))
         where = f" (details: {escape(str(say.log))})" if say.log is not None else " (details: run again with -v)"
         say.line(f"[yellow]passed over while discovering: {what}{where}[/yellow]")
-    say.line(_where(settings, say.sample))
 
 
 _NOT_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))

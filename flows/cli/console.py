@@ -168,6 +168,11 @@ class _Terminal(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _Nowhere(logging.NullHandler):
+    """Without -v, on the root logger: a record no file takes (a dry run's) goes nowhere, never to logging's last
+    resort, which writes it to stderr."""
+
+
 def _to_terminal(handler: logging.Handler) -> bool:
     """Whether `handler` writes to this process's stdout or stderr (Prefect's console handler on the root logger,
     distributed's and tornado's own), as opposed to a file or a test's capture."""
@@ -193,12 +198,11 @@ def route_logs(verbose: int = 0) -> None:
     runlog.set_level(level, terminal=bool(verbose))
     root = logging.getLogger()
     for logger in [root, *(x for x in logging.root.manager.loggerDict.values() if isinstance(x, logging.Logger))]:
-        for handler in [h for h in logger.handlers if isinstance(h, _Terminal) or _to_terminal(h)]:
+        for handler in [h for h in logger.handlers if isinstance(h, _Terminal | _Nowhere) or _to_terminal(h)]:
             logger.removeHandler(handler)
             if logger is not root:
                 logger.propagate = True  # its records reach the root's handlers: the run's file (and -v's)
-    if verbose:
-        root.addHandler(_Terminal(level))
+    root.addHandler(_Terminal(level) if verbose else _Nowhere())
     root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
     runlog.levels(level)
     runlog.attach()

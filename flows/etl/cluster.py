@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,13 @@ def dask_runner(address: str, *, workers: int = 2, log: runlog.Destination | Non
 
 
 def _run_log_env(log: runlog.Destination | None) -> dict[str, str]:
-    return {RUN_LOG_ENV: f"{log.level}:{int(log.terminal)}:{log.path}"} if log is not None else {}
+    if log is None:
+        return {}
+    return {RUN_LOG_ENV: f"{log.level}:{int(log.terminal)}:{log.path}", "PREFECT_LOGGING_LEVEL": _name(log.level)}
+
+
+def _name(level: int) -> str:
+    return logging.getLevelName(level) if isinstance(logging.getLevelName(level), str) else "INFO"
 
 
 def _run_log_from_env() -> runlog.Destination | None:
@@ -102,23 +107,14 @@ def dask_setup(worker: Any) -> None:
     path = os.environ.get(LOG_ENV)
     run = _run_log_from_env()
     if run is not None:
-        # Prefect runs the tasks here and, loaded, would give the root logger its stderr handler: loaded now
-        # (the first task would load it anyway), its handler is taken off and the run's put in its place.
-        from prefect.logging.configuration import ensure_logging_setup
-
-        ensure_logging_setup()
-        root = logging.getLogger()
-        root.handlers[:] = [h for h in root.handlers if not _to_stdio(h)]
+        # Before Prefect loads here (with the first task): it finds the run's file on the root logger and leaves
+        # it there, without its own stderr handler (runlog.PrivateFileHandler); its level is the run's
+        # (PREFECT_LOGGING_LEVEL, set for the workers by `dask_runner`).
         runlog.in_worker(run)
     if path:
         handler = _file_handler(Path(path))
         for name in _LOGGERS:
             _route(logging.getLogger(name), handler, run.level if run is not None else None)
-
-
-def _to_stdio(handler: logging.Handler) -> bool:
-    stream = getattr(handler, "stream", None)
-    return not isinstance(handler, logging.FileHandler) and any(stream is s for s in (sys.stderr, sys.stdout))
 
 
 def _file_handler(path: Path) -> logging.Handler:

@@ -84,8 +84,12 @@ def in_worker(where: Destination | None) -> None:
     levels(where.level)
 
 
-class _PrivateFile(logging.FileHandler):
-    """A FileHandler whose file is created 0600 whatever the umask (log records may name sources and projects)."""
+class PrivateFileHandler(logging.FileHandler):
+    """A FileHandler whose file is created 0600 whatever the umask (log records may name sources and projects).
+
+    Public by name on purpose: Prefect, loaded in a process whose root logger has a handler like this one (no
+    leading underscore), leaves the root logger's handlers alone instead of putting its stderr handler there
+    (prefect.logging.configuration.setup_logging), as in a Dask worker."""
 
     def _open(self) -> Any:
         where = Path(self.baseFilename).parent
@@ -98,7 +102,7 @@ class _PrivateFile(logging.FileHandler):
 
 def file_handler(path: Path, level: int) -> logging.Handler:
     """A handler appending records to `path` (created at the first record, 0600): the run's, in any process."""
-    handler = _PrivateFile(path, encoding="utf-8", delay=True)
+    handler = PrivateFileHandler(path, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.setLevel(level)
     return handler
