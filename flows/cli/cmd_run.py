@@ -171,6 +171,7 @@ def _run(
     options["data_dir"] = settings.data_dir
     say = _Say(as_json)
     say.sample = sample
+    say.verbose = verbose
     for agent in [a for a in settings.agents if not extractor(a).SPEC.nightly and a not in settings.explicit_roots]:
         say.line(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
     if dry_run:
@@ -346,6 +347,7 @@ class _Say:
         self.sample = False  # the run loaded the sample: its summary says how to look at the sample's data dir
         self.log: Path | None = None  # the run's log file (flows.etl.runlog): named where the summary warns
         self.found: Discovery | None = None  # the run's discovery: what it passed over is said in the summary
+        self.verbose = 0  # -v: the log records are on stderr
 
     def line(self, text: str) -> None:
         if not self.as_json:
@@ -465,7 +467,13 @@ def _passed_over(say: _Say) -> None:
     skipped = say.found.skipped if say.found is not None else {}
     if skipped:
         what = ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(skipped.items()))
-        where = f" (details: {escape(str(say.log))})" if say.log is not None else " (details: run again with -v)"
+        where = (
+            f" (details: {escape(str(say.log))})"
+            if say.log is not None
+            else " (details: the records above)"
+            if say.verbose
+            else " (details: run again with -v)"
+        )
         say.line(f"[yellow]passed over while discovering: {what}{where}[/yellow]")
 
 
