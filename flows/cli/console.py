@@ -157,7 +157,7 @@ class _Terminal(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self, level: int) -> None:
         super().__init__()
         self.setLevel(level)
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        self.setFormatter(logging.Formatter(runlog.FORMAT))  # as in the file, and as a worker process writes them
 
     @property
     def stream(self) -> TextIO:
