@@ -135,7 +135,8 @@ def test_help_and_usage_errors_through_the_runner_name_the_program_transcripts(s
 def _start_and_wait_for_the_plan(state: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str]]:
     home = busy_home(tmp_path / "home")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli.entry", "run", "--home", str(home), "--data-dir", str(tmp_path / "d")],
+        # -v: its log records on stderr too, where the test sees that it planned
+        [sys.executable, "-m", "flows.cli.entry", "run", "-v", "--home", str(home), "--data-dir", str(tmp_path / "d")],
         cwd=tmp_path,
         env=_env(state),
         stdout=subprocess.PIPE,

@@ -10,7 +10,6 @@ import logging
 import os
 import shlex
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,14 +23,19 @@ from flows.cli.console import (
     DataDir,
     Json,
     UsageError,
+    Verbose,
     Wait,
     console,
     count,
+    escape,
     human_bytes,
     print_json,
     reported,
+    route_logs,
     split_list,
 )
+from flows.cli.progress import Display, wanted
+from flows.etl import runlog
 from flows.etl.datahome import SAMPLE_HOME, SAMPLE_MARKER, default_data_dir, holds_corpus, is_sample, sample_data_dir
 from flows.etl.settings import SettingsError, check_data_dir, check_paths, load_settings
 from flows.etl.status import foreign_warehouse, rejected_label
@@ -63,20 +67,6 @@ Roots = Annotated[
     list[str] | None,
     typer.Option("--root", metavar="AGENT=PATH", help="AGENT=PATH: read AGENT from PATH (repeatable)."),
 ]
-
-
-def _structured_logs() -> None:
-    """Send our `event=...` lines to stderr (once per command: a handler from an earlier call is replaced)."""
-
-    ours = logging.getLogger("transcripts")  # Prefect configures the root logger; ours stays independent
-    for old in [h for h in ours.handlers if getattr(h, "transcripts_cli", False)]:
-        ours.removeHandler(old)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    handler.transcripts_cli = True  # type: ignore[attr-defined]
-    ours.addHandler(handler)
-    ours.setLevel(logging.INFO)
-    ours.propagate = False
 
 
 def sample_home() -> Path:
@@ -132,9 +122,10 @@ def run(
     ] = None,
     no_redact: NoRedact = False,
     config: Config = None,
+    verbose: Verbose = 0,
 ) -> None:
     """Discover new and changed sessions and load them into the corpus."""
-    _run(source, home, root, data_dir, full, dry_run, sample, wait, as_json, config, dask, no_redact)
+    _run(source, home, root, data_dir, full, dry_run, sample, wait, as_json, config, dask, no_redact, verbose)
 
 
 @reported("run")
@@ -151,10 +142,12 @@ def _run(
     config: Path | None,
     dask: str | None = None,
     no_redact: bool = False,
+    verbose: int = 0,
 ) -> None:
     from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
 
     start = time.monotonic()
+    route_logs(verbose)
     if sample:
         home = sample_home()
     sample = sample or (home is not None and is_sample(home))  # `--home data/sample/home` is the sample too
@@ -178,6 +171,7 @@ def _run(
     options["data_dir"] = settings.data_dir
     say = _Say(as_json)
     say.sample = sample
+    say.verbose = verbose
     for agent in [a for a in settings.agents if not extractor(a).SPEC.nightly and a not in settings.explicit_roots]:
         say.line(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
     if dry_run:
@@ -188,26 +182,50 @@ def _run(
         return
     run_id = pipeline.new_run_id()
     mode = "full" if full else "incremental"
-    with ledger.recording(settings.data_dir, run_id, flow="etl", mode=mode, defer=True) as record:
-        found = pipeline.discover(settings)
-        if _nothing_found(settings, found, say):
-            record.skip = True
-            return
-        record.begin()
-        plan = _plan(settings, found, full)
-        if plan is not None and not full and _may_skip_flow(settings.data_dir) and pipeline.nothing_to_do(plan):
-            record.outcome = "noop"
-            record.counts = pipeline.noop_counts(plan)
-            report = pipeline.RunReport(run_id, pipeline.plan_counts(plan), seconds=pipeline.elapsed_since(start))
-            _print_report(report, settings, say, outcome="noop")
-            return
-        total = sum(s.size for s in plan.to_read) if plan is not None else None
-        fresh = not ledger.lock_held(settings.data_dir)  # else the discovery may be old by the time the lock is free
-        if plan is not None and _uses_a_pool(settings, plan):
-            start_fork_server()
-        wait_for_writer(settings)
-        report = _through_flow(settings, options, run_id, full, total, found if fresh else None)
+    display = Display() if wanted(as_json, verbose) else None
+    try:
+        with (
+            runlog.run_log(settings.data_dir, run_id) as log,
+            ledger.recording(settings.data_dir, run_id, flow="etl", mode=mode, defer=True) as record,
+        ):
+            say.log = log
+            found = pipeline.discover(settings)
+            say.found = found
+            if _nothing_found(settings, found, say):
+                record.skip = True
+                return
+            record.begin()
+            _stage(display, "planning")
+            plan = _plan(settings, found, full)
+            if plan is not None and not full and _may_skip_flow(settings.data_dir) and pipeline.nothing_to_do(plan):
+                record.outcome = "noop"
+                record.counts = pipeline.noop_counts(plan)
+                report = pipeline.RunReport(run_id, pipeline.plan_counts(plan), seconds=pipeline.elapsed_since(start))
+                _stop(display)
+                _print_report(report, settings, say, outcome="noop")
+                return
+            fresh = not ledger.lock_held(settings.data_dir)  # else the discovery may be old once the lock is free
+            if plan is not None and _uses_a_pool(settings, plan):
+                start_fork_server()
+            _stage(display, "waiting for another run" if ledger.lock_held(settings.data_dir) else "starting the flow")
+            wait_for_writer(settings)
+            _stage(display, "starting the flow")
+            report = _through_flow(
+                settings, options, run_id, full, found if fresh else None, display=display, verbose=verbose
+            )
+    finally:
+        _stop(display)
     _print_report(report, settings, say, outcome="ok" if report.committed is not None else "noop")
+
+
+def _stage(display: Display | None, name: str) -> None:
+    if display is not None:
+        display.stage(name)
+
+
+def _stop(display: Display | None) -> None:
+    if display is not None:
+        display.stop()
 
 
 def _plan(settings: Settings, found: Discovery, full: bool) -> Plan[Source] | None:
@@ -276,47 +294,32 @@ class _NoCrashReportOnCtrlC(logging.Filter):
 
 
 def _through_flow(
-    settings: Settings, options: dict[str, Any], run_id: str, full: bool, total: int | None, found: Discovery | None
+    settings: Settings,
+    options: dict[str, Any],
+    run_id: str,
+    full: bool,
+    found: Discovery | None,
+    *,
+    display: Display | None = None,
+    verbose: int = 0,
 ) -> Any:
     env = _environment()
     quiet_prefect()
-    logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
-    progress = None
     with prefect_api() as api:
         # Here, after quiet_prefect() and prefect_api(): Prefect (~2 s) reads its settings once, at its import.
         from flows.etl import flow as etl
 
+        route_logs(verbose)  # Prefect, loaded, gave the root logger its stderr handler: the run's file instead
+        logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
         if found is not None:
             etl.hand_over(run_id, found)
-        if sys.stdout.isatty():
-            # here: rich (~80 ms), for a terminal's progress bar only
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-            progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                DownloadColumn(),
-                TimeRemainingColumn(),
-                console=Console(),
-                transient=True,
-            )
-            bar = progress.add_task("loading", total=total)
-
-            def hook(done: int, all_bytes: int) -> None:
-                progress.update(bar, completed=done, total=all_bytes)
-
-            etl.progress_hook = hook
-            progress.start()
-        else:  # cron, systemd, a pipe: one structured line per step instead of a bar
-            _structured_logs()
+        etl.progress_hook = display.update if display is not None else None
         try:
             with etl.foreground():
                 return etl.etl_flow(options, full=full, run_id=run_id)
         finally:
+            etl.progress_hook = None
             etl.take_back(run_id)  # a flow that never started leaves nothing behind
-            if progress is not None:
-                progress.stop()
             _runner_for_next_time(api, env)
 
 
@@ -342,6 +345,9 @@ class _Say:
         self.as_json = as_json
         self.doc: dict[str, Any] = {}
         self.sample = False  # the run loaded the sample: its summary says how to look at the sample's data dir
+        self.log: Path | None = None  # the run's log file (flows.etl.runlog): named where the summary warns
+        self.found: Discovery | None = None  # the run's discovery: what it passed over is said in the summary
+        self.verbose = 0  # -v: the log records are on stderr
 
     def line(self, text: str) -> None:
         if not self.as_json:
@@ -386,6 +392,8 @@ def _dry_run(settings: Settings, found: Discovery, full: bool, say: _Say) -> Non
             f"  {agent:<10}{c['new']:>8}{c['changed']:>9}{c['unchanged']:>11}{c['deleted']:>9}"
             f"{human_bytes(c['bytes']):>12}"
         )
+    say.found = found
+    _passed_over(say)
 
 
 def _where(settings: Settings, sample: bool = False) -> str:
@@ -449,7 +457,24 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
             say.line(f"[yellow]{count(c.new_rejections, 'new rejection')}: see `{status}`[/yellow]")
         if not report.redacted:
             say.line("[yellow]unredacted: this run stored text as it is (--no-redact); secrets were kept[/yellow]")
+    _passed_over(say)
     say.line(_where(settings, say.sample))
+
+
+def _passed_over(say: _Say) -> None:
+    """What discovery passed over (a root it could not list, a folder it could not read) is for a person to act
+    on: said in the summary; the details (which root, which error) are log records, in the run's log."""
+    skipped = say.found.skipped if say.found is not None else {}
+    if skipped:
+        what = ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in sorted(skipped.items()))
+        where = (
+            f" (details: {escape(str(say.log))})"
+            if say.log is not None
+            else " (details: the records above)"
+            if say.verbose
+            else " (details: run again with -v)"
+        )
+        say.line(f"[yellow]passed over while discovering: {what}{where}[/yellow]")
 
 
 _NOT_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
@@ -491,9 +516,10 @@ def backfill(
     as_json: Json = False,
     no_redact: NoRedact = False,
     config: Config = None,
+    verbose: Verbose = 0,
 ) -> None:
     """Load an explicitly given source, such as a ChatGPT export (.zip or conversations.json)."""
-    _backfill(target, write, fmt, full, data_dir, wait, as_json, config, no_redact)
+    _backfill(target, write, fmt, full, data_dir, wait, as_json, config, no_redact, verbose)
 
 
 @reported("backfill")
@@ -507,9 +533,11 @@ def _backfill(
     as_json: bool,
     config: Path | None,
     no_redact: bool = False,
+    verbose: int = 0,
 ) -> None:
     from flows.etl import pipeline  # here: pyarrow and the sinks, ~0.25 s that `--help` and `status` do without
 
+    route_logs(verbose)
     paths = list(target)
     named = None
     if len(paths) > 1:
@@ -584,23 +612,37 @@ def _backfill(
     run_id = pipeline.new_run_id()
     env = _environment()
     quiet_prefect()
-    logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
-    _structured_logs()
-    with ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"):
-        wait_for_writer(settings)
-        with prefect_api() as api:
-            # Here, after quiet_prefect() and prefect_api(): Prefect (~2 s) reads its settings once, at its import.
-            from flows.etl import flow as etl
+    display = Display() if wanted(as_json, verbose) else None
+    try:
+        with (
+            runlog.run_log(settings.data_dir, run_id) as log,
+            ledger.recording(settings.data_dir, run_id, flow="backfill", mode="backfill"),
+        ):
+            say.log = log
+            _stage(display, "waiting for another run" if ledger.lock_held(settings.data_dir) else "starting the flow")
+            wait_for_writer(settings)
+            _stage(display, "starting the flow")
+            with prefect_api() as api:
+                # Here, after quiet_prefect() and prefect_api(): Prefect (~2 s) reads its settings once, at its import.
+                from flows.etl import flow as etl
 
-            with etl.foreground():
-                report = etl.backfill_flow(
-                    {"data_dir": settings.data_dir, "config": config, "lock_wait": wait, "redact": redact},
-                    agent,
-                    [s.path for s in found.sources],
-                    full=full,
-                    run_id=run_id,
-                )
-            _runner_for_next_time(api, env)
+                route_logs(verbose)  # Prefect, loaded, gave the root logger its stderr handler: the run's file instead
+                logging.getLogger("prefect.flow_runs").addFilter(_NoCrashReportOnCtrlC())
+                etl.progress_hook = display.update if display is not None else None
+                try:
+                    with etl.foreground():
+                        report = etl.backfill_flow(
+                            {"data_dir": settings.data_dir, "config": config, "lock_wait": wait, "redact": redact},
+                            agent,
+                            [s.path for s in found.sources],
+                            full=full,
+                            run_id=run_id,
+                        )
+                finally:
+                    etl.progress_hook = None
+                _runner_for_next_time(api, env)
+    finally:
+        _stop(display)
     _print_report(report, settings, say, outcome="ok" if report.committed is not None else "noop")
 
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, ParamSpec, TextIO, TypeVar
 
 import typer
 
+from flows.etl import runlog
 from flows.etl.cluster import log_path
 
 # Exit codes (docs/operations.md "Exit codes"): a script may rely on them.
@@ -106,6 +107,15 @@ Json = Annotated[
     bool, typer.Option("--json", help="Print the result as JSON (a stable shape: docs/operations.md, 'JSON output').")
 ]
 Wait = Annotated[float | None, typer.Option("--wait", metavar="SECONDS", help="Seconds to wait for another run.")]
+Verbose = Annotated[
+    int,
+    typer.Option(
+        "--verbose",
+        "-v",
+        count=True,
+        help="Log records on stderr too (they always go to the run's log file): -v INFO, -vv DEBUG.",
+    ),
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -139,6 +149,64 @@ def _is(exc: BaseException, module: str, name: str) -> bool:
     have raised it), so that catching stays free of heavy imports."""
     loaded = sys.modules.get(module)
     return loaded is not None and isinstance(exc, getattr(loaded, name))
+
+
+class _Terminal(logging.StreamHandler):  # type: ignore[type-arg]
+    """`-v`: records on stderr, looked up per record (a test, or the command runner's child, swaps the stream)."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.setLevel(level)
+        self.setFormatter(logging.Formatter(runlog.FORMAT))  # as in the file, and as a worker process writes them
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
+class _Nowhere(logging.NullHandler):
+    """Without -v, on the root logger: a record no file takes (a dry run's) goes nowhere, never to logging's last
+    resort, which writes it to stderr."""
+
+
+def _to_terminal(handler: logging.Handler) -> bool:
+    """Whether `handler` writes to this process's stdout or stderr (Prefect's console handler on the root logger,
+    distributed's and tornado's own), as opposed to a file or a test's capture."""
+    if isinstance(handler, logging.FileHandler) or not isinstance(handler, logging.StreamHandler):
+        return False
+    stream = handler.stream
+    if any(stream is s for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)):
+        return True
+    try:
+        return stream.fileno() in (1, 2)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def route_logs(verbose: int = 0) -> None:
+    """Where this process's log records go, for a command: never the terminal (a run's records go to its log
+    file, flows.etl.runlog), unless `verbose`: 1 puts INFO and up on stderr as well, 2 DEBUG. Ours, Prefect's and
+    Dask's loggers log at that level (INFO, or DEBUG), other libraries from WARNING up; Python's warnings become
+    records too. Call it as the command starts and again after importing Prefect or `distributed` (each
+    installs stderr handlers of its own as it loads); each call undoes the previous one's."""
+
+    level = logging.DEBUG if verbose >= 2 else logging.INFO
+    runlog.set_level(level, terminal=bool(verbose))
+    root = logging.getLogger()
+    for logger in [root, *(x for x in logging.root.manager.loggerDict.values() if isinstance(x, logging.Logger))]:
+        for handler in [h for h in logger.handlers if isinstance(h, _Terminal | _Nowhere) or _to_terminal(h)]:
+            logger.removeHandler(handler)
+            if logger is not root:
+                logger.propagate = True  # its records reach the root's handlers: the run's file (and -v's)
+    root.addHandler(_Terminal(level) if verbose else _Nowhere())
+    root.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
+    runlog.levels(level)
+    runlog.attach()
+    logging.captureWarnings(True)
 
 
 def _silence_prefect() -> None:

@@ -18,7 +18,7 @@ from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settin
 from prefect.utilities.annotations import quote
 
 from extractors.model import Agent, Source
-from flows.etl import pipeline
+from flows.etl import pipeline, runlog
 from flows.etl.batch import read_batch
 from flows.etl.cluster import dask_runner
 from flows.etl.run import Run
@@ -35,8 +35,15 @@ from sinks.store import Store
 
 log = logging.getLogger("transcripts.etl")
 
-# Set by the CLI to draw a progress bar: called with (bytes done, bytes total) after each batch.
-progress_hook: Callable[[int, int], None] | None = None
+# Set by the CLI to show a run's progress: called as each stage begins and after each batch read, with
+# (stage, sources done, sources total, bytes done, bytes total); the stages are "planning", "reading", "committing"
+# and "loading the warehouse".
+progress_hook: Callable[[str, int, int, int, int], None] | None = None
+
+
+def _progress(stage: str, sources: tuple[int, int], done: tuple[int, int]) -> None:
+    if progress_hook is not None:
+        progress_hook(stage, sources[0], sources[1], done[0], done[1])
 
 
 # Discoveries the CLI made for a run it hands to the flow (run_id -> Discovery), so that the flow does not walk the
@@ -116,6 +123,7 @@ def run_etl(
     flow_name = flow_name or ("backfill" if explicit else "etl")
     private_dir(settings.data_dir)
     with (
+        runlog.run_log(settings.data_dir, run_id),  # the CLI opened it already; a scheduled run opens it here
         ledger.recording(settings.data_dir, run_id, flow=flow_name, mode=mode) as record,
         private_umask(),
         writer_lock(settings.data_dir, settings.lock_wait_seconds),
@@ -126,6 +134,7 @@ def run_etl(
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
         try:
+            _progress("planning", (0, 0), (0, 0))
             given = explicit if explicit is not None else discovered
             _, plan = pipeline.plan_run(settings, store, full=full, explicit=given)
             log.info(
@@ -165,6 +174,8 @@ def run_etl(
             work = pipeline.work_of(plan.to_read, settings.batch_bytes, settings.batch_files, settings.workers)
             results: list[BatchResult] = []
             done = 0
+            sources, read = len(plan.to_read), 0
+            _progress("reading", (0, sources), (0, total))
             extracted = _extract(run, plan, work, as_tasks=as_tasks)
             for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
                 results.append(last)
@@ -180,11 +191,13 @@ def run_etl(
                     sum(r.deferred for r in last.sources),
                 )
                 done += sum(s.size for s in batch)
-                if progress_hook is not None:
-                    progress_hook(done, total)
+                read += len(batch)
+                _progress("reading", (read, sources), (done, total))
             big = _opaque if as_tasks else _as_is
+            _progress("committing", (read, sources), (done, total))
             committed = commit_step(big(run), big(plan), big(results), big(row))
             replaced = committed.replaced if previous_version else None
+            _progress("loading the warehouse", (read, sources), (done, total))
             load_step(big(run), previous_version, big(replaced))
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
@@ -254,7 +267,7 @@ def _extract(run: Run, plan: Plan[Source], work: list[list[Source]], *, as_tasks
         if not as_tasks:
             raise ValueError("a Dask cluster runs the extraction as Prefect tasks: run the flow")
 
-        with dask_runner(settings.dask, workers=settings.workers) as runner:
+        with dask_runner(settings.dask, workers=settings.workers, log=runlog.current()) as runner:
             futures = [
                 # Not quoted: Dask takes a tuple (which `quote` is) in a task's arguments for a task of its own.
                 runner.submit(
@@ -268,7 +281,7 @@ def _extract(run: Run, plan: Plan[Source], work: list[list[Source]], *, as_tasks
     # A big source is read in a worker process even alone: what reading it took (a 2 GB session's first pass holds
     # ~0.6 GB of small objects) goes back to the system with that process, before the commit and the warehouse.
     apart = any(run.limits.read_twice(s.size) for batch in work for s in batch)
-    with extraction_pool(min(settings.workers, len(work)), apart=apart) as pool:
+    with extraction_pool(min(settings.workers, len(work)), apart=apart, log=runlog.current()) as pool:
         if pool is None:
             for number, batch in enumerate(work):
                 if as_tasks:

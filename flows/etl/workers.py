@@ -16,6 +16,8 @@ import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
+from flows.etl import runlog
+
 
 def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
@@ -42,9 +44,12 @@ def start_fork_server() -> None:
 
 
 @contextlib.contextmanager
-def extraction_pool(workers: int, *, apart: bool = False) -> Iterator[ProcessPoolExecutor | None]:
+def extraction_pool(
+    workers: int, *, apart: bool = False, log: runlog.Destination | None = None
+) -> Iterator[ProcessPoolExecutor | None]:
     """A pool of `workers` processes, or None when one process is all the work needs; with `apart`, a pool of one
-    process at least (work whose memory should go back to the system when it is done, not stay with the run)."""
+    process at least (work whose memory should go back to the system when it is done, not stay with the run).
+    `log`: the run's log file and level (flows.etl.runlog.current()), where the workers' records go."""
     if workers <= 1 and not apart:
         yield None
         return
@@ -52,5 +57,14 @@ def extraction_pool(workers: int, *, apart: bool = False) -> Iterator[ProcessPoo
     context = multiprocessing.get_context("forkserver")
     # The fork server dies with this process, and each worker with the fork server (its parent).
     context.set_forkserver_preload(PRELOAD)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_worker_start, initargs=(log,)
+    ) as pool:
         yield pool
+
+
+def _worker_start(log: runlog.Destination | None) -> None:
+    """As a pool worker starts: die with the run, and log into the run's file (a reader's records, such as a
+    reader bug's, would otherwise reach the terminal through logging's last resort)."""
+    die_with_parent()
+    runlog.in_worker(log)
