@@ -137,6 +137,9 @@ def test_an_appended_exchange_is_loaded_while_watching_and_status_shows_the_watc
     assert code == 0, err
     assert out.strip().splitlines()[-1] == "Stopped watching (SIGTERM)."
     assert err == "", "nothing but errors on stderr, and there were none"
+    assert "event=plan" in w.log(), "each load's records go to watch.log"
+    assert not (w.data / "logs").exists(), "not to a run log per load"
+    assert (w.state / "watch.log").stat().st_mode & 0o777 == 0o600
 
 
 def test_on_a_terminal_each_load_is_one_line_saying_what_it_loaded(tmp_path: Path) -> None:

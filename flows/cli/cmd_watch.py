@@ -3,7 +3,6 @@ keep doing so across logout and reboot (a systemd user unit, a launchd agent: th
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 import sys
@@ -14,11 +13,23 @@ import typer
 
 from flows.cli.cmd_data import check_old_corpus
 from flows.cli.cmd_run import Home, Roots, Sources, keep_sample_apart
-from flows.cli.console import FAILED, Config, DataDir, UsageError, console, err, escape, fail, reported, split_list
-from flows.etl import places
+from flows.cli.console import (
+    FAILED,
+    Config,
+    DataDir,
+    UsageError,
+    Verbose,
+    console,
+    err,
+    escape,
+    fail,
+    reported,
+    route_logs,
+    split_list,
+)
+from flows.etl import places, runlog
 from flows.etl.settings import Settings, check_paths, load_settings
 from flows.service import units
-from sinks import ledger
 
 watch_app = typer.Typer(
     rich_markup_mode=None,
@@ -26,6 +37,7 @@ watch_app = typer.Typer(
 )
 
 LOG = "watch.log"
+LOG_BYTES = 5 * 1024 * 1024  # then it rolls over to watch.log.1: at most two such files
 
 
 def log_path() -> Path:
@@ -41,11 +53,12 @@ def watch(
     root: Roots = None,
     data_dir: DataDir = None,
     config: Config = None,
+    verbose: Verbose = 0,
 ) -> None:
     """Follow the agents' folders and load each changed session within seconds, until Ctrl-C or SIGTERM (exit 0).
     `watch install` keeps it running across logout and reboot."""
     if ctx.invoked_subcommand is None:
-        _watch(source, home, root, data_dir, config)
+        _watch(source, home, root, data_dir, config, verbose)
 
 
 def _settings(
@@ -58,22 +71,14 @@ def _settings(
     return settings
 
 
-def _file_log() -> Path:
-    """Our log records (`event=...` lines of the loads, the roots followed) to watch.log, never to the terminal."""
-    path = log_path()
-    ledger.private_dirs(path.parent)
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    ours = logging.getLogger("transcripts")
-    ours.addHandler(handler)
-    ours.setLevel(logging.INFO)
-    ours.propagate = False
-    return path
-
-
 @reported("watch")
 def _watch(
-    source: list[str] | None, home: Path | None, root: list[str] | None, data_dir: Path | None, config: Path | None
+    source: list[str] | None,
+    home: Path | None,
+    root: list[str] | None,
+    data_dir: Path | None,
+    config: Path | None,
+    verbose: int = 0,
 ) -> None:
     # here: the pipeline, pyarrow and DuckDB (~0.3 s) that `watch install` and `--help` do without
     from flows.etl.watch import Watch, describe, roots_of
@@ -81,7 +86,10 @@ def _watch(
 
     settings = _settings(source, home, root, data_dir, config)
     quiet_prefect()  # a load imports Prefect (the steps are its tasks, called as plain functions): quietly
-    logs = _file_log()
+    import flows.etl.flow  # noqa: F401  # Prefect (~2.5 s) at start, before route_logs: its import resets logging
+
+    route_logs(verbose)  # the records of the watch and of its loads go to watch.log, not the terminal (-v: both)
+    logs = log_path()
     terminal = sys.stdout.isatty()
 
     def said(text: str) -> None:
@@ -99,7 +107,8 @@ def _watch(
             f"Watching {', '.join(watched) or 'no agent'} (every {settings.watch_check_minutes:g} min a check of "
             f"all{also}) into {settings.data_dir}. Log: {logs}. Ctrl-C stops."
         )
-    stopped = watcher.serve()
+    with runlog.log_to(logs, max_bytes=LOG_BYTES):
+        stopped = watcher.serve()
     ending = "; the load in progress was abandoned (the corpus is as before it; the next start loads it)"
     said(f"Stopped watching ({stopped}){ending if watcher.abandoned else ''}.")
 

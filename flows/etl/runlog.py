@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import logging.handlers
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,6 +101,16 @@ class PrivateFileHandler(logging.FileHandler):
         return os.fdopen(fd, "a", encoding="utf-8")
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """PrivateFileHandler's 0600 file, kept under `maxBytes` by rolling it over to `<name>.1` (one old file): for a
+    log that lives as long as its process does (a watch runs for weeks)."""
+
+    def _open(self) -> Any:
+        private_dirs(Path(self.baseFilename).parent)
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding="utf-8")
+
+
 def file_handler(path: Path, level: int) -> logging.Handler:
     """A handler appending records to `path` (created at the first record, 0600): the run's, in any process."""
     handler = PrivateFileHandler(path, encoding="utf-8", delay=True)
@@ -122,15 +133,26 @@ def levels(level: int) -> None:
         logging.getLogger(name).setLevel(level)
 
 
-@contextlib.contextmanager
-def run_log(data_dir: Path, run_id: str) -> Iterator[Path]:
+def run_log(data_dir: Path, run_id: str) -> contextlib.AbstractContextManager[Path]:
     """Every record logged in this process while the run lasts goes to its file (nested: the caller's stands)."""
+    return log_to(path_of(data_dir, run_id))
+
+
+@contextlib.contextmanager
+def log_to(path: Path, max_bytes: int | None = None) -> Iterator[Path]:
+    """Every record logged in this process meanwhile goes to `path`, and the runs under way in it log there too
+    instead of opening files of their own: `transcripts watch` keeps one log (`watch.log`, at most `max_bytes`
+    and one rolled-over file) for all its loads."""
     global _handler, _path
-    path = path_of(data_dir, run_id)
     if _path is not None:  # the command opened it for this run already (or a run is under way: one file per run)
         yield _path
         return
-    handler = file_handler(path, _level)
+    if max_bytes is None:
+        handler = file_handler(path, _level)
+    else:
+        handler = PrivateRotatingFileHandler(path, maxBytes=max_bytes, backupCount=1, encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter(FORMAT))
+        handler.setLevel(_level)
     root = logging.getLogger()
     ours = logging.getLogger("transcripts")  # Prefect's and Dask's levels are the command's (route_logs) or theirs
     saved = ours.level
