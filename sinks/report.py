@@ -442,11 +442,18 @@ def write(data_dir: Path, out: Path, *, timezone: str, since: date | None, now: 
     try:
         if not con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'usage_costs'").fetchone() == (1,):
             raise ReportError(f"the warehouse in {data_dir} predates cost views: run `transcripts run` once")
-        report = build(con, timezone=timezone, since=since, now=now)
-        unpriced = prices.unpriced(con)
-        report.summary["unpriced_models"] = [m for _, m, _ in unpriced.models]
+        return write_from(con, out, timezone=timezone, since=since, now=now)
     finally:
         con.close()
+
+
+def write_from(
+    con: duckdb.DuckDBPyConnection, out: Path, *, timezone: str, since: date | None, now: datetime
+) -> Report:
+    """`write` from an open connection with the warehouse's tables and views (a team's corpus: sinks/team.py)."""
+    report = build(con, timezone=timezone, since=since, now=now)
+    unpriced = prices.unpriced(con)
+    report.summary["unpriced_models"] = [m for _, m, _ in unpriced.models]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     tmp.write_text(render(report), encoding="utf-8")

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
+from flows.cli.cmd_publish import TeamUrl
 from flows.cli.console import console, err
 from flows.etl.settings import SettingsError, load_settings
 
@@ -49,6 +50,7 @@ def report(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")
     ] = None,
+    team: TeamUrl = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
 ) -> None:
     """Write one self-contained HTML report with charts (viewable offline)."""
@@ -71,10 +73,16 @@ def report(
         except ValueError:
             err.print(f"[red]error:[/red] --since {since!r} is not a date (YYYY-MM-DD)")
             raise typer.Exit(2) from None
+    now = datetime.now(UTC).astimezone(ZoneInfo(zone))
     try:
-        done = write(
-            settings.data_dir, out, timezone=zone, since=first, now=datetime.now(UTC).astimezone(ZoneInfo(zone))
-        )
+        if team is not None:
+            from flows.cli.cmd_publish import team_connection
+            from sinks.report import write_from
+
+            with team_connection(team, settings, zone) as (con, _):
+                done = write_from(con, out, timezone=zone, since=first, now=now)
+        else:
+            done = write(settings.data_dir, out, timezone=zone, since=first, now=now)
     except ReportError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None

@@ -425,9 +425,12 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
                 "counts_by_agent": c.counts_by_agent if c else {},
                 "flow_run_id": report.flow_run_id,
                 "redacted": report.redacted,
+                "published": report.published,
             }
         )
         return
+    if report.published:
+        say.line(report.published)
     if c is None:
         say.line(f"sources found {found} · nothing new, changed or deleted · {report.seconds:.2f}s")
     else:

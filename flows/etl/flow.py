@@ -85,7 +85,35 @@ def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]
     )
 
 
-def run_etl(
+def run_etl(settings: Settings, **options: Any) -> pipeline.RunReport:
+    """`load` (the run: see there), then, when a team folder is set (`publish_url`), publish the committed corpus to
+    it. A failed publish does not fail the run: its corpus is committed and loaded; the report and the log say that
+    the publish failed and why, and the next run (or `transcripts publish`) sends what is missing."""
+    report = load(settings, **options)
+    if settings.publish_url:
+        report.published = publish_after(settings)
+    return report
+
+
+def publish_after(settings: Settings) -> str:
+    """Publish to the configured team folder; returns the line to show (never raises for a remote failure)."""
+    from sinks import publish, remote  # here: only a run with a team folder set needs them
+
+    label = settings.machine_label or publish.default_label()
+    try:
+        target = remote.open_target(str(settings.publish_url), settings.env)
+        done = publish.publish(settings.data_dir, target, label, publish.Level(settings.publish_level))
+    except remote.RemoteError as exc:
+        log.warning("event=publish_failed machine=%s error=%s", label, exc)
+        return f"publish failed (the run's corpus is committed; the next run tries again): {exc}"
+    log.info("event=published machine=%s sent=%d bytes=%d", label, done.uploaded, done.bytes_sent)
+    return (
+        f"published to {settings.publish_url} as {label} ({done.level}): "
+        f"{done.uploaded} of {done.files} files sent, {done.bytes_sent / 1e6:.1f} MB"
+    )
+
+
+def load(
     settings: Settings,
     *,
     full: bool = False,

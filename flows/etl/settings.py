@@ -3,7 +3,8 @@
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
 TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
-TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
+TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views),
+TRANSCRIPTS_PUBLISH_URL, TRANSCRIPTS_MACHINE, TRANSCRIPTS_PUBLISH_LEVEL (the team folder a run publishes to), and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 The data dir defaults to the user's data home (flows.etl.datahome), never the checkout.
 """
@@ -54,6 +55,9 @@ class Settings:
     dask: str | None = None
     timezone: str | None = None  # zone of per-day views (None: the machine's)
     redact: bool = True  # secrets in every stored text become markers (transforms/redact.py); False: raw text
+    publish_url: str | None = None  # a team folder every run publishes to after its commit (`transcripts publish`)
+    machine_label: str | None = None  # this machine's label in the team folder (None: the host name)
+    publish_level: str = "full"  # full | metrics
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -67,7 +71,8 @@ class Settings:
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per table ("" is the top level)
-    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction"),
+    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction", "publish"),
+    "publish": ("url", "machine", "level"),
     "redaction": ("enabled",),
     "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
     "schedule": ("cron", "timezone"),
@@ -157,6 +162,9 @@ _FILE_KEYS = {
     ("schedule", "cron"): "schedule_cron",
     ("schedule", "timezone"): "schedule_timezone",
     ("redaction", "enabled"): "redact",
+    ("publish", "url"): "publish_url",
+    ("publish", "machine"): "machine_label",
+    ("publish", "level"): "publish_level",
 }
 # environment variable -> Settings field; an empty variable is not set
 _ENV_KEYS = {
@@ -169,6 +177,9 @@ _ENV_KEYS = {
     "TRANSCRIPTS_TIMEZONE": "timezone",
     "TRANSCRIPTS_DASK": "dask",
     "TRANSCRIPTS_REDACT": "redact",
+    "TRANSCRIPTS_PUBLISH_URL": "publish_url",
+    "TRANSCRIPTS_MACHINE": "machine_label",
+    "TRANSCRIPTS_PUBLISH_LEVEL": "publish_level",
 }
 
 
@@ -394,6 +405,18 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
             raise SettingsError(f"timezone: {exc}") from None
     limits = _limits(merged.limits)
     redact = _redact(values["redact"])
+    publish_url = _string("publish url", values.get("publish_url")) or None
+    machine = _string("publish machine", values.get("machine_label")) or None
+    level = _string("publish level", values.get("publish_level")) or "full"
+    if level not in ("full", "metrics"):
+        raise SettingsError(f"publish level ({values['publish_level'].origin}) must be full or metrics, got {level!r}")
+    if machine is not None:
+        from sinks.publish import check_label  # lazily: pyarrow, which `status` does without
+
+        try:
+            check_label(machine)
+        except ValueError as exc:
+            raise SettingsError(f"{exc} ({values['machine_label'].origin})") from None
     origins = {key: values[name].origin for name, key in _NAMED.items() if name in values}
     return Settings(
         data_dir=(data_dir or default_data_dir(env)).absolute(),
@@ -411,6 +434,9 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
         dask=(values["dask"].raw or None) if "dask" in values else None,
         timezone=str(zone) if zone else None,
         redact=redact,
+        publish_url=publish_url,
+        machine_label=machine,
+        publish_level=level,
         env=env,
         # a default is not named, but the data dir always is: commands print where it came from
         origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},
