@@ -190,7 +190,10 @@ def read_manifest(target: Target, label: str) -> Manifest | None:
 def machines(target: Target) -> list[str]:
     """The labels with a folder in the team folder; PublishError for anything else found there."""
     labels = []
-    for info in remote.list_dir(target, target.root):
+    found = remote.list_dir(target, target.root)
+    if not found:
+        remote.check_bucket(target)  # an empty listing is also what a missing bucket can give
+    for info in found:
         name = info.base_name
         if info.type == pafs.FileType.Directory and name.startswith(MACHINE):
             labels.append(name[len(MACHINE) :])
@@ -322,80 +325,99 @@ def publish(
     if store.current() is None:
         raise NothingToPublish(f"no corpus in {data_dir} yet: run `transcripts run` first")
     private_dir(data_dir)
-    with _publish_lock(data_dir), _pinned(store) as version:
+    with _publish_lock(data_dir):
         mine = machine_dir(target, label)
         machines(target)  # a foreign object at the top refuses the prefix before anything is written
         old = read_manifest(target, label)
         found = _objects(target, mine)
-        hashes = _Hashes(data_dir)
-        files: list[PublishedFile] = []
-        to_send: dict[str, Path] = {}
-        with tempfile.TemporaryDirectory(prefix="publish-", dir=private_dir(data_dir / "cache")) as scratch:
-            for path in sorted(version.rglob("*.parquet")):
-                rel = path.relative_to(version).as_posix()
-                table = rel.split("/", 1)[0]
-                if table not in BY_NAME:
-                    continue
-                key = _Hashes.key(path, level)
-                known = hashes.get(key)
-                if known is None and level is Level.full and table == SESSIONS.name and _unredacted(path):
-                    raise PublishError(
-                        f"{rel} holds sessions stored without redaction (`--no-redact`): a full publish never sends "
-                        "unredacted text; publish with --level metrics, or turn redaction on and run again"
-                    )
-                if known is None or found.get(f"{known[0]}.parquet") != known[1]:
-                    source = path  # its bytes are needed: not hashed yet, or not (whole) in the team folder
-                    if level is Level.metrics:
-                        source = Path(scratch) / f"{len(files)}.parquet"
-                        _metrics_copy(path, table, source)
-                    known = (_sha256(source), source.stat().st_size)
-                    if found.get(f"{known[0]}.parquet") != known[1]:
-                        to_send.setdefault(f"{OBJECTS}/{known[0]}.parquet", source)
-                hashes.put(key, *known)
-                files.append(PublishedFile(rel, *known))
-            total = sum(p.stat().st_size for p in to_send.values())
-            sent = 0
-            for name, source in sorted(to_send.items()):
-                sent += remote.upload(target, source, f"{mine}/{name}")
-                failpoints.reach("team_upload")
-                if progress is not None:
-                    progress(sent, total)
-        hashes.save()
-        moment = now()
-        live = {f.object for f in files}
-        retired = dict(old.retired) if old is not None else {}
-        for name in [*(old.objects() if old else ()), *(f"{OBJECTS}/{n}" for n in found)]:
-            if name not in live and name not in retired:
-                retired[name] = _iso(moment)  # no longer named, or left by a killed publish: kept for the grace
-        for name in live:
-            retired.pop(name, None)
-        expired = sorted(o for o, since in retired.items() if _age(since, moment) >= grace_seconds)
-        for name in expired:
-            del retired[name]
-        manifest = Manifest(label, level, _iso(moment), store.current_number() or 0, files=files, retired=retired)
-        unchanged = (
-            old is not None
-            and old.level is level
-            and old.schema_version == SCHEMA_VERSION
-            and [(f.path, f.sha256) for f in old.files] == [(f.path, f.sha256) for f in files]
-            and old.retired == retired
-        )
-        if not unchanged:
-            failpoints.pause("team_manifest")
-            remote.write_bytes(target, f"{mine}/{MANIFEST}", manifest.to_json())
-        for name in expired:  # only once the manifest that no longer lists them is in place
-            remote.delete(target, f"{mine}/{name}")
-        return Published(
-            machine=label,
-            level=level,
-            files=len(files),
-            bytes_total=sum(f.size for f in files),
-            uploaded=len(to_send),
-            bytes_sent=sent,
-            removed=len(expired),
-            manifest_written=not unchanged,
-            corpus_version=manifest.corpus_version,
-        )
+        with _pinned(store) as version:
+            return _send(data_dir, store, version, target, label, level, old, found, grace_seconds, now, progress)
+
+
+def _send(
+    data_dir: Path,
+    store: Store,
+    version: Path,
+    target: Target,
+    label: str,
+    level: Level,
+    old: Manifest | None,
+    found: dict[str, int],
+    grace_seconds: float,
+    now: Callable[[], datetime],
+    progress: Callable[[int, int], None] | None,
+) -> Published:
+    """The publish of `version` once the team folder has been read (`old` manifest, `found` objects)."""
+    mine = machine_dir(target, label)
+    hashes = _Hashes(data_dir)
+    files: list[PublishedFile] = []
+    to_send: dict[str, Path] = {}
+    with tempfile.TemporaryDirectory(prefix="publish-", dir=private_dir(data_dir / "cache")) as scratch:
+        for path in sorted(version.rglob("*.parquet")):
+            rel = path.relative_to(version).as_posix()
+            table = rel.split("/", 1)[0]
+            if table not in BY_NAME:
+                continue
+            key = _Hashes.key(path, level)
+            known = hashes.get(key)
+            if known is None and level is Level.full and table == SESSIONS.name and _unredacted(path):
+                raise PublishError(
+                    f"{rel} holds sessions stored without redaction (`--no-redact`): a full publish never sends "
+                    "unredacted text; publish with --level metrics, or turn redaction on and run again"
+                )
+            if known is None or found.get(f"{known[0]}.parquet") != known[1]:
+                source = path  # its bytes are needed: not hashed yet, or not (whole) in the team folder
+                if level is Level.metrics:
+                    source = Path(scratch) / f"{len(files)}.parquet"
+                    _metrics_copy(path, table, source)
+                known = (_sha256(source), source.stat().st_size)
+                if found.get(f"{known[0]}.parquet") != known[1]:
+                    to_send.setdefault(f"{OBJECTS}/{known[0]}.parquet", source)
+            hashes.put(key, *known)
+            files.append(PublishedFile(rel, *known))
+        total = sum(p.stat().st_size for p in to_send.values())
+        sent = 0
+        for name, source in sorted(to_send.items()):
+            sent += remote.upload(target, source, f"{mine}/{name}")
+            failpoints.reach("team_upload")
+            if progress is not None:
+                progress(sent, total)
+    hashes.save()
+    moment = now()
+    live = {f.object for f in files}
+    retired = dict(old.retired) if old is not None else {}
+    for name in [*(old.objects() if old else ()), *(f"{OBJECTS}/{n}" for n in found)]:
+        if name not in live and name not in retired:
+            retired[name] = _iso(moment)  # no longer named, or left by a killed publish: kept for the grace
+    for name in live:
+        retired.pop(name, None)
+    expired = sorted(o for o, since in retired.items() if _age(since, moment) >= grace_seconds)
+    for name in expired:
+        del retired[name]
+    manifest = Manifest(label, level, _iso(moment), store.current_number() or 0, files=files, retired=retired)
+    unchanged = (
+        old is not None
+        and old.level is level
+        and old.schema_version == SCHEMA_VERSION
+        and [(f.path, f.sha256) for f in old.files] == [(f.path, f.sha256) for f in files]
+        and old.retired == retired
+    )
+    if not unchanged:
+        failpoints.pause("team_manifest")
+        remote.write_bytes(target, f"{mine}/{MANIFEST}", manifest.to_json())
+    for name in expired:  # only once the manifest that no longer lists them is in place
+        remote.delete(target, f"{mine}/{name}")
+    return Published(
+        machine=label,
+        level=level,
+        files=len(files),
+        bytes_total=sum(f.size for f in files),
+        uploaded=len(to_send),
+        bytes_sent=sent,
+        removed=len(expired),
+        manifest_written=not unchanged,
+        corpus_version=manifest.corpus_version,
+    )
 
 
 def _age(since: str, moment: datetime) -> float:

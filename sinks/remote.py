@@ -141,6 +141,17 @@ def list_dir(target: Target, path: str, *, recursive: bool = False) -> list[pafs
         return list(target.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True, recursive=recursive)))
 
 
+def check_bucket(target: Target) -> None:
+    """RemoteError when the target is in a bucket that does not exist (a folder: nothing to check)."""
+    if _local(target):
+        return
+    bucket = target.root.split("/", 1)[0]
+    with remote_errors(target, f"looking for the bucket {bucket}"):
+        info = target.fs.get_file_info(bucket)
+    if info.type == pafs.FileType.NotFound:
+        raise RemoteError(f"the bucket {bucket!r} does not exist at {target.where()}: create it, or check the URL")
+
+
 def read_bytes(target: Target, path: str) -> bytes | None:
     """The object at `path`, or None when there is none."""
     with remote_errors(target, f"reading {path}"):
