@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
-from flows.cli.cmd_publish import TeamUrl
+from flows.cli.cmd_publish import TeamUrl, team_connection
 from flows.cli.console import console, err
 from flows.etl.settings import SettingsError, load_settings
 
@@ -55,7 +55,7 @@ def report(
 ) -> None:
     """Write one self-contained HTML report with charts (viewable offline)."""
     # here: DuckDB, pyarrow and the chart library (~0.4 s) that `--help` and `status` do without
-    from sinks.report import ReportError, write
+    from sinks.report import ReportError, write, write_from
 
     try:
         settings = load_settings(data_dir=data_dir, config=config)
@@ -76,9 +76,6 @@ def report(
     now = datetime.now(UTC).astimezone(ZoneInfo(zone))
     try:
         if team is not None:
-            from flows.cli.cmd_publish import team_connection
-            from sinks.report import write_from
-
             with team_connection(team, settings, zone) as (con, _):
                 done = write_from(con, out, timezone=zone, since=first, now=now)
         else:

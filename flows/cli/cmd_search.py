@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from extractors.registry import parse_agent
-from flows.cli.cmd_publish import TeamUrl
+from flows.cli.cmd_publish import TeamUrl, team_connection
 from flows.cli.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
 from flows.cli.lazy import lazy
 from flows.etl.settings import Settings
@@ -136,8 +136,6 @@ def _searchable(settings: Settings, zone: str, team: str | None) -> Iterator[duc
         with opened(settings, zone) as con:
             yield con
         return
-    from flows.cli.cmd_publish import team_connection
-
     with team_connection(team, settings, zone, materialize_turns=True) as (con, found):
         if not team_corpus.text_machines(found):
             raise fail(f"no machine published its text to {team} (all at --level metrics): nothing to search", 2)

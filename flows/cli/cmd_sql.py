@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flows.cli.cmd_publish import TeamUrl
+from flows.cli.cmd_publish import TeamUrl, team_connection
 from flows.cli.console import err
 from flows.cli.lazy import lazy
 from flows.etl.settings import Settings, SettingsError, load_settings
@@ -69,8 +69,6 @@ def opened(settings: Settings, zone: str, team: str | None = None) -> Iterator[d
     """The warehouse read-only in `zone`; no warehouse, or one this DuckDB cannot open: one line, exit 2. With
     `team` (a team folder's URL): every machine's published corpus instead (flows/cli/cmd_publish.py)."""
     if team is not None:
-        from flows.cli.cmd_publish import team_connection
-
         with team_connection(team, settings, zone) as (con, _):
             yield con
         return
