@@ -373,3 +373,27 @@ def test_a_run_with_a_team_folder_set_publishes_after_its_commit_and_a_failed_pu
     report = run_etl(broken, as_tasks=False)
     assert report.committed is not None and report.committed.sessions_loaded == 1
     assert report.published is not None and report.published.startswith("publish failed")
+
+
+def test_a_full_publish_of_a_corpus_stored_unredacted_is_refused_and_a_metrics_one_goes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_session(home, S1, claude_exchange(S1, 2, text="raw words"))
+    data = tmp_path / "data"
+    load(home, data, {"TRANSCRIPTS_REDACT": "false"})
+    shared = tmp_path / "shared"
+    refused = cli("publish", str(shared), "--machine", "raw", "--data-dir", str(data))
+    assert refused.returncode == 1 and "never sends unredacted text" in refused.stderr
+    assert not (shared / "machine=raw" / "manifest.json").exists()
+    metrics = cli("publish", str(shared), "--machine", "raw", "--data-dir", str(data), "--level", "metrics")
+    assert metrics.returncode == 0, metrics.stderr
+    assert (shared / "machine=raw" / "manifest.json").exists()
+
+
+def test_a_manifest_of_a_newer_corpus_schema_is_refused_by_a_team_query(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    (shared / "machine=future").mkdir(parents=True)
+    manifest = {"format": "transcripts-team", "format_version": 1, "machine": "future", "level": "full"}
+    manifest |= {"published_at": "2026-01-01T00:00:00+00:00", "corpus_version": 1, "schema_version": "999"}
+    (shared / "machine=future" / "manifest.json").write_text(json.dumps(manifest | {"files": [], "retired": []}))
+    proc = cli("sql", "--team", str(shared), "--data-dir", str(tmp_path / "r"), "SELECT 1")
+    assert proc.returncode == 1 and "schema 999, newer than" in proc.stderr
