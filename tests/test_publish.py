@@ -162,7 +162,8 @@ def test_a_publish_killed_mid_upload_leaves_no_manifest_and_the_next_one_sends_o
     killed = publish(endpoint, data, "crashy", url=url, TRANSCRIPTS_FAILPOINT="team_upload")
     assert killed.returncode == -9
     after_kill = keys(endpoint, "killed/machine=crashy/")
-    assert len(after_kill) == 1 and "killed/machine=crashy/manifest.json" not in after_kill
+    # killed once its first object was in place (others may have completed beside it): no manifest yet
+    assert after_kill and "killed/machine=crashy/manifest.json" not in after_kill
     reader = tmp_path / "reader"
     nothing = cli("sql", "--team", url, "--data-dir", str(reader), "SELECT 1", env=endpoint.env())
     assert nothing.returncode == 1 and "no machine has published" in nothing.stderr
@@ -170,7 +171,7 @@ def test_a_publish_killed_mid_upload_leaves_no_manifest_and_the_next_one_sends_o
     assert resumed.returncode == 0, resumed.stderr
     sent = re.search(r"(\d+) of (\d+) files sent", resumed.stdout)
     assert sent is not None, resumed.stdout
-    assert int(sent.group(1)) == int(sent.group(2)) - 1  # all but the one the killed publish sent
+    assert int(sent.group(1)) == int(sent.group(2)) - len(after_kill)  # all but what the killed publish sent
     assert team_sql(endpoint, reader, "SELECT count(*) AS n FROM sessions", url=url) == [{"n": 2}]
 
 
