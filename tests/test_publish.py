@@ -398,3 +398,16 @@ def test_a_manifest_of_a_newer_corpus_schema_is_refused_by_a_team_query(tmp_path
     (shared / "machine=future" / "manifest.json").write_text(json.dumps(manifest | {"files": [], "retired": []}))
     proc = cli("sql", "--team", str(shared), "--data-dir", str(tmp_path / "r"), "SELECT 1")
     assert proc.returncode == 1 and "schema 999, newer than" in proc.stderr
+
+
+def test_a_run_with_nothing_new_publishes_what_an_earlier_failed_publish_did_not_send(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_session(home, S1, claude_exchange(S1, 2))
+    data = tmp_path / "data"
+    load(home, data)  # loaded with no team folder set: nothing published yet
+    shared = tmp_path / "shared"
+    env = {"TRANSCRIPTS_PUBLISH_URL": str(shared), "TRANSCRIPTS_MACHINE": "later", "TRANSCRIPTS_RUNNER": "off"}
+    proc = cli("run", "--home", str(home), "--data-dir", str(data), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing new, changed or deleted" in proc.stdout  # the no-op path: no flow started
+    assert "published to" in proc.stdout and (shared / "machine=later" / "manifest.json").exists()

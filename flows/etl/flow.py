@@ -21,6 +21,7 @@ from extractors.model import Agent, Source
 from flows.etl import pipeline
 from flows.etl.batch import read_batch
 from flows.etl.cluster import dask_runner
+from flows.etl.publishing import publish_after
 from flows.etl.run import Run
 from flows.etl.settings import Settings, load_settings
 from flows.etl.status import corpus_snapshot
@@ -93,24 +94,6 @@ def run_etl(settings: Settings, **options: Any) -> pipeline.RunReport:
     if settings.publish_url:
         report.published = publish_after(settings)
     return report
-
-
-def publish_after(settings: Settings) -> str:
-    """Publish to the configured team folder; returns the line to show (never raises for a remote failure)."""
-    from sinks import publish, remote  # here: only a run with a team folder set needs them
-
-    label = settings.machine_label or publish.default_label()
-    try:
-        target = remote.open_target(str(settings.publish_url), settings.env)
-        done = publish.publish(settings.data_dir, target, label, publish.Level(settings.publish_level))
-    except remote.RemoteError as exc:
-        log.warning("event=publish_failed machine=%s error=%s", label, exc)
-        return f"publish failed (the run's corpus is committed; the next run tries again): {exc}"
-    log.info("event=published machine=%s sent=%d bytes=%d", label, done.uploaded, done.bytes_sent)
-    return (
-        f"published to {settings.publish_url} as {label} ({done.level}): "
-        f"{done.uploaded} of {done.files} files sent, {done.bytes_sent / 1e6:.1f} MB"
-    )
 
 
 def load(
