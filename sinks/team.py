@@ -30,6 +30,9 @@ from transforms.schema import SESSION_TABLES, SOURCES, TABLES, TURNS, Table, duc
 
 # Which copy of a session counts: more turns, then the later last time, then the machine label (deterministic).
 WINNER_ORDER = "turn_count DESC, coalesce(ended_at, started_at) DESC, machine"
+# Views whose rows are turns, given a `machine` column here (session_overview and current_rejects have one through
+# `s.*` and `r.*`); the others aggregate over the whole team, as over one machine locally.
+ROW_VIEWS = ("prompts", "turn_context")
 
 
 class TeamError(PublishError):
@@ -169,6 +172,11 @@ def connect(
                 ],
             )
         views.create_views(con, zone)
+        for name in ROW_VIEWS:  # a row of these is one turn: its machine is its session's winning copy's
+            con.execute(
+                f"CREATE OR REPLACE VIEW {name} AS SELECT v.*, w.machine FROM ({views.VIEWS[name]}) v "
+                "JOIN session_winners w USING (session_id)"
+            )
         prices.install(con, None, cache_dir)
         con.execute(f"SET TimeZone = {_sql_string(zone)}; SET VARIABLE {views.ZONE_VARIABLE} = {_sql_string(zone)};")
     except BaseException:

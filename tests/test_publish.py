@@ -142,6 +142,10 @@ def test_a_team_of_three_machines_is_queried_as_one_and_a_shared_session_counts_
         endpoint, reader, "SELECT machine, session_id FROM session_overview ORDER BY session_id", url=url
     )
     assert [r["machine"] for r in overview] == ["desktop", "laptop", "build"]
+    prompts = team_sql(
+        endpoint, reader, "SELECT DISTINCT machine, session_id FROM prompts ORDER BY session_id", url=url
+    )
+    assert [r["machine"] for r in prompts] == ["desktop", "laptop", "build"]
     machines = team_sql(endpoint, reader, "SELECT machine, level FROM machines ORDER BY machine", url=url)
     assert machines == [{"machine": m, "level": "full"} for m in ("build", "desktop", "laptop")]
     report = tmp_path / "team.html"
