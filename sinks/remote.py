@@ -105,6 +105,18 @@ def scrub(text: str, env: Mapping[str, str] | None) -> str:
 _REQUEST_ID = re.compile(r"\s*\(Request ID: [^)]*\)")
 
 
+def _credentials_given(env: Mapping[str, str]) -> bool:
+    """Whether the environment or a credentials file offers credentials (an instance role cannot be seen here)."""
+    if env.get("AWS_ACCESS_KEY_ID") or env.get("AWS_PROFILE") or env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+        return True
+    home = env.get("HOME") or str(Path.home())
+    files = (
+        env.get("AWS_SHARED_CREDENTIALS_FILE") or f"{home}/.aws/credentials",
+        env.get("AWS_CONFIG_FILE") or f"{home}/.aws/config",
+    )
+    return any(Path(f).exists() for f in files)
+
+
 def explain(exc: BaseException, target: Target, doing: str) -> RemoteError:
     """One line for a failed remote operation: what was being done, where, and what to check."""
     text = scrub(_REQUEST_ID.sub("", str(exc).splitlines()[0] if str(exc) else type(exc).__name__), target.env)
@@ -116,6 +128,11 @@ def explain(exc: BaseException, target: Target, doing: str) -> RemoteError:
         return RemoteError(
             f"{doing}: access denied at {where}: check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
             "or AWS_PROFILE) and that they may read and write this prefix"
+        )
+    if "INTERNAL_FAILURE" in text and not _credentials_given(target.env or os.environ):
+        return RemoteError(
+            f"{doing}: no credentials found for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+            "AWS_PROFILE (or run where an instance role answers)"
         )
     if any(word in text for word in ("NETWORK_CONNECTION", "curlCode", "Could not resolve", "Connection refused")):
         return RemoteError(f"{doing}: cannot reach {where} (no network, or a wrong endpoint): {text}")

@@ -33,6 +33,9 @@ class Endpoint:
             AWS_SECRET_ACCESS_KEY=self.secret_key,
             AWS_REGION="us-east-1",
             AWS_EC2_METADATA_DISABLED="true",
+            # never the real home's ~/.aws: a test sees only the credentials it gives
+            AWS_SHARED_CREDENTIALS_FILE=str(self.log.parent / "no-aws-credentials"),
+            AWS_CONFIG_FILE=str(self.log.parent / "no-aws-config"),
         )
         env.update(extra)
         return env

@@ -272,6 +272,10 @@ def test_wrong_credentials_are_one_line_without_the_secret_and_the_local_corpus_
         env=endpoint.env(AWS_SECRET_ACCESS_KEY="nope-nope"),
     )
     assert query.returncode == 1 and "access denied" in query.stderr and "nope-nope" not in query.stderr
+    none = endpoint.env()
+    del none["AWS_ACCESS_KEY_ID"], none["AWS_SECRET_ACCESS_KEY"]
+    anonymous = cli("sql", "--team", URL, "--data-dir", str(tmp_path / "r"), "SELECT 1", env=none)
+    assert anonymous.returncode == 1 and "no credentials found" in anonymous.stderr, anonymous.stderr
 
 
 def snapshot(data: Path) -> dict[str, tuple[int, int]]:
