@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pyarrow.parquet as pq
 
 from sinks import prices, remote, views
 from sinks.files import private_dir
-from sinks.publish import Level, Manifest, PublishError, machine_dir, machines, read_manifest
+from sinks.publish import UPLOADERS, Level, Manifest, PublishError, machine_dir, machines, read_manifest
 from sinks.remote import Target
 from transforms.schema import SESSION_TABLES, SOURCES, TABLES, TURNS, Table, duckdb_type
 
@@ -73,10 +74,11 @@ def fetch(target: Target, data_dir: Path, *, progress: Callable[[int, int], None
     wanted = {f.sha256: (label, f) for label, m in team.manifests.items() for f in m.files}
     missing = [sha for sha in sorted(wanted) if not (cache / f"{sha}.parquet").exists()]
     total = sum(wanted[sha][1].size for sha in missing)
-    for sha in missing:
+
+    def fetch_one(sha: str) -> int:
         label, file = wanted[sha]
         local = cache / f"{sha}.parquet"
-        team.bytes_fetched += remote.download(target, f"{machine_dir(target, label)}/{file.object}", local)
+        size = remote.download(target, f"{machine_dir(target, label)}/{file.object}", local)
         if _sha256(local) != sha:
             local.unlink()
             raise TeamError(
@@ -84,9 +86,17 @@ def fetch(target: Target, data_dir: Path, *, progress: Callable[[int, int], None
                 f"in the store): the next `transcripts publish` on {label} sends it again"
             )
         os.chmod(local, 0o600)
-        team.fetched += 1
-        if progress is not None:
-            progress(team.bytes_fetched, total)
+        return size
+
+    pool = ThreadPoolExecutor(UPLOADERS, thread_name_prefix="team-fetch")  # as many at once as a publish sends
+    try:
+        for done in as_completed([pool.submit(fetch_one, sha) for sha in missing]):
+            team.bytes_fetched += done.result()
+            team.fetched += 1
+            if progress is not None:
+                progress(team.bytes_fetched, total)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     for label, manifest in team.manifests.items():
         tables: dict[str, list[Path]] = {}
         for file in manifest.files:
