@@ -6,7 +6,8 @@ staged), `parquet` (new version half written), `publish` (version folder in plac
 lookup. `warehouse_log` is reached only by a run changing the warehouse in place: committed to DuckDB's log, not yet
 checkpointed into the file (not in POINTS: a first run never gets there). `transcripts data move` (sinks/move.py)
 has its own: `move_entry` (an entry moved into the staging folder), `move_copy` (a file copied across
-filesystems), `move_renamed` (the staging folder renamed to the target, the source not yet cleared).
+filesystems), `move_renamed` (the staging folder renamed to the target, the source not yet cleared). `transcripts
+publish` (sinks/publish.py) has `team_upload` (an object sent, the manifest not yet written).
 """
 
 from __future__ import annotations
@@ -21,3 +22,22 @@ def reach(name: str) -> None:
     """SIGKILL this process if the failpoint `name` is armed (as a real `kill -9` from outside would)."""
     if os.environ.get("TRANSCRIPTS_FAILPOINT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+PAUSE_WAIT_SECONDS = 120.0
+
+
+def pause(name: str) -> None:
+    """Wait at the point `name` if `TRANSCRIPTS_PAUSEPOINT=<name>:<file>` arms it: create `<file>.reached`, then wait
+    until `<file>` exists (at most PAUSE_WAIT_SECONDS). A test holds a process there to look at what it has done so far
+    (`team_manifest`: a publish with every object sent and its manifest not yet written)."""
+    armed, _, flag = os.environ.get("TRANSCRIPTS_PAUSEPOINT", "").partition(":")
+    if armed != name or not flag:
+        return
+    import time  # here: only an armed pause point waits
+
+    with open(f"{flag}.reached", "w", encoding="utf-8"):
+        pass
+    deadline = time.monotonic() + PAUSE_WAIT_SECONDS
+    while not os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.05)

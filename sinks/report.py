@@ -778,9 +778,22 @@ def write(
     try:
         if not _has_view(con, "usage_costs"):
             raise ReportError(f"the warehouse in {data_dir} predates cost views: run `transcripts run` once")
-        report = build(con, timezone=timezone, since=since, now=now, unit=unit)
+        return write_from(con, out, timezone=timezone, since=since, now=now, unit=unit)
     finally:
         con.close()
+
+
+def write_from(
+    con: duckdb.DuckDBPyConnection,
+    out: Path,
+    *,
+    timezone: str,
+    since: date | None,
+    now: datetime,
+    unit: Bin | None = None,
+) -> Report:
+    """`write` from an open connection with the warehouse's tables and views (a team's corpus: sinks/team.py)."""
+    report = build(con, timezone=timezone, since=since, now=now, unit=unit)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     tmp.write_text(render(report), encoding="utf-8")

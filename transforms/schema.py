@@ -379,3 +379,44 @@ def tables_markdown() -> str:
             out.append(f"| `{col.name}` | {duckdb_type(col.type)} | {'yes' if col.nullable else 'no'} | {col.doc} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+# ---- what a `metrics` publish keeps (flows: `transcripts publish --level metrics`) ----------------------------------
+# A metrics publish is for team analytics where the text must stay home: it keeps every column that holds no text
+# (numbers, times, flags) and, of the columns that hold strings (anywhere in their type: a list of strings too), only
+# those declared here as ids, names or labels. Anything else is dropped, so a text column added later stays home
+# until someone declares it here (tests/test_publish_levels.py checks the declarations and what a publish keeps).
+METRIC_SAFE: dict[str, frozenset[str]] = {
+    # title: free text a person or model wrote
+    "sessions": frozenset(
+        {"session_id", "agent", "native_session_id", "parent_session_id", "source_path", "cwd", "git_branch"}
+        | {"models", "cli_versions", "parser_version", "git_repository"}
+    ),
+    "turns": frozenset({"turn_id", "session_id", "agent", "role", "model"}),  # text, attachments: the words
+    "tool_calls": frozenset(  # input, output: what the tool was given and said
+        {"tool_call_id", "session_id", "agent", "turn_id", "call_id", "tool_name", "spawned_session_id"}
+    ),
+    "usage": frozenset({"usage_id", "session_id", "agent", "response_id", "model"}),
+    "session_links": frozenset({"session_id", "agent", "other_session_id", "kind", "tool_call_id"}),
+    "record_kinds": frozenset({"session_id", "agent", "record_kind", "writer_version", "disposition"}),
+    "redactions": frozenset({"session_id", "agent", "column_name", "turn_id", "tool_call_id", "rule"}),  # not the HMAC
+    "sources": frozenset({"source_path", "agent", "kind", "root", "parser_version", "outcome"}),  # not content hashes
+    "rejects": frozenset({"source_path", "agent", "session_id", "outcome", "reason_code", "parser_version"}),  # detail
+    "runs": frozenset({"run_id", "flow", "mode", "outcome", "flow_run_id", "counts_by_agent", "limits"})
+    | {"parser_versions"},  # error: a message that may quote a path's or a source's text
+}
+
+
+def holds_text(type_: pa.DataType) -> bool:
+    """Whether values of `type_` can hold a string anywhere (a string, or a list or struct with one)."""
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_binary(type_):
+        return True
+    if pa.types.is_large_binary(type_):
+        return True
+    return any(holds_text(type_.field(i).type) for i in range(type_.num_fields))
+
+
+def metrics_columns(table: Table) -> tuple[str, ...]:
+    """The columns of `table` a metrics publish keeps: every one that holds no text, and the declared-safe ones."""
+    safe = METRIC_SAFE.get(table.name, frozenset())
+    return tuple(c.name for c in table.columns if not holds_text(c.type) or c.name in safe)

@@ -18,6 +18,7 @@ from flows.cli import (
     cmd_data,
     cmd_mcp,
     cmd_prune,
+    cmd_publish,
     cmd_report,
     cmd_run,
     cmd_schedule,
@@ -44,6 +45,7 @@ COMMANDS = (
     cmd_search,
     cmd_show,
     cmd_mcp,
+    cmd_publish,
     cmd_data,
 )
 

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
+from flows.cli.cmd_publish import TeamUrl, team_connection
 from flows.cli.console import console, err
 from flows.etl.settings import SettingsError, load_settings
 
@@ -72,11 +73,12 @@ def report(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Where the corpus lives (default: data/).")
     ] = None,
+    team: TeamUrl = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file.")] = None,
 ) -> None:
     """Write one self-contained HTML report with charts (viewable offline)."""
     # here: DuckDB, pyarrow and the chart library (~0.4 s) that `--help` and `status` do without
-    from sinks.report import Bin, ReportError, write
+    from sinks.report import Bin, ReportError, write, write_from
 
     try:
         settings = load_settings(data_dir=data_dir, config=config)
@@ -94,15 +96,14 @@ def report(
         except ValueError:
             err.print(f"[red]error:[/red] --since {since!r} is not a date (YYYY-MM-DD)")
             raise typer.Exit(2) from None
+    now = datetime.now(UTC).astimezone(ZoneInfo(zone))
     try:
-        done = write(
-            settings.data_dir,
-            out,
-            timezone=zone,
-            since=first,
-            now=datetime.now(UTC).astimezone(ZoneInfo(zone)),
-            unit=None if bin_ is BinChoice.AUTO else Bin(bin_.value),
-        )
+        unit = None if bin_ is BinChoice.AUTO else Bin(bin_.value)
+        if team is not None:
+            with team_connection(team, settings, zone) as (con, _):
+                done = write_from(con, out, timezone=zone, since=first, now=now, unit=unit)
+        else:
+            done = write(settings.data_dir, out, timezone=zone, since=first, now=now, unit=unit)
     except ReportError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None

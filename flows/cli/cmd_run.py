@@ -201,6 +201,11 @@ def _run(
                 record.outcome = "noop"
                 record.counts = pipeline.noop_counts(plan)
                 report = pipeline.RunReport(run_id, pipeline.plan_counts(plan), seconds=pipeline.elapsed_since(start))
+                if settings.publish_url:  # nothing new, but what an earlier publish failed to send is sent now
+                    from flows.etl.publishing import publish_after  # here: pyarrow's S3 layer, for a team folder only
+
+                    _stage(display, "publishing")
+                    report.published = publish_after(settings)
                 _stop(display)
                 _print_report(report, settings, say, outcome="noop")
                 return
@@ -433,9 +438,12 @@ def _print_report(report: RunReport, settings: Settings, say: _Say, *, outcome: 
                 "counts_by_agent": c.counts_by_agent if c else {},
                 "flow_run_id": report.flow_run_id,
                 "redacted": report.redacted,
+                "published": report.published,
             }
         )
         return
+    if report.published:
+        say.line(report.published)
     if c is None:
         say.line(f"sources found {found} · nothing new, changed or deleted · {report.seconds:.2f}s")
     else:

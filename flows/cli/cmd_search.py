@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
@@ -10,15 +12,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from extractors.registry import parse_agent
+from flows.cli.cmd_publish import TeamUrl, team_connection
 from flows.cli.cmd_sql import Config, DataDir, Zone, fail, opened, settings_of, zone_of
 from flows.cli.lazy import lazy
+from flows.etl.settings import Settings
 
 if TYPE_CHECKING:
+    import duckdb
     from rich.console import Group
 
     from sinks.search import Hit
 
 search_index = lazy("sinks.search")
+team_corpus = lazy("sinks.team")
 
 
 class Role(StrEnum):
@@ -76,6 +82,7 @@ def search(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Hits to show, best first.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="A JSON array of hits.")] = False,
     timezone: Zone = None,
+    team: TeamUrl = None,
     data_dir: DataDir = None,
     config: Config = None,
 ) -> None:
@@ -87,7 +94,7 @@ def search(
             raise fail(str(exc), 2) from None
     settings = settings_of(data_dir, config)
     zone, how = zone_of(timezone, settings)
-    with opened(settings, zone) as con:
+    with _searchable(settings, zone, team) as con:
         try:
             hits = search_index.search(
                 con,
@@ -119,6 +126,24 @@ def search(
     console.print(Text(f"{len(hits)} hit(s) for {words!r}, times in {zone} ({how})", style="dim"))
     for n, hit in enumerate(hits, 1):
         console.print(_hit_text(n, hit))
+
+
+@contextlib.contextmanager
+def _searchable(settings: Settings, zone: str, team: str | None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The warehouse, or with `team` the team's corpus with an index built over the turns of the machines that
+    published their text (level full); none did: one line, exit 2."""
+    if team is None:
+        with opened(settings, zone) as con:
+            yield con
+        return
+    with team_connection(team, settings, zone, materialize_turns=True) as (con, found):
+        if not team_corpus.text_machines(found):
+            raise fail(f"no machine published its text to {team} (all at --level metrics): nothing to search", 2)
+        try:
+            search_index.create_index(con)
+        except search_index.SearchUnavailable as exc:
+            raise fail(str(exc), 2) from None
+        yield con
 
 
 def register(app: typer.Typer) -> None:

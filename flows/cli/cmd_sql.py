@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from flows.cli.cmd_publish import TeamUrl, team_connection
 from flows.cli.console import err
 from flows.cli.lazy import lazy
 from flows.etl.settings import Settings, SettingsError, load_settings
@@ -64,8 +65,13 @@ def zone_of(flag: str | None, settings: Settings) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def opened(settings: Settings, zone: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The warehouse read-only in `zone`; no warehouse, or one this DuckDB cannot open: one line, exit 2."""
+def opened(settings: Settings, zone: str, team: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The warehouse read-only in `zone`; no warehouse, or one this DuckDB cannot open: one line, exit 2. With
+    `team` (a team folder's URL): every machine's published corpus instead (flows/cli/cmd_publish.py)."""
+    if team is not None:
+        with team_connection(team, settings, zone) as (con, _):
+            yield con
+        return
     try:
         con = query.connect(settings.data_dir, zone)
     except (query.NoWarehouse, warehouse.WarehouseUnreadable) as exc:
@@ -87,6 +93,7 @@ def sql(
         bool, typer.Option("--builtin-shell", help="The bundled engine's shell even when the DuckDB CLI is installed.")
     ] = False,
     timezone: Zone = None,
+    team: TeamUrl = None,
     data_dir: DataDir = None,
     config: Config = None,
 ) -> None:
@@ -96,9 +103,9 @@ def sql(
     settings = settings_of(data_dir, config)
     zone, how = zone_of(timezone, settings)
     if statement is None:
-        _interactive(settings, zone, how, builtin=builtin)
+        _interactive(settings, zone, how, builtin=builtin, team=team)
         return
-    with opened(settings, zone) as con:
+    with opened(settings, zone, team) as con:
         try:
             result = query.execute(con, statement)
             if result is None:
@@ -115,18 +122,18 @@ def sql(
             raise fail(str(exc), 1) from None
 
 
-def _interactive(settings: Settings, zone: str, how: str, *, builtin: bool) -> None:
+def _interactive(settings: Settings, zone: str, how: str, *, builtin: bool, team: str | None = None) -> None:
     exe = (
         None
-        if builtin or not warehouse.warehouse_path(settings.data_dir).exists()
+        if builtin or team is not None or not warehouse.warehouse_path(settings.data_dir).exists()
         else query.duckdb_cli(settings.data_dir)
     )
     if exe is not None:
         err.print(f"DuckDB CLI {exe}, read-only; times in {zone} ({how})", highlight=False)
         raise typer.Exit(subprocess.run(query.cli_command(exe, settings.data_dir, zone), check=False).returncode)
-    with opened(settings, zone) as con:
+    with opened(settings, zone, team) as con:
         interactive = sys.stdin.isatty()
-        if interactive and not builtin:
+        if interactive and not builtin and team is None:
             err.print(
                 "No DuckDB CLI that opens the warehouse (none on PATH, nor installed with transcripts): the built-in "
                 f"shell. For DuckDB's own shell: `{query.CLI_INSTALL}`.",

@@ -21,6 +21,7 @@ from extractors.model import Agent, Source
 from flows.etl import pipeline, runlog
 from flows.etl.batch import read_batch
 from flows.etl.cluster import dask_runner
+from flows.etl.publishing import publish_after
 from flows.etl.run import Run
 from flows.etl.settings import Settings, load_settings
 from flows.etl.status import corpus_snapshot
@@ -92,7 +93,17 @@ def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]
     )
 
 
-def run_etl(
+def run_etl(settings: Settings, **options: Any) -> pipeline.RunReport:
+    """`load` (the run: see there), then, when a team folder is set (`publish_url`), publish the committed corpus to
+    it. A failed publish does not fail the run: its corpus is committed and loaded; the report and the log say that
+    the publish failed and why, and the next run (or `transcripts publish`) sends what is missing."""
+    report = load(settings, **options)
+    if settings.publish_url:
+        report.published = publish_after(settings)
+    return report
+
+
+def load(
     settings: Settings,
     *,
     full: bool = False,

@@ -61,6 +61,7 @@ class RunReport:
     found_any_root: bool = True
     flow_run_id: str | None = None
     redacted: bool = True  # False: this run stored text as it was (--no-redact)
+    published: str | None = None  # what publishing to the team folder (`publish_url`) did, when one is set
 
 
 def parser_versions(redact: bool) -> dict[Agent, str]:

@@ -4,7 +4,8 @@ Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma 
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
 TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
 TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views),
-TRANSCRIPTS_WATCH_QUIET_SECONDS, TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS, TRANSCRIPTS_WATCH_CHECK_MINUTES, and
+TRANSCRIPTS_WATCH_QUIET_SECONDS, TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS, TRANSCRIPTS_WATCH_CHECK_MINUTES,
+TRANSCRIPTS_PUBLISH_URL, TRANSCRIPTS_MACHINE, TRANSCRIPTS_PUBLISH_LEVEL (the team folder a run publishes to), and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 The data dir defaults to the user's data home (flows.etl.datahome), never the checkout.
 """
@@ -61,6 +62,9 @@ class Settings:
     watch_quiet_seconds: float = 1.0
     watch_max_delay_seconds: float = 5.0
     watch_check_minutes: float = 15.0
+    publish_url: str | None = None  # a team folder every run publishes to after its commit (`transcripts publish`)
+    machine_label: str | None = None  # this machine's label in the team folder (None: the host name)
+    publish_level: str = "full"  # full | metrics
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -74,7 +78,20 @@ class Settings:
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per table ("" is the top level)
-    "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction", "watch"),
+    "": (
+        "data_dir",
+        "home",
+        "sources",
+        "roots",
+        "limits",
+        "run",
+        "schedule",
+        "timezone",
+        "redaction",
+        "watch",
+        "publish",
+    ),
+    "publish": ("url", "machine", "level"),
     "redaction": ("enabled",),
     "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
     "schedule": ("cron", "timezone"),
@@ -168,6 +185,9 @@ _FILE_KEYS = {
     ("watch", "quiet_seconds"): "watch_quiet_seconds",
     ("watch", "max_delay_seconds"): "watch_max_delay_seconds",
     ("watch", "check_minutes"): "watch_check_minutes",
+    ("publish", "url"): "publish_url",
+    ("publish", "machine"): "machine_label",
+    ("publish", "level"): "publish_level",
 }
 # environment variable -> Settings field; an empty variable is not set
 _ENV_KEYS = {
@@ -183,6 +203,9 @@ _ENV_KEYS = {
     "TRANSCRIPTS_WATCH_QUIET_SECONDS": "watch_quiet_seconds",
     "TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS": "watch_max_delay_seconds",
     "TRANSCRIPTS_WATCH_CHECK_MINUTES": "watch_check_minutes",
+    "TRANSCRIPTS_PUBLISH_URL": "publish_url",
+    "TRANSCRIPTS_MACHINE": "machine_label",
+    "TRANSCRIPTS_PUBLISH_LEVEL": "publish_level",
 }
 
 
@@ -414,6 +437,18 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
     quiet = number("watch quiet_seconds", "watch_quiet_seconds", kind=float, minimum=0.05)
     max_delay = number("watch max_delay_seconds", "watch_max_delay_seconds", kind=float, minimum=0.05)
     check = number("watch check_minutes", "watch_check_minutes", kind=float, minimum=0.01)
+    publish_url = _string("publish url", values.get("publish_url")) or None
+    machine = _string("publish machine", values.get("machine_label")) or None
+    level = _string("publish level", values.get("publish_level")) or "full"
+    if level not in ("full", "metrics"):
+        raise SettingsError(f"publish level ({values['publish_level'].origin}) must be full or metrics, got {level!r}")
+    if machine is not None:
+        from sinks.publish import check_label  # lazily: pyarrow, which `status` does without
+
+        try:
+            check_label(machine)
+        except ValueError as exc:
+            raise SettingsError(f"{exc} ({values['machine_label'].origin})") from None
     origins = {key: values[name].origin for name, key in _NAMED.items() if name in values}
     return Settings(
         data_dir=(data_dir or default_data_dir(env)).absolute(),
@@ -434,6 +469,9 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
         watch_quiet_seconds=quiet,
         watch_max_delay_seconds=max(max_delay, quiet),
         watch_check_minutes=check,
+        publish_url=publish_url,
+        machine_label=machine,
+        publish_level=level,
         env=env,
         # a default is not named, but the data dir always is: commands print where it came from
         origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},

@@ -11,7 +11,8 @@ events in short ticks, and between ticks the loop
 - looks every ROOTS_SECONDS at which roots exist, and whether each is still the same folder: a root that appears
   (or is made again) is watched from then on and its agent checked whole; one that disappears is let go.
 
-A load is `run_etl` in this process with its steps as plain functions: one Prefect flow run per load would flood
+A load is `flows.etl.flow.load` (`run_etl` without its publish: a team folder gets the nightly run's, not one
+every few seconds) in this process with its steps as plain functions: one Prefect flow run per load would flood
 the Prefect UI with hundreds of runs a day. It is recorded in the ledger (and the `runs` table) as flow `watch`, and
 takes the writer lock of `run` without waiting: while another run holds it, the changed paths stay pending and the
 load is tried again a second later. A check that finds nothing new is not recorded (no ledger line per quarter
@@ -339,7 +340,7 @@ class Watch:
     def _load(self, agents: tuple[Agent, ...], taken: Taken) -> pipeline.RunReport | None:
         """Load `agents` incrementally, as `run` would (their sources only: other agents' are neither read nor
         taken for deleted); None when there was nothing new, changed or deleted (then nothing is recorded)."""
-        from flows.etl.flow import run_etl  # here: imported by serve() at start (Prefect, ~2.5 s)
+        from flows.etl.flow import load  # here: imported by serve() at start (Prefect, ~2.5 s)
 
         subset = dataclasses.replace(self.settings, agents=agents, lock_wait_seconds=0.0)
         # The changed paths are taken.paths: an incremental discovery that takes a hint is handed them here.
@@ -347,7 +348,7 @@ class Watch:
         if self._nothing_to_do(subset, found) or self.stop.is_set():
             return None
         log.info("event=watch_load agents=%s paths=%d", ",".join(agents), sum(len(p) for p in taken.paths.values()))
-        return run_etl(subset, as_tasks=False, discovered=found, flow_name=FLOW)
+        return load(subset, as_tasks=False, discovered=found, flow_name=FLOW)  # no publish: the nightly run's
 
     @staticmethod
     def _nothing_to_do(settings: Settings, found: pipeline.Discovery) -> bool:
