@@ -231,7 +231,7 @@ def test_a_signal_stops_the_watch_with_exit_0_and_the_lock_free(tmp_path: Path, 
         code, out, err = w.stop(signum)
         assert code == 0, err
         assert out.strip().splitlines()[-1] == f"Stopped watching ({signal.Signals(signum).name})."
-        assert "Traceback" not in err
+        assert "Traceback" not in err, err
         assert not ledger.lock_held(w.data)
         assert all(r["outcome"] == "ok" for r in watch_runs(w.data))
 
