@@ -230,6 +230,10 @@ def test_harness_user_chunks_are_never_the_persons_turns(tmp_path: Path) -> None
         line({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "ls",
               "_meta": {"bash_command": "ls"}}, "_meta": {"modelId": "grok-4.5"}}, T0 + 6),
         user("<fork-context>the parent's history</fork-context>\nnext prompt", 1, T0 + 7),
+        line({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Loaded hooks (9)"},
+              "_meta": {"hostTurn": True}}, T0 + 8),
+        user("Background task task-1 finished", 2, T0 + 9, hideFromScrollback=True),
+        say("The build is done.", T0 + 10),
     ])  # fmt: skip
     session = load(tmp_path)
     assert [t for r, t in said(session) if r == "user"] == ["real prompt", "stop after this", "next prompt"]
@@ -239,6 +243,9 @@ def test_harness_user_chunks_are_never_the_persons_turns(tmp_path: Path) -> None
     assert counts[("user_message_chunk/interjection", Disposition.TURN)] == 1
     assert counts[("user_message_chunk/bash_command", Disposition.SKIPPED)] == 1
     assert counts[("user_message_chunk/context_wrapper", Disposition.TURN)] == 1
+    assert counts[("agent_message_chunk/host_turn", Disposition.HARNESS)] == 1
+    assert counts[("user_message_chunk/auto_prompt", Disposition.HARNESS)] == 1
+    assert said(session)[-1] == ("assistant", "The build is done.")
 
 
 def test_a_streaming_attempt_reset_drops_the_text_streamed_before_it(tmp_path: Path) -> None:

@@ -214,7 +214,10 @@ class UpdatesParser:
             self.user_chunk(update, meta, index, when)
             return
         self.end_user_run()
-        if kind == "agent_message_chunk":
+        if kind == "agent_message_chunk" and meta.get("hostTurn") is True:
+            # Host feedback (e.g. "Loaded hooks (9)") written as the agent's: Grok's is_host_turn_chunk
+            self.count("agent_message_chunk/host_turn", Disposition.HARNESS)
+        elif kind == "agent_message_chunk":
             text, attachments = _block(update.get("content"), index)
             if self._agent is None:
                 self._agent = _Run(Role.ASSISTANT, index, when, self._model or self.default_model)
@@ -270,6 +273,11 @@ class UpdatesParser:
             stripped = _strip_wrapper(text, tag)
             if stripped is not None:
                 text, sub = stripped, "user_message_chunk/context_wrapper"
+        if meta.get("hideFromScrollback") is True:
+            # A prompt Grok started itself (a finished background task or subagent, a notification drain, a goal
+            # nudge: PromptOrigin::hide_user_echo_from_scrollback): it counts as a prompt, but not as the person's.
+            self.count("user_message_chunk/auto_prompt", Disposition.HARNESS)
+            return
         person = self._run_prompt is not None or not self._seen_marker
         if not person:  # injected mid-turn: harness unless it is the person's interjection
             display = _text(block_meta.get("displayText"))
