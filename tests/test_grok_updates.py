@@ -280,7 +280,7 @@ def test_tool_result_is_replaced_by_the_terminal_update_not_appended(tmp_path: P
     ])  # fmt: skip
     session = load(tmp_path)
     [call] = session.tool_calls
-    assert (call.call_id, call.name, call.input) == ("c-1", "run_terminal_cmd", '{"command": "make"}')
+    assert (call.call_id, call.name, call.input) == ("c-1", "run_terminal_cmd", '{"command":"make"}')
     assert call.output == "error: missing symbol" and call.is_error is True
     assert call.turn_index == 1, "the call belongs to the assistant text it follows"
     assert (call.started_at, call.ended_at) == (at(T0 + 2), at(T0 + 5))
@@ -415,6 +415,15 @@ def test_an_updates_jsonl_that_is_not_an_update_stream_is_rejected_unsupported_f
     [rejected] = outcomes(tmp_path)
     assert isinstance(rejected, Rejected) and rejected.code is RejectCode.UNSUPPORTED_FORMAT
     assert rejected.line == 1
+
+
+def test_a_tool_input_nested_too_deep_to_store_is_bad_shape(tmp_path: Path) -> None:
+    deep = "[" * 1020 + "]" * 1020  # within what the JSON parser accepts, past what can be written back
+    call = json.dumps(line({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t", "rawInput": 0}, T0 + 1))
+    session_dir(tmp_path, [user("q", 0, T0), call.replace('"rawInput": 0', f'"rawInput": {deep}')])
+    [rejected] = outcomes(tmp_path)
+    assert isinstance(rejected, Rejected) and rejected.code is RejectCode.BAD_SHAPE, rejected
+    assert "rawInput nested too deep" in rejected.detail, rejected
 
 
 def test_a_known_update_with_a_wrong_field_type_is_bad_shape(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ this file large are never accumulated), one usage row per prompt.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -24,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from extractors.blobref import data_url_reference
-from extractors.bounded import Limits, Line, clip, count_glued_line
+from extractors.bounded import Limits, Line, clip, count_glued_line, json_text
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Disposition, Role, ToolCall, Turn, Usage
 from extractors.timeutil import from_epoch_ms, from_epoch_seconds
@@ -336,7 +335,7 @@ class UpdatesParser:
     def _result(self, pending: _Call, update: dict[str, Any], index: int, when: datetime | None) -> None:
         """A terminal status's content is the call's result: it replaces whatever an earlier update held."""
         status = update.get("status")
-        if status not in TERMINAL_STATUSES:
+        if not isinstance(status, str) or status not in TERMINAL_STATUSES:
             return
         if "content" in update:
             pending.output = clip(_tool_content(update["content"], index), self.limits)
@@ -547,7 +546,10 @@ def _tool_content(content: Any, index: int) -> str:
 def _input(raw: Any, limits: Limits) -> str | None:
     if raw is None:
         return None
-    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, sort_keys=True)
+    try:
+        text = raw if isinstance(raw, str) else json_text(raw)
+    except RecursionError as exc:  # nested deeper than JSON text can be written back
+        raise RejectError(RejectCode.BAD_SHAPE, "a tool call's rawInput nested too deep to store") from exc
     return clip(text, limits)
 
 
