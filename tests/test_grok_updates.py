@@ -431,3 +431,12 @@ def test_a_known_update_with_a_wrong_field_type_is_bad_shape(tmp_path: Path) -> 
                                                    T0 + 1, xai=True)])  # fmt: skip
     [rejected] = outcomes(tmp_path)
     assert isinstance(rejected, Rejected) and rejected.code is RejectCode.BAD_SHAPE
+
+
+def test_a_symlinked_updates_jsonl_is_never_read_and_chat_history_stays_the_unit(tmp_path: Path) -> None:
+    outside = write_jsonl(tmp_path / "elsewhere" / "updates.jsonl", [user("not this session's", 0, T0)])
+    chat = [{"type": "user", "content": [{"type": "text", "text": "hello"}], "prompt_index": 0}]
+    folder = session_dir(tmp_path / "home", None, chat)
+    os.symlink(outside, folder / "updates.jsonl")
+    assert [Path(s.path).name for s in discover(tmp_path / "home")] == ["chat_history.jsonl"]
+    assert said(load(tmp_path / "home")) == [("user", "hello")]

@@ -163,11 +163,13 @@ def discover(root: Path) -> Iterator[Source]:
         size, mtime = st.st_size, st.st_mtime_ns
         beside_other = _stat(os.path.join(folder, other))
         # The unit is updates.jsonl when it holds anything, else chat_history.jsonl: one unit per folder, and the
-        # fingerprint covers both files and summary.json (docs/agents/grok.md "Files and folders").
-        if name == CHAT_HISTORY and beside_other and stat.S_ISREG(beside_other.st_mode) and beside_other.st_size > 0:
+        # fingerprint covers both files and summary.json (docs/agents/grok.md "Files and folders"). An updates.jsonl
+        # that is a symlink is never read (as the walk never follows one out of the root).
+        if name == UPDATES and (not _plain_file(path) or (st.st_size == 0 and beside_other is not None)):
+            continue  # a link, or empty beside a chat_history.jsonl: the folder is listed as the latter
+        has_updates = beside_other is not None and beside_other.st_size > 0
+        if name == CHAT_HISTORY and has_updates and _plain_file(os.path.join(folder, UPDATES)):
             continue  # listed as its updates.jsonl, which the walk meets next
-        if name == UPDATES and st.st_size == 0 and beside_other is not None:
-            continue  # an empty updates.jsonl beside a chat_history.jsonl: listed as the latter
         for beside in (beside_other, _stat(os.path.join(folder, SUMMARY))):
             if beside is not None:
                 size, mtime = size + beside.st_size, max(mtime, beside.st_mtime_ns)
@@ -179,6 +181,14 @@ def _stat(path: str) -> os.stat_result | None:
         return os.stat(path)
     except OSError:
         return None
+
+
+def _plain_file(path: str | Path) -> bool:
+    """A regular file that is not a symlink."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +239,7 @@ def read_session(folder: Path, limits: Limits, facts: Facts) -> Session:
     updates_path = folder / UPDATES
     has_chat = chat.is_file()
     try:
-        updates_size = os.stat(updates_path).st_size if updates_path.is_file() else None
+        updates_size = os.lstat(updates_path).st_size if _plain_file(updates_path) else None
     except OSError:  # gone since it was looked at: as if absent
         updates_size = None
     if updates_size is not None and (updates_size > 0 or not has_chat):
