@@ -13,10 +13,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from extractors.errors import DeferCode, RejectCode
 from extractors.grok import discover
 from extractors.model import Agent, Deferred, Disposition, Loaded, Rejected, Role, Session
 from extractors.registry import read_source
+from flows.etl.flow import run_etl
+from flows.etl.settings import load_settings
 from tests.support import SETTLED, outcomes_under, write_jsonl
 
 SID = "019f7000-0000-7000-8000-000000000001"
@@ -440,3 +444,33 @@ def test_a_symlinked_updates_jsonl_is_never_read_and_chat_history_stays_the_unit
     os.symlink(outside, folder / "updates.jsonl")
     assert [Path(s.path).name for s in discover(tmp_path / "home")] == ["chat_history.jsonl"]
     assert said(load(tmp_path / "home")) == [("user", "hello")]
+
+
+def test_a_session_that_gains_updates_jsonl_is_the_same_session_after_the_next_run(tmp_path: Path) -> None:
+    """Its unit moves from chat_history.jsonl to updates.jsonl: the run loads it again under the same id, no
+    duplicate, with the turns the compaction had dropped."""
+    home = tmp_path / "home"
+    chat = [{"type": "user", "content": [{"type": "text", "text": "second"}], "prompt_index": 1}]
+    folder = session_dir(home / ".grok", None, chat)
+    settings = load_settings(
+        home=home, data_dir=tmp_path / "data", sources=["grok"], env={"HOME": str(home)}, lock_wait=5
+    )
+
+    def corpus() -> list[tuple[Any, ...]]:
+        con = duckdb.connect(str(tmp_path / "data" / "warehouse.duckdb"), read_only=True)
+        try:
+            return con.execute("SELECT session_id, role, text FROM turns ORDER BY turn_index").fetchall()
+        finally:
+            con.close()
+
+    run_etl(settings, as_tasks=False)
+    assert corpus() == [(f"grok-{SID}", "user", "second")]
+    write_jsonl(folder / "updates.jsonl", [user("first", 0, T0), say("one", T0 + 1), user("second", 1, T0 + 2)])
+    run_etl(settings, as_tasks=False)
+    sid = f"grok-{SID}"
+    assert corpus() == [(sid, "user", "first"), (sid, "assistant", "one"), (sid, "user", "second")]
+    con = duckdb.connect(str(tmp_path / "data" / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
+    finally:
+        con.close()
