@@ -22,11 +22,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from extractors.blobref import data_url_reference
-from extractors.bounded import Limits, Line, clip, count_glued_line, json_text
+from extractors.bounded import Limits, Line, clip, count_glued_line
 from extractors.errors import RejectCode, RejectError
+from extractors.grok.acp import (
+    content_block,
+    meta_of,
+    prompt_usage,
+    strip_wrapper,
+    text_of,
+    time_of,
+    tool_content,
+    tool_input,
+    usage_total,
+)
 from extractors.model import Disposition, Role, ToolCall, Turn, Usage
-from extractors.timeutil import from_epoch_ms, from_epoch_seconds
 
 ACP_METHOD = "session/update"
 XAI_METHOD = "_x.ai/session/update"
@@ -103,7 +112,6 @@ CONTEXT_WRAPPERS = ("fork-context", "resume-context")
 # `The user sent a message while you were working:\n<user_query>...</user_query>`: the spans are the person's.
 USER_QUERY_SPAN = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 TERMINAL_STATUSES = frozenset({"completed", "failed"})
-TICKS_PER_USD = 1e10  # `costUsdTicks`: 10^10 ticks are one US dollar
 
 
 @dataclass(slots=True)
@@ -191,7 +199,7 @@ class UpdatesParser:
                 line=index,
             )
         assert isinstance(params, dict) and isinstance(update, dict)
-        when = _time(params, record)
+        when = time_of(params, record)
         if when is not None and (self.last_time is None or when > self.last_time):
             self.last_time = when
         if method is None or method == ACP_METHOD:
@@ -205,8 +213,8 @@ class UpdatesParser:
     # --- ACP updates ------------------------------------------------------------------------------------------------
 
     def acp(self, kind: str, update: dict[str, Any], index: int, when: datetime | None) -> None:
-        meta = _meta(update, index)
-        model = _text(meta.get("modelId"))
+        meta = meta_of(update, index)
+        model = text_of(meta.get("modelId"))
         if model:
             self._use_model(model)
         if kind == "user_message_chunk":
@@ -217,7 +225,7 @@ class UpdatesParser:
             # Host feedback (e.g. "Loaded hooks (9)") written as the agent's: Grok's is_host_turn_chunk
             self.count("agent_message_chunk/host_turn", Disposition.HARNESS)
         elif kind == "agent_message_chunk":
-            text, attachments = _block(update.get("content"), index)
+            text, attachments = content_block(update.get("content"), index)
             if self._agent is None:
                 self._agent = _Run(Role.ASSISTANT, index, when, self._model or self.default_model)
                 self._response = index
@@ -266,10 +274,10 @@ class UpdatesParser:
         if block_meta.get("bash_command") is not None:  # a `!command` of bash mode: not a prompt to the model
             self.count("user_message_chunk/bash_command", Disposition.SKIPPED)
             return
-        text, attachments = _block(content, index)
+        text, attachments = content_block(content, index)
         sub = "user_message_chunk"
         for tag in CONTEXT_WRAPPERS:
-            stripped = _strip_wrapper(text, tag)
+            stripped = strip_wrapper(text, tag)
             if stripped is not None:
                 text, sub = stripped, "user_message_chunk/context_wrapper"
         if meta.get("hideFromScrollback") is True:
@@ -279,7 +287,7 @@ class UpdatesParser:
             return
         person = self._run_prompt is not None or not self._seen_marker
         if not person:  # injected mid-turn: harness unless it is the person's interjection
-            display = _text(block_meta.get("displayText"))
+            display = text_of(block_meta.get("displayText"))
             queries = USER_QUERY_SPAN.findall(text)
             if meta.get("interjection") is True or block_meta.get("interjection") is True or queries:
                 text = display or ("\n".join(queries) if queries else text)
@@ -307,13 +315,13 @@ class UpdatesParser:
         if call_id in self.calls:  # the same call written again: an update, never a second call
             self.tool_update(update, index, when)
             return
-        title = _text(update.get("title")) or "tool"
-        backend = _meta(update, index).get("backend") is True
+        title = text_of(update.get("title")) or "tool"
+        backend = meta_of(update, index).get("backend") is True
         self.calls[call_id] = _Call(
             call_id,
             self._response if self._response is not None else index,
             title,
-            _input(update.get("rawInput"), self.limits),
+            tool_input(update.get("rawInput"), self.limits),
             when,
         )
         self.count("tool_call/backend" if backend else "tool_call", Disposition.TOOL)
@@ -328,7 +336,7 @@ class UpdatesParser:
             self.count("tool_call_update/orphan", Disposition.TOOL)
             return
         if "rawInput" in update and update["rawInput"] is not None:
-            pending.input = _input(update["rawInput"], self.limits)
+            pending.input = tool_input(update["rawInput"], self.limits)
         self.count("tool_call_update", Disposition.TOOL)
         self._result(pending, update, index, when)
 
@@ -338,7 +346,7 @@ class UpdatesParser:
         if not isinstance(status, str) or status not in TERMINAL_STATUSES:
             return
         if "content" in update:
-            pending.output = clip(_tool_content(update["content"], index), self.limits)
+            pending.output = clip(tool_content(update["content"], index), self.limits)
         pending.is_error = status == "failed"
         pending.ended_at = when
 
@@ -352,7 +360,7 @@ class UpdatesParser:
             self.end_agent_run()
             self.turn_completed(update, index, when)
         elif kind in ("model_changed", "model_auto_switched"):
-            model = _text(update.get("model_id" if kind == "model_changed" else "new_model_id"))
+            model = text_of(update.get("model_id" if kind == "model_changed" else "new_model_id"))
             if model:
                 self._use_model(model)
             self.count(kind, Disposition.METADATA)
@@ -400,11 +408,11 @@ class UpdatesParser:
             raise RejectError(RejectCode.BAD_SHAPE, "a turn_completed whose usage is not an object", line=index)
         prompt = update.get("prompt_id")
         key = prompt if isinstance(prompt, str) and prompt else f"line-{index}"
-        row = _usage(usage, index, when, self._model or self.default_model, key)
+        row = prompt_usage(usage, index, when, self._model or self.default_model, key)
         if row is None:
             return
         known = self.usage.get(key)
-        if known is None or _total(row) > _total(known):
+        if known is None or usage_total(row) > usage_total(known):
             self.usage[key] = row
 
     # --- runs -------------------------------------------------------------------------------------------------------
@@ -469,144 +477,3 @@ def parse_updates(lines: Iterable[Line], limits: Limits, version: str, default_m
         parser.feed(line)
     parser.finish()
     return parser
-
-
-def _time(params: dict[str, Any], record: dict[str, Any]) -> datetime | None:
-    """`params._meta.agentTimestampMs` (ms, when the agent made the update: it survives a fork's copy of the file),
-    else the envelope's `timestamp` (unix seconds, when the line was written: a fork's copy re-stamps it)."""
-    meta = params.get("_meta")
-    if isinstance(meta, dict):
-        stamp = from_epoch_ms(meta.get("agentTimestampMs"))
-        if stamp is not None:
-            return stamp
-    return from_epoch_seconds(record.get("timestamp")) if record is not params else None
-
-
-def _meta(update: dict[str, Any], index: int) -> dict[str, Any]:
-    meta = update.get("_meta")
-    if meta is None:
-        return {}
-    if not isinstance(meta, dict):
-        raise RejectError(RejectCode.BAD_SHAPE, "an update whose _meta is not an object", line=index)
-    return meta
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _block(content: Any, index: int) -> tuple[str, list[str]]:
-    """(text, attachment references) of one ACP content block: `text`, `image`, `resource_link`, `resource`."""
-    if content is None:
-        return "", []
-    if not isinstance(content, dict):
-        raise RejectError(RejectCode.BAD_SHAPE, "a chunk whose content is not a content block", line=index)
-    kind = content.get("type")
-    if isinstance(content.get("text"), str) and kind in (None, "text"):
-        return content["text"], []
-    if kind == "image":
-        data, mime = content.get("data"), content.get("mimeType")
-        if isinstance(data, str) and isinstance(mime, str):
-            return "", [data_url_reference(f"data:{mime};base64,{data}")]
-        uri = content.get("uri")
-        return "", [data_url_reference(uri) if isinstance(uri, str) else "image"]
-    if kind == "resource_link" and isinstance(content.get("uri"), str):
-        return "", [f"file {content['uri']}"]
-    if kind == "resource":
-        resource = content.get("resource")
-        uri = resource.get("uri") if isinstance(resource, dict) else None
-        return "", [f"file {uri}" if isinstance(uri, str) else "resource"]
-    return "", [str(kind) if isinstance(kind, str) else "content"]
-
-
-def _tool_content(content: Any, index: int) -> str:
-    """A tool call's `content`: a list of `{type: content, content: <block>}`, `{type: diff, path}`, `{type:
-    terminal, terminalId}` (or one such item alone), as text."""
-    items = content if isinstance(content, list) else [content]
-    parts: list[str] = []
-    for item in items:
-        if item is None:
-            continue
-        if not isinstance(item, dict):
-            raise RejectError(RejectCode.BAD_SHAPE, "a tool call content item that is not an object", line=index)
-        kind = item.get("type")
-        if kind == "content":
-            text, refs = _block(item.get("content"), index)
-            parts.extend([text] if text else [f"[{ref}]" for ref in refs])
-        elif kind == "diff":
-            parts.append(f"[diff {item.get('path')}]")
-        elif kind == "terminal":
-            parts.append(f"[terminal {item.get('terminalId')}]")
-        else:  # a bare content block (a shape peers have seen)
-            text, refs = _block(item, index)
-            parts.extend([text] if text else [f"[{ref}]" for ref in refs])
-    return "\n".join(parts)
-
-
-def _input(raw: Any, limits: Limits) -> str | None:
-    if raw is None:
-        return None
-    try:
-        text = raw if isinstance(raw, str) else json_text(raw)
-    except RecursionError as exc:  # nested deeper than JSON text can be written back
-        raise RejectError(RejectCode.BAD_SHAPE, "a tool call's rawInput nested too deep to store") from exc
-    return clip(text, limits)
-
-
-def _count(usage: dict[str, Any], name: str, index: int) -> int:
-    value = usage.get(name, 0)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RejectError(RejectCode.BAD_SHAPE, f"usage.{name} is not a count", line=index)
-    return value
-
-
-def _usage(usage: dict[str, Any], index: int, when: datetime | None, model: str | None, prompt: str) -> Usage | None:
-    """One `Usage` from a turn_completed's `usage` (Grok's `PromptUsage`): `inputTokens` is the whole prompt,
-    cache reads included, so the uncached part is `inputTokens - cachedReadTokens`; `reasoningTokens` are part of
-    `outputTokens`; `costUsdTicks` is a cost only when neither `usageIsIncomplete` nor `costIsPartial` is set."""
-    read = _count(usage, "cachedReadTokens", index)
-    total_input = _count(usage, "inputTokens", index)
-    output = _count(usage, "outputTokens", index)
-    if not (total_input or output or read):
-        return None
-    by_model = usage.get("modelUsage")
-    if isinstance(by_model, dict) and by_model:
-        sized = [
-            (name, _count(v, "inputTokens", index) + _count(v, "outputTokens", index))
-            for name, v in by_model.items()
-            if isinstance(v, dict)
-        ]
-        if sized:
-            model = max(sized, key=lambda pair: pair[1])[0]  # several models: the one that did most of the work
-    ticks = usage.get("costUsdTicks")
-    trusted = usage.get("usageIsIncomplete") is not True and usage.get("costIsPartial") is not True
-    cost = ticks / TICKS_PER_USD if trusted and isinstance(ticks, int) and not isinstance(ticks, bool) else None
-    return Usage(
-        turn_index=index,
-        model=model,
-        input_tokens=max(total_input - read, 0),
-        output_tokens=output,
-        cache_read_tokens=read,
-        cache_write_tokens=_count(usage, "cacheCreationTokens", index),
-        reasoning_tokens=_count(usage, "reasoningTokens", index),
-        cost_usd=cost,
-        timestamp=when,
-        response_id=prompt,
-    )
-
-
-def _total(row: Usage) -> int:
-    return (row.input_tokens or 0) + (row.output_tokens or 0) + (row.cache_read_tokens or 0)
-
-
-def _strip_wrapper(text: str, tag: str) -> str | None:
-    """`text` without its first `<tag>...</tag>` span (and the whitespace after it), or None when it has none."""
-    start = text.find(f"<{tag}>")
-    if start < 0:
-        return None
-    end = text.find(f"</{tag}>", start + len(tag) + 2)
-    if end < 0:
-        return None
-    return text[:start] + text[end + len(tag) + 3 :].lstrip()
