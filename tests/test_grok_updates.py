@@ -194,9 +194,13 @@ def test_chunks_coalesce_into_one_turn_per_message(tmp_path: Path) -> None:
         user("fix ", 0, T0), user("this", 0, T0 + 1),
         line({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}, T0 + 2),
         say("Do", T0 + 3), say("ne.", T0 + 4),
+        line({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t"}, T0 + 5),
+        say("\n\n", T0 + 6),
+        line({"sessionUpdate": "tool_call", "toolCallId": "d", "title": "t"}, T0 + 7),
     ])  # fmt: skip
     session = load(tmp_path)
-    assert said(session) == [("user", "fix this"), ("assistant", "Done.")]
+    assert said(session) == [("user", "fix this"), ("assistant", "Done.")], "whitespace alone is no turn"
+    assert census(session)[("agent_message_chunk/empty", Disposition.SKIPPED)] == 1
     assert [t.index for t in session.turns] == [0, 3]
     assert census(session)[("agent_thought_chunk", Disposition.HARNESS)] == 1
     assert census(session)[("agent_message_chunk", Disposition.TURN)] == 2

@@ -432,16 +432,12 @@ class UpdatesParser:
             self._emit(run)
 
     def _emit(self, run: _Run) -> None:
-        self.turns.append(
-            Turn(
-                run.index,
-                run.role,
-                run.text(self.limits.max_field_bytes),
-                run.timestamp,
-                run.model,
-                tuple(run.attachments),
-            )
-        )
+        text = run.text(self.limits.max_field_bytes)
+        if not text.strip() and not run.attachments:  # whitespace streamed before a tool call: no turn
+            for kind, n in run.kinds.items():
+                self._segment_add(f"{kind}/empty", Disposition.SKIPPED, n)
+            return
+        self.turns.append(Turn(run.index, run.role, text, run.timestamp, run.model, tuple(run.attachments)))
         for kind, n in run.kinds.items():
             self._segment_add(kind, Disposition.TURN, n)
 
