@@ -7,7 +7,11 @@
   (JSON-string arguments), `tool_result` records, and server-side `backend_tool_call` web searches;
 - `summary.json` (the times and metadata): `info{id,cwd}`, `created_at`/`updated_at` with 6 fractional digits, titles,
   `current_model_id`, counts, git fields;
-- journals the ETL must not read: `events.jsonl` and `updates.jsonl`;
+- in sessions of newer builds (most of them), `updates.jsonl`, the record the ETL reads there: the envelope of
+  docs/agents/grok.md "updates.jsonl", prompts stamped with `_meta.promptIndex`, streamed message chunks, thought
+  chunks, tool calls whose outputs are repeated (a progress update with part of the output, then the terminal one
+  with all of it), an injected unmarked reminder now and then, `turn_completed` with the prompt's usage;
+- a journal the ETL must not read: `events.jsonl`;
 - a few subagents, written twice as in the CLI: a sibling session folder (`session_kind: "subagent"`) and
   `<parent>/subagents/<child id>/meta.json`.
 """
@@ -52,7 +56,10 @@ class GrokSession:
         self.folder = home / ".grok" / "sessions" / urllib.parse.quote(project.cwd, safe="") / self.id
         self.chat = JsonlOut(self.folder / "chat_history.jsonl")
         self.events = JsonlOut(self.folder / "events.jsonl")
-        self.updates = JsonlOut(self.folder / "updates.jsonl")
+        # Newer builds keep updates.jsonl (read instead of chat_history.jsonl); older ones have none.
+        self.newer = rng.random() < 0.7
+        self.updates = JsonlOut(self.folder / "updates.jsonl") if self.newer else None
+        self.events_written = 0
         self.records = 0
         self.prompts = 0
 
@@ -62,6 +69,30 @@ class GrokSession:
     def add(self, record: dict[str, Any]) -> None:
         self.chat.add(record)
         self.records += 1
+
+    def update(self, update: dict[str, Any], *, xai: bool = False) -> None:
+        """One updates.jsonl line (newer builds only), stamped now."""
+        if self.updates is None:
+            return
+        self.events_written += 1
+        ms = self.now_us // 1000
+        self.updates.add(
+            {
+                "timestamp": ms // 1000,
+                "method": "_x.ai/session/update" if xai else "session/update",
+                "params": {
+                    "sessionId": self.id,
+                    "update": update,
+                    "_meta": {"eventId": f"{self.id}-{self.events_written}", "agentTimestampMs": ms},
+                },
+            }
+        )
+
+    def chunks(self, kind: str, text: str) -> None:
+        """`text` streamed as `kind` chunks of a few hundred characters."""
+        step = self.rng.randint(80, 400)
+        for at in range(0, len(text), step):
+            self.update({"sessionUpdate": kind, "content": {"type": "text", "text": text[at : at + step]}})
 
     def write(self) -> Written:
         rng, m, p = self.rng, self.m, self.project
@@ -117,10 +148,18 @@ class GrokSession:
         if self.subagent:
             summary["session_kind"] = "subagent"
         mtime = self.now_us // 1000
-        written = Written("grok", self.id, self.chat.path)
-        written.bytes_sources = self.chat.close(mtime) + write_json(self.folder / "summary.json", summary, mtime)
-        written.bytes_other = self.events.close(mtime) + self.updates.close(mtime)
-        written.files += [self.chat.path, self.folder / "summary.json"]
+        summary_bytes = write_json(self.folder / "summary.json", summary, mtime)
+        chat_bytes, events_bytes = self.chat.close(mtime), self.events.close(mtime)
+        if self.updates is None:
+            written = Written("grok", self.id, self.chat.path)
+            written.bytes_sources = chat_bytes + summary_bytes
+            written.bytes_other = events_bytes
+            written.files += [self.chat.path, self.folder / "summary.json"]
+        else:  # updates.jsonl is the unit and the record; chat_history.jsonl is only fingerprinted
+            written = Written("grok", self.id, self.updates.path)
+            written.bytes_sources = self.updates.close(mtime) + summary_bytes
+            written.bytes_other = events_bytes + chat_bytes
+            written.files += [self.updates.path, self.folder / "summary.json"]
         return written
 
     def turn(self) -> None:
@@ -137,6 +176,15 @@ class GrokSession:
         if self.prompts and rng.random() < 0.05:
             record["prior_turn_interrupt"] = "mid_turn_abort"
         self.add(record)
+        chunk_meta = {"modelId": self.model, "promptIndex": self.prompts}
+        for part in content:
+            block = (
+                {"type": "text", "text": part["text"]}
+                if part["type"] == "text"
+                else {"type": "image", "mimeType": "image/png", "data": part["url"].split(",", 1)[1]}
+            )
+            self.update({"sessionUpdate": "user_message_chunk", "content": block, "_meta": chunk_meta})
+        prompt_id = rand_uuid4(rng)
         self.prompts += 1
         remaining = max(self.target - self.chat.size, 3_000)
         scale = min(1.0, remaining / 60_000)
@@ -155,19 +203,31 @@ class GrokSession:
                 )
             self.assistant(rng.choice(("", "", m.prose(rng, 3))), calls)
             for call in calls:
+                self.update(
+                    {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": call["id"],
+                        "title": call["name"],
+                        "kind": "other",
+                        "status": "pending",
+                        "rawInput": orjson.loads(call["arguments"]),
+                    }
+                )
                 if call["name"] == "read_file":
                     out = m.numbered(m.source_file(rng, self.project.lang, max(5, int(rng.randint(20, 300) * scale))))
                 else:
                     out = m.shell_output(rng, max(1, int(rng.randint(1, 80) * scale)))
                 self.add({"type": "tool_result", "tool_call_id": call["id"], "content": out})
-                self.updates.add(
-                    {
-                        "type": "tool_call_update",
-                        "tool_call_id": call["id"],
-                        "status": "completed",
-                        "content": out[:2000],
-                    }
-                )
+                # The output is repeated in the stream: a progress update with part of it, then the whole.
+                for status, shown in (("in_progress", out[: len(out) // 2]), ("completed", out)):
+                    self.update(
+                        {
+                            "sessionUpdate": "tool_call_update",
+                            "toolCallId": call["id"],
+                            "status": status,
+                            "content": [{"type": "content", "content": {"type": "text", "text": shown}}],
+                        }
+                    )
                 self.tick(0.2, 20)
             if rng.random() < 0.05:
                 self.add(
@@ -181,6 +241,16 @@ class GrokSession:
                         },
                     }
                 )
+                self.update(
+                    {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": f"ws_{rand_uuid4(rng)}",
+                        "title": "web_search",
+                        "kind": "fetch",
+                        "status": "completed",
+                        "_meta": {"backend": True},
+                    }
+                )
             if rng.random() < 0.03:
                 self.add(
                     {
@@ -191,17 +261,42 @@ class GrokSession:
                         "synthetic_reason": "system_reminder",
                     }
                 )
+                self.update(  # injected mid-turn: no promptIndex
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {
+                            "type": "text",
+                            "text": f"<system-reminder>{rng.choice(m.sentences)}</system-reminder>",
+                        },
+                        "_meta": {"modelId": self.model},
+                    }
+                )
         self.reasoning()
         self.assistant(m.markdown_answer(rng, rng.choice((200, 800, 2500, 6000)), self.project.lang), [])
+        cached = rng.randint(0, 60_000)
+        usage = {
+            "inputTokens": cached + rng.randint(200, 20_000),
+            "outputTokens": rng.randint(20, 4_000),
+            "cachedReadTokens": cached,
+            "reasoningTokens": rng.randint(0, 800),
+            "modelCalls": rng.randint(1, 8),
+            "costUsdTicks": rng.randint(10**6, 10**9),
+        }
+        self.update(
+            {"sessionUpdate": "turn_completed", "prompt_id": prompt_id, "stop_reason": "end_turn", "usage": usage},
+            xai=True,
+        )
         self.events.add({"type": "turn_ended", "session_id": self.id, "ts": iso_us(self.now_us)})
 
     def reasoning(self) -> None:
         rng = self.rng
+        thought = self.m.prose(rng, rng.randint(1, 6))
+        self.chunks("agent_thought_chunk", thought)
         self.add(
             {
                 "type": "reasoning",
                 "id": f"rs_{rand_uuid4(rng)}",
-                "summary": [{"type": "summary_text", "text": self.m.prose(rng, rng.randint(1, 6))}],
+                "summary": [{"type": "summary_text", "text": thought}],
                 "encrypted_content": rand_base64(rng, rng.randint(400, 2000)),
                 "status": "completed",
             }
@@ -209,6 +304,7 @@ class GrokSession:
 
     def assistant(self, text: str, calls: list[dict[str, str]]) -> None:
         self.tick(1, 60)
+        self.chunks("agent_message_chunk", text)
         self.add(
             {
                 "type": "assistant",

@@ -700,6 +700,39 @@ def _claude_ai_write(home: Path, files: dict[str, bytes], field_mutation: bool) 
     return Case(Agent("claude_ai"), home, [folder], target, {str(good): "claude_ai-good"}, beside)
 
 
+# Grok of a newer build: `updates.jsonl` (the record and the unit) + `summary.json`; the good session is another
+# folder (chat_history.jsonl only).
+GROK_U = "019f6851-7ec4-7ef0-97d3-03f3eee387bb"
+
+
+def _grok_updates_records() -> list[dict[str, Any]]:
+    def line(update: dict[str, Any], ms: int, method: str = "session/update") -> dict[str, Any]:
+        meta = {"eventId": f"e{ms}", "agentTimestampMs": 1_790_000_000_000 + ms}
+        return {"timestamp": 1_790_000_000 + ms // 1000, "method": method,
+                "params": {"sessionId": GROK_U, "update": update, "_meta": meta}}  # fmt: skip
+
+    text = {"type": "text", "text": "grok question"}
+    return [
+        line({"sessionUpdate": "user_message_chunk", "content": text, "_meta": {"promptIndex": 0}}, 0),
+        line({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "on it"}}, 1000),
+        line({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "read_file", "rawInput": {"p": "a"}}, 2000),
+        line({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+              "content": [{"type": "content", "content": {"type": "text", "text": "body"}}]}, 3000),
+        line({"sessionUpdate": "turn_completed", "prompt_id": "p0", "stop_reason": "end_turn",
+              "usage": {"inputTokens": 10, "outputTokens": 2, "cachedReadTokens": 4}}, 4000, "_x.ai/session/update"),
+        line({"sessionUpdate": "rewind_marker", "target_prompt_index": 1}, 5000, "_x.ai/session/update"),
+    ]  # fmt: skip
+
+
+def _grok_updates_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    good = grok_session(home, GROK_G, 2) / "chat_history.jsonl"
+    folder = good.parent.parent / GROK_U
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, raw in files.items():
+        (folder / name).write_bytes(raw)
+    return Case(Agent("grok"), home, [home / ".grok"], folder / "updates.jsonl", {str(good): f"grok-{GROK_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -728,6 +761,10 @@ FORMATS: dict[str, Format] = {
                lambda: {".aider.chat.history.md": Doc("text", _aider_lines("add a flag", "2026-01-02 10:00:00"))},
                _aider_write),
         Format("claude_ai-json", Agent("claude_ai"), _claude_ai_docs, _claude_ai_write),
+        Format("grok-updates", Agent("grok"), lambda: {
+            "updates.jsonl": Doc("jsonl", _grok_updates_records()),
+            "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
+        }, _grok_updates_write),
     ]
 }  # fmt: skip
 

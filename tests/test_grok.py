@@ -84,7 +84,6 @@ def test_ok_default_root_is_the_grok_home(tmp_path: Path) -> None:
 
 def test_ok_discover_lists_session_units_and_prunes_journals(tmp_path: Path) -> None:
     folder = session_dir(tmp_path, [user("hi")], summary())
-    write_jsonl(folder / "updates.jsonl", [{"x": 1}])
     write_jsonl(folder / "events.jsonl", [{"x": 1}])
     for sub in ("subagents/a", "terminal", "compaction"):
         write_jsonl(folder / sub / "chat_history.jsonl", [user("nested")])

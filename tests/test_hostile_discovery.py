@@ -126,6 +126,18 @@ def _aider(tmp: Path) -> Layout:
     return Layout(Agent("aider"), root, good, root / "other" / ".aider.chat.history.md")
 
 
+def _grok_updates(tmp: Path) -> Layout:
+    """Sessions of newer Grok builds: the unit is updates.jsonl (chat_history.jsonl beside the good one)."""
+    root = tmp / ".grok"
+    bucket = root / "sessions" / "%2Fhome%2Fu"
+    (bucket / "s1").mkdir(parents=True)
+    (bucket / "s2").mkdir(parents=True)
+    good = bucket / "s1" / "updates.jsonl"
+    good.write_text("{}\n")
+    (bucket / "s1" / "chat_history.jsonl").write_text("{}\n")
+    return Layout(Agent("grok"), root, good, bucket / "s2" / "updates.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -137,6 +149,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "cline": _cline,
     "copilot": _copilot,
     "aider": _aider,
+    "grok-updates": _grok_updates,
 }
 
 

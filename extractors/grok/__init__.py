@@ -1,11 +1,14 @@
-"""xAI Grok Build CLI sessions (`$GROK_HOME/sessions/<percent-encoded cwd>/<session id>/chat_history.jsonl`).
+"""xAI Grok Build CLI sessions (`$GROK_HOME/sessions/<percent-encoded cwd>/<session id>/`).
 
-One session = one session directory: `chat_history.jsonl` (the model-visible transcript, the unit) plus its
-`summary.json` sidecar (ids, cwd, title, model and the ONLY times: records carry none). The fingerprint of the
-unit covers both files. Journals beside them (`updates.jsonl`, `events.jsonl`, `subagents/`, `terminal/`,
-`compaction/`) and the global `sessions/session_search.sqlite` index are not read.
+One session = one session directory. Its record is `updates.jsonl` (the append-only stream of the session's updates)
+when that file stamps its prompts (a user chunk with `_meta.promptIndex`), read by `extractors.grok.updates`; else
+`chat_history.jsonl` (the model-visible transcript, which a compaction rewrites), read here as before
+(docs/agents/grok.md "Which file is the record"). The unit discovered is `chat_history.jsonl`, or `updates.jsonl` in
+a folder without one; `summary.json` beside it holds ids, cwd, title, model and the session's times. The fingerprint
+of the unit covers all three files. Journals beside them (`events.jsonl`, `subagents/`, `terminal/`, `compaction/`)
+and the global `sessions/session_search.sqlite` index are not read.
 
-The verified signal for a person's turn (docs/agents/grok.md "A person's turn", agent-sessions
+The verified signal for a person's turn in chat_history.jsonl (docs/agents/grok.md "A person's turn", agent-sessions
 GrokSessionParser.isGenuinePrompt, "verified against 141 real sessions"): a `user` record with `prompt_index` present
 and no `synthetic_reason`. Synthetic user records (environment_context `<user_info>...`, project_instructions,
 system_reminder, interrupt notices, wake-ups) and user records without `prompt_index` are harness; a `synthetic_reason`
@@ -19,9 +22,11 @@ is the Grok home, so discovery sees `grok.db` beside `sessions/` and lists it; r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +40,7 @@ from extractors.bounded import Limits, Line, MiB, clip, count_glued_line, iter_j
 from extractors.discovery import regular_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
+from extractors.grok.updates import UpdatesParser, parse_updates
 from extractors.ids import session_id
 from extractors.model import (
     Agent,
@@ -56,7 +62,9 @@ SPEC = AgentSpec(
     name=Agent("grok"),
     display="Grok",
     rank=30,
-    parser_version="3",  # 3: sessions.git_repository from summary.json git_remotes (issue 13)
+    # 3: sessions.git_repository from summary.json git_remotes (issue 13); 4: updates.jsonl is the record where it
+    # stamps its prompts (issue 33)
+    parser_version="4",
     env=("GROK_HOME",),
     nightly=True,
     export=None,
@@ -107,6 +115,7 @@ PERSON_REASONS: dict[str, str] = {
 USER_QUERY_SPAN = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
 
 CHAT_HISTORY = "chat_history.jsonl"
+UPDATES = "updates.jsonl"
 SUMMARY = "summary.json"
 SESSIONS = "sessions"
 COMMUNITY_DB = "grok.db"
@@ -142,21 +151,44 @@ def discover(root: Path) -> Iterator[Source]:
         return
 
     def is_unit(name: str, _folders: tuple[str, ...], depth: int) -> bool:
-        # <bucket>/<session id>/chat_history.jsonl, exactly two folders below sessions/.
-        return name == CHAT_HISTORY and depth == 2
+        # <bucket>/<session id>/chat_history.jsonl (or updates.jsonl), exactly two folders below sessions/.
+        return name in (CHAT_HISTORY, UPDATES) and depth == 2
 
     def pruned(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
         return name in PRUNED_DIRS
 
     for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=pruned):
+        folder, name = os.path.split(path)
+        other = UPDATES if name == CHAT_HISTORY else CHAT_HISTORY
         size, mtime = st.st_size, st.st_mtime_ns
-        try:
-            summary = os.stat(os.path.join(os.path.dirname(path), SUMMARY))
-        except OSError:
-            summary = None
-        if summary is not None:
-            size, mtime = size + summary.st_size, max(mtime, summary.st_mtime_ns)
+        beside_other = _stat(os.path.join(folder, other))
+        # The unit is updates.jsonl when it holds anything, else chat_history.jsonl: one unit per folder, and the
+        # fingerprint covers both files and summary.json (docs/agents/grok.md "Files and folders"). An updates.jsonl
+        # that is a symlink is never read (as the walk never follows one out of the root).
+        if name == UPDATES and (not _plain_file(path) or (st.st_size == 0 and beside_other is not None)):
+            continue  # a link, or empty beside a chat_history.jsonl: the folder is listed as the latter
+        has_updates = beside_other is not None and beside_other.st_size > 0
+        if name == CHAT_HISTORY and has_updates and _plain_file(os.path.join(folder, UPDATES)):
+            continue  # listed as its updates.jsonl, which the walk meets next
+        for beside in (beside_other, _stat(os.path.join(folder, SUMMARY))):
+            if beside is not None:
+                size, mtime = size + beside.st_size, max(mtime, beside.st_mtime_ns)
         yield Source(SPEC.name, path, size, mtime, str(root))
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _plain_file(path: str | Path) -> bool:
+    """A regular file that is not a symlink."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +218,68 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
             RejectCode.UNSUPPORTED_FORMAT,
             "grok.db from superagent-ai/grok-cli is not supported yet (a different product that shares ~/.grok)",
         )
-    facts = read_facts(path.parent, limits)
-    session = parse_chat(iter_jsonl(path, limits), limits, facts)
+    folder = path.parent
+    facts = read_facts(folder, limits)
+    session = read_session(folder, limits, facts)
     if not session.turns and not session.tool_calls:
-        # An empty chat_history.jsonl (or one of harness records only) has nothing to load: as for every other
-        # format, a benign no_conversation, not a session of 0 turns.
+        # An empty transcript (or one of harness records only) has nothing to load: as for every other format, a
+        # benign no_conversation, not a session of 0 turns.
         raise RejectError(
             RejectCode.NO_CONVERSATION,
-            "no user or assistant turn and no tool call in chat_history.jsonl",
+            "no user or assistant turn and no tool call in the session's record",
             session_hint=session.session_id,
         )
     yield Loaded(source, session)
+
+
+def read_session(folder: Path, limits: Limits, facts: Facts) -> Session:
+    """The session from its record: updates.jsonl where it stamps its prompts (or where it is the only file), else
+    chat_history.jsonl (docs/agents/grok.md "Which file is the record"). Raises RejectError, DeferError."""
+    chat = folder / CHAT_HISTORY
+    updates_path = folder / UPDATES
+    has_chat = chat.is_file()
+    try:
+        updates_size = os.lstat(updates_path).st_size if _plain_file(updates_path) else None
+    except OSError:  # gone since it was looked at: as if absent
+        updates_size = None
+    if updates_size is not None and (updates_size > 0 or not has_chat):
+        updates = parse_updates(iter_jsonl(updates_path, limits), limits, facts.version, facts.model)
+        if updates.prompts_marked or not has_chat:
+            return updates_session(updates, facts)
+        # A stream that never stamps a prompt (the oldest builds): chat_history.jsonl, whose synthetic user records
+        # are marked, stays the record. The stream's records were read: counted, under `legacy_updates/`.
+        session = parse_chat(iter_jsonl(chat, limits), limits, facts)
+        census = Counter(session.census)
+        for (kind, version, _), n in updates.census.items():
+            census[(f"legacy_updates/{kind}", version, Disposition.SKIPPED)] += n
+        return dataclasses.replace(session, census=census)
+    return parse_chat(iter_jsonl(chat, limits), limits, facts)
+
+
+def updates_session(updates: UpdatesParser, facts: Facts) -> Session:
+    """The Session of a parsed updates.jsonl with the folder's facts (the same id as from chat_history.jsonl)."""
+    sid = session_id(SPEC.name, facts.native_id)
+    parent = session_id(SPEC.name, facts.parent) if facts.parent else None
+    ends = [t for t in (facts.ended_at, updates.last_time) if t is not None]
+    models = tuple(updates.models) or ((facts.model,) if facts.model else ())
+    return Session(
+        agent=SPEC.name,
+        session_id=sid,
+        native_id=facts.native_id,
+        started_at=facts.started_at,
+        ended_at=max([facts.started_at, *ends]) if ends else None,
+        parent_session_id=parent,
+        cwd=facts.cwd,
+        git_branch=facts.git_branch,
+        git_repository=facts.git_repository,
+        title=facts.title,
+        models=models,
+        turns=tuple(updates.turns),
+        tool_calls=updates.tool_calls(),
+        usage=tuple(updates.usage.values()),
+        links=(SessionLink(parent, LinkKind.SUBAGENT),) if parent else (),
+        census=updates.census,
+    )
 
 
 def read_facts(session_dir: Path, limits: Limits) -> Facts:
