@@ -103,6 +103,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     head_offset = 0
     run_bytes = 0
     oversized = False
+    dropped = 0  # the lines of an oversized run, counted as they are let go
     cut_tail: TextLine | None = None  # the open run's last line when the file ends inside it
     before: TextLine | None = None  # the first non-blank line before the first header
     seen: dict[str, int] = {}
@@ -111,7 +112,6 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         heads = _headers(raw)
         heads.append(len(raw))
         position = 0  # where the lines not taken yet start
-        lines = block.index  # the number of the line at `position`
         for at in heads:
             if at > position:  # the open run's lines, or lines before the first header
                 if head < 0:
@@ -119,30 +119,34 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                         before = _first_non_blank(block, position, at)
                 else:
                     run_bytes += block.offset_at(at) - block.offset_at(position)
-                    if not oversized:
-                        if run_bytes > limits.max_conversation_bytes:
-                            oversized = True  # its lines are let go; the run is rejected when it ends
-                            del run[1:]
-                        else:
-                            run.append(raw[position:at])
+                    if not oversized and run_bytes > limits.max_conversation_bytes:
+                        oversized = True  # its lines are let go; the run is rejected when it ends
+                        dropped = sum(piece.count(b"\n") for piece in run)
+                        del run[1:]
+                    if oversized:
+                        dropped += raw.count(b"\n", position, at)
+                    else:
+                        run.append(raw[position:at])
                     if not block.complete and at == len(raw):
                         cut_tail = _last_line(block)
             if at == len(raw):
                 break
             if head >= 0:
-                yield _outcome(source, run, head, head_offset, cut_tail, oversized, limits, seen)
-            elif before is not None:
-                yield _orphans(source, before)
-            lines += raw.count(b"\n", position, at)
+                outcome, lines = _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen)
+                yield outcome
+                head += lines  # the new run's header: the line after the run's last
+            else:
+                if before is not None:
+                    yield _orphans(source, before)
+                head = block.index + raw.count(b"\n", 0, at)
             end = raw.find(b"\n", at) + 1 or len(raw)  # after the header line
-            head, head_offset = lines, block.offset_at(at)
+            head_offset = block.offset_at(at)
             run, run_bytes, oversized, cut_tail = [raw[at:end]], block.offset_at(end) - head_offset, False, None
             if not block.complete and end == len(raw):
                 cut_tail = _last_line(block)
-            lines += 1
             position = end
     if head >= 0:
-        yield _outcome(source, run, head, head_offset, cut_tail, oversized, limits, seen)
+        yield _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen)[0]
     else:
         raise RejectError(
             RejectCode.BAD_SHAPE,
@@ -191,17 +195,14 @@ def _outcome(
     offset: int,
     cut_tail: TextLine | None,
     oversized: bool,
+    dropped: int,
     limits: Limits,
     seen: dict[str, int],
-) -> Outcome:
+) -> tuple[Outcome, int]:
+    """The run's outcome, and how many lines it has (the next run's header is the line after its last)."""
     if oversized:
-        return Rejected(
-            source,
-            RejectCode.LIMIT_EXCEEDED,
-            f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}",
-            line=head,
-            offset=offset,
-        )
+        detail = f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}"
+        return Rejected(source, RejectCode.LIMIT_EXCEEDED, detail, line=head, offset=offset), dropped
     raw = b"".join(run)
     if not raw.endswith(b"\n"):
         raw += b"\n"  # the file's last line, cut
@@ -210,7 +211,8 @@ def _outcome(
     if seen[native] > 1:  # the same opening twice in one file (scripted runs in one second): the n-th gets `-n`
         native = f"{native}-{seen[native]}"
     try:
-        return Loaded(source, parse_run(RunText(raw, head, offset, cut_tail), native, limits))
+        session, lines = parse_run(RunText(raw, head, offset, cut_tail), native, limits)
+        return Loaded(source, session), lines
     except RejectError as exc:
         hint = exc.session_hint or session_id(SPEC.name, native)
-        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, hint)
+        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, hint), raw.count(b"\n")

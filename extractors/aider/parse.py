@@ -103,10 +103,10 @@ def native_id(raw: bytes) -> str:
     return f"{compact}-{stable_hash(raw[:end])[:12]}"
 
 
-def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None = None) -> Session:
-    """The Session of one run: `lines.text` starts with its header. Raises RejectError: truncated_tail (its last line
-    is partial), missing_timestamp (a header time that is no date), no_conversation (nothing said: a run that only
-    started)."""
+def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None = None) -> tuple[Session, int]:
+    """The Session of one run (`lines.raw` starts with its header), and how many lines the run has. Raises
+    RejectError: truncated_tail (its last line is partial), missing_timestamp (a header time that is no date),
+    no_conversation (nothing said: a run that only started)."""
     sid = session_id(AGENT, native)
     raw = lines.raw
     stamp = header_time(raw[: raw.find(b"\n")].decode())
@@ -124,10 +124,12 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
         )
     run = _Run()
     try:
-        _walk_text(run, raw, lines.index, limits)
+        count = _walk_text(run, raw, lines.index, limits)
     except _Unusual:  # a message of aider's of several lines: the run is read again, a line at a time
         run = _Run()
-        _walk_lines(run, raw.decode().split("\n")[:-1], lines.index, limits)
+        texts = raw.decode().split("\n")[:-1]
+        _walk_lines(run, texts, lines.index, limits)
+        count = len(texts)
     if not run.turns:
         raise RejectError(
             RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
@@ -137,7 +139,7 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
     for kind, n in run.kinds.items():
         disposition = t.LINE_KINDS[kind][0] if kind in t.LINE_KINDS else Disposition.SKIPPED
         census[(kind, version, disposition)] += n
-    return Session(
+    session = Session(
         agent=AGENT,
         session_id=sid,
         native_id=native,
@@ -149,6 +151,7 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
         usage=tuple(run.usage),
         census=census,
     )
+    return session, count
 
 
 # The line groups (`tables.LINE_GROUP`) that are a line like any other inside a reply, or inside its reasoning: the
@@ -159,12 +162,13 @@ _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 
 
-def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> None:
+def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     """Take the run's lines (UTF-8, each followed by `\\n`; the header, line `base`, first) into `run` as
     `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds, and
     takes the lines between at once (a reply: a slice of `text`, decoded; its reasoning: counted), or one by one
     (blank lines and aider's unprefixed lines before a reply). A reply's lines are counted once, at the end: the
-    lines that are not blank, less all the others counted. Raises _Unusual for a message of aider's of several lines.
+    lines that are not blank, less all the others counted. Returns how many lines `text` has. Raises _Unusual for a
+    message of aider's of several lines.
     """
     kinds = run.kinds
     kinds["header"] += 1
@@ -302,6 +306,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> None:
         kinds["assistant"] = said  # where the first reply opened put it in the census
     else:
         kinds.pop("assistant", None)
+    return ln - base
 
 
 def _open_reply(run: _Run, ln: int) -> list[tuple[int, int]]:

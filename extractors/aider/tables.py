@@ -122,9 +122,9 @@ LINE_GROUP = re.compile(
     rb"|(?P<prompt>####[^\n]*  (?:\n####[^\n]*  )*)"
     rb"|(?P<quote>>[^\n]*)"
     rb"|(?P<marker># aider [^\n]*)"
-    rb"|(?P<open><(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*)"
-    rb"|(?P<close></(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*)"
-    rb"|(?P<blank>" + SPACE_BYTES + rb"+)"
+    rb"|(?P<open><(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*+)"
+    rb"|(?P<close></(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*+)"
+    rb"|(?P<blank>" + SPACE_BYTES + rb"++)"  # possessive: an indented line fails once, at its first non-space
     rb")(?=\n)"
 )
 # A `####` line's text as the person typed it: without `####`, one space after it and the hard break.
