@@ -7,9 +7,11 @@ discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSC
 `--root aider=PATH` name the project folders instead) a few folders deep for the file's name, and
 `transcripts backfill FILE` takes one file, whose name says it is Aider's (`Claim.NAME`).
 
-The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits; a file whose last line is still
-being written is deferred), the runs cut at their headers; what each line is: `tables`; one run -> a Session:
-`parse`, which takes the lines between a reply's special ones (`#`, `>`, `<`, blank) a span at a time.
+The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits, UTF-8 checked; a file whose
+last line is still being written is deferred) and taken as the chunk's bytes, never split into lines: the runs are cut
+at their headers (`bytes.find`); what each line is: `tables`; one run -> a Session: `parse`, which stops only at the
+lines that matter (`tables.LINE_GROUP`: aider's `####` and `>` lines, a group at a time, markers, reasoning tags,
+blank lines of spaces) and takes the lines between as slices (a reply: one slice, decoded once).
 """
 
 from __future__ import annotations

@@ -187,6 +187,10 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             kind, at = group.lastgroup or "", group.start()  # the group's first line starts at `at + 1`
         if reply is None and not reasoning:
             # The lines before, outside a reply: blank ones, aider's output without its `>`, then a reply opens.
+            if pend == at:  # one empty line (the usual one before a `####` line)
+                previous = ""
+                ln += 1
+                pend += 1
             while pend <= at:
                 end = find(b"\n", pend)
                 if end == pend:

@@ -8,7 +8,8 @@ deferred before any line is handed on, so a reader of a multi-session file never
 An older one is handed on flagged (`TextLine.complete` False) and the reader decides (a truncated session, usually).
 Bytes are decoded as UTF-8 (a byte-order mark at the start is dropped, `\r\n` line ends are read as `\n`), a chunk
 at once; a line that does not decode is `invalid_utf8` with its line and offset, every line before it handed on first.
-`iter_text_blocks` hands on a chunk's lines together (`TextBlock`), for readers that take lines a span at a time;
+`iter_text_blocks` hands on a chunk's lines together (`TextBlock`: their text whole, split into lines only when asked,
+and their bytes), for readers that take lines a span at a time or look for their marks in the bytes;
 `iter_text_lines` one `TextLine` at a time.
 """
 
