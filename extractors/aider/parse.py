@@ -321,10 +321,8 @@ def _open_reply(run: _Run, ln: int) -> list[tuple[int, int]]:
 
 def _empty_lines(text: bytes, start: int, end: int) -> int:
     """How many of the lines in `text[start:end]` are empty (`start` at a line's start, after a newline; `end` after
-    one)."""
-    if text.find(b"\n\n\n", start - 1, end) < 0:
-        return text.count(b"\n\n", start - 1, end)
-    return sum(len(run) - 1 for run in t.NEWLINES.findall(text, start - 1, end))  # several empty lines together
+    one): the newlines right after a newline."""
+    return len(t.EMPTY_LINE.findall(text, start - 1, end))
 
 
 def _close_pieces(run: _Run, text: bytes, pieces: list[tuple[int, int]], limits: Limits) -> None:

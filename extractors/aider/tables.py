@@ -129,7 +129,7 @@ LINE_GROUP = re.compile(
 )
 # A `####` line's text as the person typed it: without `####`, one space after it and the hard break.
 PROMPT_TEXT = re.compile(r"^####(?: )?(.*)  $", re.MULTILINE)
-NEWLINES = re.compile(rb"\n{2,}")
+EMPTY_LINE = re.compile(rb"\n(?=\n)")  # the newline before an empty line (several in a row each found)
 
 # Folders discovery never enters: dependencies, build output, caches and the OS's own trees (hidden folders, those
 # whose name starts with a dot, are never entered either).
