@@ -490,20 +490,25 @@ def _count(figure: str, scale: str) -> int:
 def _add_usage(run: _Run, index: int, body: str) -> None:
     """One reply's usage from its report (docs/agents/aider.md "Tokens"): the message's figures and cost, never the
     session's running total."""
-    figures: dict[str, int] = {}
+    cost = _cost(body)
+    turn_index = run.last_reply if run.last_reply is not None else index
     usual = t.USUAL_TOKENS.match(body)
     rest = body[usual.end() :] if usual else ""
     if usual and "sent" not in rest and "received" not in rest and "cache" not in rest:
-        found = [(usual[1], usual[2], "sent"), (usual[3], usual[4], "received")]  # as TOKEN_FIGURE finds them
-    else:
-        found = t.TOKEN_FIGURE.findall(body)
-    for figure, scale, what in found:
+        try:  # the two figures TOKEN_FIGURE would find, and no cache figures
+            usual_sent, usual_received = _count(usual[1], usual[2]), _count(usual[3], usual[4])
+        except ValueError:
+            pass  # a figure that is none: as below
+        else:
+            run.usage.append(Usage(turn_index, run.model, max(0, usual_sent), usual_received, None, None, None, cost))
+            run.pending_usage = None if cost is not None else len(run.usage) - 1
+            return
+    figures: dict[str, int] = {}
+    for figure, scale, what in t.TOKEN_FIGURE.findall(body):
         try:
             figures[what] = _count(figure, scale)
         except ValueError:
             continue  # `1.2.3k`: not a figure aider writes; that figure stays unknown
-    cost = _cost(body)
-    turn_index = run.last_reply if run.last_reply is not None else index
     # `sent` is litellm's prompt_tokens, which holds the cached parts too: the prompt not read from cache is what is
     # left (never below 0: the figures are rounded).
     sent = figures.get("sent")
