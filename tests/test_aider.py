@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from extractors.aider import default_roots, discover
+from extractors.aider import default_roots, discover, tables
 from extractors.bounded import Limits
 from extractors.model import Deferred, Disposition, Loaded, Outcome, Rejected, Role, Session, Source
 from extractors.registry import detect_format, read_source
@@ -131,6 +133,25 @@ def test_a_heading_and_a_quote_in_a_reply_stay_in_the_reply(tmp_path: Path) -> N
     reply = "#### Steps\n\n> Note: keep it short.\n\nDone."
     session = only(history(tmp_path, run(body=f"\n#### hello{H}\n\n{reply}\n\n")))
     assert said(session) == [("user", "hello"), ("assistant", reply)]
+
+
+def test_a_line_of_spaces_alone_in_a_reply_is_a_blank_line_whatever_the_spaces(tmp_path: Path) -> None:
+    # Spaces as `str.isspace` takes them, the reader looking for them in the bytes (tables.SPACE_BYTES): `\u3000`,
+    # `\x1c`, `\u2028` (no line end where the file's lines are cut at newlines alone).
+    reply = "First.\n\u3000 \nSecond.\n\x1c\u2028\nThird."
+    session = only(history(tmp_path, run(body=f"\n#### hello{H}\n\n{reply}\n\n")))
+    assert said(session) == [("user", "hello"), ("assistant", "First.\n\nSecond.\n\nThird.")]
+    assert census(session, "assistant") == (Disposition.TURN, 3)
+
+
+def test_the_blank_line_pattern_takes_the_characters_str_isspace_takes() -> None:
+    spaces = re.compile(tables.SPACE_BYTES + rb"+\Z")
+    wrong = [
+        hex(c)
+        for c in range(sys.maxunicode + 1)
+        if c != 0x0A and not 0xD800 <= c < 0xE000 and bool(spaces.match(chr(c).encode())) != chr(c).isspace()
+    ]
+    assert wrong == []
 
 
 def test_reasoning_is_cut_from_the_reply_and_counted_as_harness(tmp_path: Path) -> None:

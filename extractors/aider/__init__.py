@@ -7,21 +7,22 @@ discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSC
 `--root aider=PATH` name the project folders instead) a few folders deep for the file's name, and
 `transcripts backfill FILE` takes one file, whose name says it is Aider's (`Claim.NAME`).
 
-The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits; a file whose last line is still
-being written is deferred), the runs cut at their headers; what each line is: `tables`; one run -> a Session:
-`parse`, which takes the lines between a reply's special ones (`#`, `>`, `<`, blank) a span at a time.
+The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits, UTF-8 checked; a file whose
+last line is still being written is deferred) and taken as the chunk's bytes, never split into lines: the runs are cut
+at their headers (`bytes.find`); what each line is: `tables`; one run -> a Session: `parse`, which stops only at the
+lines that matter (`tables.LINE_GROUP`: aider's `####` and `>` lines, a group at a time, markers, reasoning tags,
+blank lines of spaces) and takes the lines between as slices (a reply: one slice, decoded once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from itertools import compress, count, repeat
 from pathlib import Path
 
 from extractors.aider import tables
-from extractors.aider.parse import RunLines, header_time, native_id, parse_run
+from extractors.aider.parse import RunText, header_time, native_id, parse_run
 from extractors.bounded import Limits
-from extractors.bounded.text_lines import TextLine, iter_text_blocks
+from extractors.bounded.text_lines import TextBlock, TextLine, iter_text_blocks
 from extractors.discovery import regular_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -29,8 +30,8 @@ from extractors.model import Agent, Loaded, Outcome, Rejected, Source
 from extractors.spec import AgentSpec, Claim
 
 HISTORY_ENV = "AIDER_CHAT_HISTORY_FILE"  # aider's own setting for the file (`--chat-history-file`)
-_HEADER_START = tables.MARKER + "chat started at "  # what every header line starts with (`tables.HEADER`)
-_NO_LINE = TextLine(-1, -1, "", 0)  # no run open yet
+_HEADER_START = (tables.MARKER + "chat started at ").encode()  # what every header line starts with (`tables.HEADER`)
+_NEW_HEADER = b"\n" + _HEADER_START
 
 
 def _claims(path: Path) -> Claim | None:
@@ -99,50 +100,87 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     all: not an aider history), invalid_utf8, limit_exceeded (the file, a line or the line count over the limits),
     source_unreadable; DeferError: write_in_progress, changed_during_read.
     """
-    run: list[str] = []  # the texts of the open run's lines, its header first
-    head = tail = _NO_LINE  # the open run's header and its last line
+    run: list[bytes] = []  # the open run's lines (UTF-8), a block's slice at a time, its header first
+    head = -1  # the open run's header line (-1: no run open yet)
+    head_offset = 0
     run_bytes = 0
     oversized = False
+    dropped = 0  # the lines of an oversized run, counted as they are let go
+    cut_tail: TextLine | None = None  # the open run's last line when the file ends inside it
     before: TextLine | None = None  # the first non-blank line before the first header
     seen: dict[str, int] = {}
     for block in iter_text_blocks(source.path, limits):
-        texts = block.texts
-        starting = compress(count(), map(str.startswith, texts, repeat(_HEADER_START)))  # not a loop in Python
-        heads = [i for i in starting if header_time(texts[i]) is not None]
-        heads.append(len(texts))
-        position = 0
+        raw = block.raw
+        heads = _headers(raw)
+        heads.append(len(raw))
+        position = 0  # where the lines not taken yet start
         for at in heads:
-            if at > position:  # lines position .. at-1: the open run's, or before the first header
-                if head is _NO_LINE:
+            if at > position:  # the open run's lines, or lines before the first header
+                if head < 0:
                     if before is None:
-                        first = next((i for i in range(position, at) if texts[i].strip()), None)
-                        before = block.line(first) if first is not None else None
+                        before = _first_non_blank(block, position, at)
                 else:
-                    run_bytes += block.start(at) - block.start(position)
-                    if not oversized:
-                        if run_bytes > limits.max_conversation_bytes:
-                            oversized = True  # its lines are let go; the run is rejected when it ends
-                            del run[1:]
-                        else:
-                            run.extend(texts[position:at])
-                    tail = block.line(at - 1)
-            if at == len(texts):
+                    run_bytes += block.offset_at(at) - block.offset_at(position)
+                    if not oversized and run_bytes > limits.max_conversation_bytes:
+                        oversized = True  # its lines are let go; the run is rejected when it ends
+                        dropped = sum(piece.count(b"\n") for piece in run)
+                        del run[1:]
+                    if oversized:
+                        dropped += raw.count(b"\n", position, at)
+                    else:
+                        run.append(raw[position:at])
+                    if not block.complete and at == len(raw):
+                        cut_tail = _last_line(block)
+            if at == len(raw):
                 break
-            if head is not _NO_LINE:
-                yield _outcome(source, RunLines(run, head.index, head.offset, tail), oversized, limits, seen)
-            elif before is not None:
-                yield _orphans(source, before)
-            head = tail = block.line(at)
-            run, run_bytes, oversized = [head.text], head.size, False
-            position = at + 1
-    if head is not _NO_LINE:
-        yield _outcome(source, RunLines(run, head.index, head.offset, tail), oversized, limits, seen)
+            if head >= 0:
+                outcome, lines = _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen)
+                yield outcome
+                head += lines  # the new run's header: the line after the run's last
+            else:
+                if before is not None:
+                    yield _orphans(source, before)
+                head = block.index + raw.count(b"\n", 0, at)
+            end = raw.find(b"\n", at) + 1 or len(raw)  # after the header line
+            head_offset = block.offset_at(at)
+            run, run_bytes, oversized, cut_tail = [raw[at:end]], block.offset_at(end) - head_offset, False, None
+            if not block.complete and end == len(raw):
+                cut_tail = _last_line(block)
+            position = end
+    if head >= 0:
+        yield _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen)[0]
     else:
         raise RejectError(
             RejectCode.BAD_SHAPE,
             "no `# aider chat started at` header: not an aider chat history",
             line=before.index if before is not None else None,
         )
+
+
+def _headers(raw: bytes) -> list[int]:
+    """Where the runs' header lines start in `raw` (whole lines)."""
+    heads = []
+    at = 0 if raw.startswith(_HEADER_START) else raw.find(_NEW_HEADER) + 1 or -1
+    while at >= 0:
+        end = raw.find(b"\n", at)
+        if header_time(raw[at : end if end >= 0 else len(raw)].decode()) is not None:
+            heads.append(at)
+        at = raw.find(_NEW_HEADER, at) + 1 or -1
+    return heads
+
+
+def _first_non_blank(block: TextBlock, start: int, end: int) -> TextLine | None:
+    """The first line in `block.raw[start:end]` (whole lines) that is not blank, if any."""
+    raw = block.raw
+    first = raw.count(b"\n", 0, start)
+    for i, line in enumerate(raw[start:end].decode().split("\n"), first):  # text before any header: rare
+        if line.strip():
+            return block.line(i)
+    return None
+
+
+def _last_line(block: TextBlock) -> TextLine:
+    return block.line(block.raw.count(b"\n"))
 
 
 def _orphans(source: Source, first: TextLine) -> Rejected:
@@ -152,21 +190,31 @@ def _orphans(source: Source, first: TextLine) -> Rejected:
     )
 
 
-def _outcome(source: Source, run: RunLines, oversized: bool, limits: Limits, seen: dict[str, int]) -> Outcome:
+def _outcome(
+    source: Source,
+    run: list[bytes],
+    head: int,
+    offset: int,
+    cut_tail: TextLine | None,
+    oversized: bool,
+    dropped: int,
+    limits: Limits,
+    seen: dict[str, int],
+) -> tuple[Outcome, int]:
+    """The run's outcome, and how many lines it has (the next run's header is the line after its last)."""
     if oversized:
-        return Rejected(
-            source,
-            RejectCode.LIMIT_EXCEEDED,
-            f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}",
-            line=run.index,
-            offset=run.offset,
-        )
-    native = native_id(run.texts)
+        detail = f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}"
+        return Rejected(source, RejectCode.LIMIT_EXCEEDED, detail, line=head, offset=offset), dropped
+    raw = b"".join(run)
+    if not raw.endswith(b"\n"):
+        raw += b"\n"  # the file's last line, cut
+    native = native_id(raw)
     seen[native] = seen.get(native, 0) + 1
     if seen[native] > 1:  # the same opening twice in one file (scripted runs in one second): the n-th gets `-n`
         native = f"{native}-{seen[native]}"
     try:
-        return Loaded(source, parse_run(run, native, limits))
+        session, lines = parse_run(RunText(raw, head, offset, cut_tail), native, limits)
+        return Loaded(source, session), lines
     except RejectError as exc:
         hint = exc.session_hint or session_id(SPEC.name, native)
-        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, hint)
+        return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, hint), raw.count(b"\n")

@@ -6,8 +6,8 @@ the model's reply between aider's own lines makes one assistant turn, and each `
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from itertools import chain, compress, count, repeat
@@ -22,7 +22,11 @@ from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
 
 AGENT = Agent("aider")
 AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
-_SPECIAL = (t.PROMPT[0], t.QUOTE, "<")  # what the lines `parse_run` takes one by one start with (or blank)
+_SPECIAL = (t.PROMPT[0], t.QUOTE, "<")  # what the lines `_walk_lines` takes one by one start with (or blank)
+_NON_BLANK = re.compile(r"\S")  # a character `str.strip()` keeps
+_PROMPT = t.PROMPT.encode()
+_NEW_PROMPT = b"\n" + _PROMPT
+_TOKENS_START = t.TOKENS_START.encode()
 
 
 @dataclass(slots=True)
@@ -42,21 +46,27 @@ class _Run:
     reply_at: int = -1
     last_reply: int | None = None  # the index of the latest assistant turn after the latest prompt
     last_answer: str | None = None  # the text of the latest assistant turn, until the person's next turn
+    last_answer_first: str = ""  # its first character that is not a space
     pending_usage: int | None = None  # a Usage whose cost may follow on the next (continuation) line
     message_open: bool = False  # inside a message of aider's of several lines (its first `>` line had no hard break)
     reasoning: bool = False  # inside the reply's reasoning (`<thinking-content-…>` or `<think>` not yet closed)
     command_args: str | None = None  # what the command just typed was given (`/code X`: `X`), until another line
 
 
-@dataclass(frozen=True, slots=True)
-class RunLines:
-    """One run's lines as read: their texts (`texts[0]` its header), the header's line number and byte offset, and
-    its last line (which tells a run cut inside that line)."""
+class _Unusual(Exception):
+    """A run `_walk_text` does not take (a message of aider's of several lines): `_walk_lines` reads it."""
 
-    texts: list[str]
+
+@dataclass(frozen=True, slots=True)
+class RunText:
+    """One run as read: its lines as UTF-8 (each followed by `\\n`, the header first; checked to decode), the
+    header's line number and byte offset, and its last line when that one is cut (the file ends inside it, no
+    newline), else None."""
+
+    raw: bytes
     index: int
     offset: int
-    tail: TextLine
+    cut_tail: TextLine | None = None
 
 
 def header_time(text: str) -> str | None:
@@ -77,35 +87,34 @@ def started_at(stamp: str, zone: tzinfo | None) -> datetime:
     return local.astimezone(UTC)
 
 
-def native_id(lines: Sequence[str]) -> str:
+def native_id(raw: bytes) -> str:
     """`<header time as YYYYmmddTHHMMSS>-<12 hex>`: the digest of the run's opening, its lines from the header through
     its first `####` block (docs/agents/aider.md "Session ids"). Appending to the run never changes it, and it is
-    the same wherever the file lies."""
-    stamp = header_time(lines[0]) or ""
-    opening: list[str] = []
-    seen_prompt = False
-    for text in lines:
-        is_prompt = text.startswith(t.PROMPT)
-        if seen_prompt and not is_prompt:
-            break
-        seen_prompt = seen_prompt or is_prompt
-        opening.append(text)
+    the same wherever the file lies. `raw`: the run's lines as UTF-8, each followed by `\\n`."""
+    stamp = header_time(raw[: raw.find(b"\n")].decode()) or ""
+    end = raw.find(_NEW_PROMPT)  # the newline before the first `####` line
+    if end < 0:
+        end = len(raw) - 1  # no `####` line: the whole run
+    else:
+        end = raw.find(b"\n", end + 1)
+        while raw.startswith(_PROMPT, end + 1):
+            end = raw.find(b"\n", end + 1)
     compact = stamp.replace("-", "").replace(":", "").replace(" ", "T")
-    return f"{compact}-{stable_hash(chr(10).join(opening))[:12]}"
+    return f"{compact}-{stable_hash(raw[:end])[:12]}"
 
 
-def parse_run(lines: RunLines, native: str, limits: Limits, zone: tzinfo | None = None) -> Session:
-    """The Session of one run: `lines.texts[0]` is its header. Raises RejectError: truncated_tail (its last line is
-    partial), missing_timestamp (a header time that is no date), no_conversation (nothing said: a run that only
-    started)."""
+def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None = None) -> tuple[Session, int]:
+    """The Session of one run (`lines.raw` starts with its header), and how many lines the run has. Raises
+    RejectError: truncated_tail (its last line is partial), missing_timestamp (a header time that is no date),
+    no_conversation (nothing said: a run that only started)."""
     sid = session_id(AGENT, native)
-    texts = lines.texts
-    stamp = header_time(texts[0])
+    raw = lines.raw
+    stamp = header_time(raw[: raw.find(b"\n")].decode())
     if stamp is None:
         raise RejectError(RejectCode.BAD_SHAPE, "a run that does not start with its header", line=lines.index)
     start = started_at(stamp, zone)
-    tail = lines.tail
-    if not tail.complete and tail.text.strip():
+    tail = lines.cut_tail
+    if tail is not None and tail.text.strip():
         raise RejectError(
             RejectCode.TRUNCATED_TAIL,
             "the file ends inside a line, older than settle_seconds",
@@ -114,23 +123,13 @@ def parse_run(lines: RunLines, native: str, limits: Limits, zone: tzinfo | None 
             session_hint=sid,
         )
     run = _Run()
-    kinds = run.kinds
-    kinds["header"] += 1
-    previous = "header"  # the kind of the line just before (a blank line: "")
-    # Only a line that starts with `#`, `>` or `<`, or one of spaces alone, can be a prompt, aider's own line, a
-    # reasoning tag or a blank line that is not empty; the lines between two of those are taken a span at a time.
-    marked = map(or_, map(str.startswith, texts, repeat(_SPECIAL)), map(str.isspace, texts))  # no loop in Python
-    position = 1
-    for at in chain(compress(count(), marked), (len(texts),)):
-        if at > position:
-            previous = _span(run, texts, position, at, lines.index, previous, limits)
-        if at == len(texts):
-            break
-        if at:
-            previous = _classify(run, lines.index + at, texts[at], previous, limits)
-        position = at + 1
-    _close_prompt(run, limits)
-    _close_reply(run, limits)
+    try:
+        count = _walk_text(run, raw, lines.index, limits)
+    except _Unusual:  # a message of aider's of several lines: the run is read again, a line at a time
+        run = _Run()
+        texts = raw.decode().split("\n")[:-1]
+        _walk_lines(run, texts, lines.index, limits)
+        count = len(texts)
     if not run.turns:
         raise RejectError(
             RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
@@ -140,7 +139,7 @@ def parse_run(lines: RunLines, native: str, limits: Limits, zone: tzinfo | None 
     for kind, n in run.kinds.items():
         disposition = t.LINE_KINDS[kind][0] if kind in t.LINE_KINDS else Disposition.SKIPPED
         census[(kind, version, disposition)] += n
-    return Session(
+    session = Session(
         agent=AGENT,
         session_id=sid,
         native_id=native,
@@ -152,6 +151,211 @@ def parse_run(lines: RunLines, native: str, limits: Limits, zone: tzinfo | None 
         usage=tuple(run.usage),
         census=census,
     )
+    return session, count
+
+
+# The line groups (`tables.LINE_GROUP`) that are a line like any other inside a reply, or inside its reasoning: the
+# model's quote, a `# aider` line, a reasoning tag that opens nothing (`> Tokens: ` without the hard break is not one).
+_NEWLINE = ord("\n")
+_SCALES = {"": 1, "k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}  # TOKEN_FIGURE's scales
+_PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
+_PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
+
+
+def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
+    """Take the run's lines (UTF-8, each followed by `\\n`; the header, line `base`, first) into `run` as
+    `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds, and
+    takes the lines between at once (a reply: a slice of `text`, decoded; its reasoning: counted), or one by one
+    (blank lines and aider's unprefixed lines before a reply). A reply's lines are counted once, at the end: the
+    lines that are not blank, less all the others counted. Returns how many lines `text` has. Raises _Unusual for a
+    message of aider's of several lines.
+    """
+    kinds = run.kinds
+    kinds["header"] += 1
+    previous = "header"  # the kind of the line just before (a blank line: "")
+    reply: list[tuple[int, int]] | None = None  # the open reply's slices of `text`; None: no reply is open
+    reasoning = False
+    spaces = 0  # lines of spaces alone (blank, not empty)
+    pend = text.find(b"\n") + 1  # where the lines not taken yet start
+    ln = base + 1  # the number of the line at `pend`
+    last = len(text) - 1  # the newline that ends the last line
+    find, count, starts = text.find, text.count, text.startswith
+    for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
+        if group is None:
+            kind, at = "end", last
+        else:
+            kind, at = group.lastgroup or "", group.start()  # the group's first line starts at `at + 1`
+        if reply is None and not reasoning:
+            # The lines before, outside a reply: blank ones, aider's output without its `>`, then a reply opens.
+            if pend == at:  # one empty line (the usual one before a `####` line)
+                previous = ""
+                ln += 1
+                pend += 1
+            while pend <= at:
+                end = find(b"\n", pend)
+                if end == pend:
+                    previous = ""
+                else:
+                    if run.prompt:
+                        _close_prompt(run, limits)
+                    run.command_args = None
+                    if previous not in AIDER_LINES:
+                        reply = _open_reply(run, ln)
+                        break
+                    kinds["tool_output"] += 1
+                ln += 1
+                pend = end + 1
+        if reasoning:
+            if kind in _PLAIN_IN_REASONING and not starts(_TOKENS_START, at + 1):
+                continue  # one of the reasoning's lines
+        elif reply is not None and kind in _PLAIN_IN_REPLY and not starts(_TOKENS_START, at + 1):
+            continue  # one of the reply's lines
+        if pend <= at and (reply is not None or reasoning):
+            lines = count(b"\n", pend, at + 1)
+            if reasoning:
+                said = lines - _empty_lines(text, pend, at + 1)
+                if said:
+                    kinds["reasoning"] += said
+                previous = "" if text[at - 1] == _NEWLINE else "reasoning"
+            else:
+                reply.append((pend, at))  # type: ignore[union-attr]
+                previous = "" if text[at - 1] == _NEWLINE else "assistant"
+            ln += lines
+        pend = at + 1
+        if group is None:
+            break
+        if kind == "prompt":
+            if previous == "prompt":
+                raise _Unusual  # `####` lines right after `####` lines, each group its own
+            reasoning = False  # aider's own line ends a reply whose reasoning never closed (an interrupted reply)
+            if reply is not None:
+                _close_pieces(run, text, reply, limits)
+                reply = None
+            if run.prompt:
+                _close_prompt(run, limits)
+            run.prompt = t.PROMPT_TEXT.findall(group.group(kind).decode())
+            run.prompt_at = ln
+            previous = "prompt"
+            ln += len(run.prompt)
+        elif kind == "aider":
+            if run.prompt:
+                _close_prompt(run, limits)
+            run.command_args = None
+            reasoning = False
+            if reply is not None:
+                _close_pieces(run, text, reply, limits)
+                reply = None
+            # Aider's lines, each its own kind: only the banner's and the usage report's are read (AIDER_LINE_STARTS),
+            # the others are output, counted together.
+            lines_text = group.group(kind)
+            done = 0  # the group's lines taken so far
+            for special in t.AIDER_LINE_START.finditer(lines_text):
+                before = lines_text.count(b"\n", 0, special.start()) - done
+                if before:
+                    kinds["tool_output"] += before
+                    run.pending_usage = None
+                line_end = lines_text.find(b"\n", special.start())
+                line = lines_text[special.start() : line_end if line_end >= 0 else len(lines_text)]
+                previous = _aider_line(run, ln + done + before, line[: -len(t.HARD_BREAK)].decode())
+                done += before + 1
+            lines = lines_text.count(b"\n") + 1
+            if lines > done:
+                kinds["tool_output"] += lines - done
+                run.pending_usage = None
+                previous = "tool_output"
+            ln += lines
+        elif kind == "blank":
+            spaces += 1
+            if reply is not None and not reasoning:
+                reply.append((pend, pend))  # an empty line in its place, not its spaces
+            previous = ""
+            ln += 1
+        elif kind == "quote":
+            raise _Unusual  # aider's message of several lines (or a usage report going on to a `Cost:` line)
+        elif kind == "close" and reasoning:
+            kinds["reasoning"] += 1
+            reasoning = False
+            previous = "reasoning"
+            ln += 1
+        elif kind == "open" and reply is not None:
+            kinds["reasoning"] += 1  # reasoning inside the reply: left out of its text
+            reasoning = True
+            previous = "reasoning"
+            ln += 1
+        else:  # a marker, a reasoning tag outside a reply
+            if run.prompt:
+                _close_prompt(run, limits)
+            run.command_args = None
+            if previous in AIDER_LINES:
+                kinds["tool_output"] += 1
+            elif kind == "marker":
+                kinds[t.UNKNOWN_KIND] += 1
+                previous = t.UNKNOWN_KIND
+            elif kind == "open":
+                kinds["reasoning"] += 1
+                reasoning = True
+                previous = "reasoning"
+            else:  # a closing tag with nothing open: the reply's first line
+                reply = _open_reply(run, ln)
+                continue
+            ln += 1
+        pend = group.end() + 1
+    _close_prompt(run, limits)
+    if reply is not None:
+        _close_pieces(run, text, reply, limits)
+    # The reply's lines: every line not blank, less those counted as another kind (each line is counted once).
+    said = (ln - base - 1) - _empty_lines(text, text.find(b"\n") + 1, len(text)) - spaces
+    said -= sum(kinds.values()) - kinds["header"]
+    if said > 0:
+        kinds["assistant"] = said  # where the first reply opened put it in the census
+    else:
+        kinds.pop("assistant", None)
+    return ln - base
+
+
+def _open_reply(run: _Run, ln: int) -> list[tuple[int, int]]:
+    run.reply_at = ln
+    run.kinds.setdefault("assistant", 0)  # counted at the end, in the census where it first appears
+    return []
+
+
+def _empty_lines(text: bytes, start: int, end: int) -> int:
+    """How many of the lines in `text[start:end]` are empty (`start` at a line's start, after a newline; `end` after
+    one): the newlines right after a newline."""
+    return len(t.EMPTY_LINE.findall(text, start - 1, end))
+
+
+def _close_pieces(run: _Run, text: bytes, pieces: list[tuple[int, int]], limits: Limits) -> None:
+    """End the open reply, its lines the slices `pieces` of `text`."""
+    if len(pieces) == 1:
+        start, end = pieces[0]
+        while end > start and text[end - 1] == _NEWLINE:
+            end -= 1  # the blank lines after it (a reply's first line is never blank)
+        _end_reply(run, text[start:end].decode(), limits)
+    else:
+        _end_reply(run, b"\n".join([text[start:end] for start, end in pieces]).strip(b"\n").decode(), limits)
+
+
+def _walk_lines(run: _Run, texts: list[str], base: int, limits: Limits) -> None:
+    """Take the run's lines (`texts[0]` its header, line `base`) into `run` one kind of line at a time: the reading
+    `_walk_text` gives the same result as, for the runs it does not take."""
+    kinds = run.kinds
+    kinds["header"] += 1
+    previous = "header"  # the kind of the line just before (a blank line: "")
+    # Only a line that starts with `#`, `>` or `<`, or one of spaces alone, can be a prompt, aider's own line, a
+    # reasoning tag or a blank line that is not empty; the lines between two of those are taken a span at a time.
+    marked = map(or_, map(str.startswith, texts, repeat(_SPECIAL)), map(str.isspace, texts))  # no loop in Python
+    position = 1
+    for at in chain(compress(count(), marked), (len(texts),)):
+        if at > position:
+            previous = _span(run, texts, position, at, base, previous, limits)
+        if at == len(texts):
+            break
+        if at:
+            previous = _classify(run, base + at, texts[at], previous, limits)
+        position = at + 1
+    _close_prompt(run, limits)
+    _close_reply(run, limits)
 
 
 def _span(run: _Run, texts: list[str], start: int, end: int, base: int, previous: str, limits: Limits) -> str:
@@ -254,6 +458,10 @@ def _aider_line(run: _Run, index: int, body: str) -> str:
     if not body.startswith(t.AIDER_LINE_STARTS):  # none of the patterns below can match: most of aider's lines
         run.kinds["tool_output"] += 1
         return "tool_output"
+    if body.startswith(t.TOKENS_START):  # (none of VERSION, MODEL, WORKING_DIR matches it)
+        run.kinds["tokens"] += 1
+        _add_usage(run, index, body)
+        return "tokens"
     if version := t.VERSION.match(body):
         run.versions.append(version.group(1))
         run.kinds["banner"] += 1
@@ -269,10 +477,6 @@ def _aider_line(run: _Run, index: int, body: str) -> str:
             run.cwd = cwd.group(2)
         run.kinds["working_dir"] += 1
         return "working_dir"
-    if body.startswith(t.TOKENS_START):
-        run.kinds["tokens"] += 1
-        _add_usage(run, index, body)
-        return "tokens"
     run.kinds["tool_output"] += 1
     return "tool_output"
 
@@ -280,33 +484,45 @@ def _aider_line(run: _Run, index: int, body: str) -> str:
 def _count(figure: str, scale: str) -> int:
     """`2.3k` -> 2300, `12,450` -> 12450, `1.5M` -> 1500000: aider rounds to one decimal of a thousand."""
     value = float(figure.replace(",", ""))
-    return round(value * {"": 1, "k": 1_000, "m": 1_000_000}[scale.lower()])
+    return round(value * _SCALES[scale])
 
 
 def _add_usage(run: _Run, index: int, body: str) -> None:
     """One reply's usage from its report (docs/agents/aider.md "Tokens"): the message's figures and cost, never the
     session's running total."""
+    cost = _cost(body)
+    turn_index = run.last_reply if run.last_reply is not None else index
+    usual = t.USUAL_TOKENS.match(body)
+    rest = body[usual.end() :] if usual else ""
+    if usual and "sent" not in rest and "received" not in rest and "cache" not in rest:
+        try:  # the two figures TOKEN_FIGURE would find, and no cache figures
+            usual_sent, usual_received = _count(usual[1], usual[2]), _count(usual[3], usual[4])
+        except ValueError:
+            pass  # a figure that is none: as below
+        else:
+            run.usage.append(Usage(turn_index, run.model, max(0, usual_sent), usual_received, None, None, None, cost))
+            run.pending_usage = None if cost is not None else len(run.usage) - 1
+            return
     figures: dict[str, int] = {}
     for figure, scale, what in t.TOKEN_FIGURE.findall(body):
         try:
             figures[what] = _count(figure, scale)
         except ValueError:
             continue  # `1.2.3k`: not a figure aider writes; that figure stays unknown
-    cost = _cost(body)
-    turn_index = run.last_reply if run.last_reply is not None else index
     # `sent` is litellm's prompt_tokens, which holds the cached parts too: the prompt not read from cache is what is
     # left (never below 0: the figures are rounded).
     sent = figures.get("sent")
     cached = figures.get("cache hit", 0) + figures.get("cache write", 0)
     run.usage.append(
-        Usage(
-            turn_index=turn_index,
-            model=run.model,
-            input_tokens=None if sent is None else max(0, sent - cached),
-            output_tokens=figures.get("received"),
-            cache_read_tokens=figures.get("cache hit"),
-            cache_write_tokens=figures.get("cache write"),
-            cost_usd=cost,
+        Usage(  # turn_index, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning, cost
+            turn_index,
+            run.model,
+            None if sent is None else max(0, sent - cached),
+            figures.get("received"),
+            figures.get("cache hit"),
+            figures.get("cache write"),
+            None,
+            cost,
         )
     )
     run.pending_usage = None if cost is not None else len(run.usage) - 1
@@ -337,7 +553,7 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
     run.prompt, run.prompt_at = [], -1
     run.last_reply = None
     text = "\n".join(lines).strip()
-    if len(lines) == 1 and t.CONFIRM.search(lines[0]):
+    if len(lines) == 1 and t.CONFIRM_START in lines[0] and t.CONFIRM.search(lines[0]):
         run.kinds["confirm_answer"] += len(lines)
         return
     if text == t.BLANK_INPUT or not text:
@@ -348,14 +564,14 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
         # (Simple-Calulator .aider.chat.history.md l.69 `#### /code i want…`, l.71 `#### i want…`): typed once.
         run.kinds["command_message"] += len(lines)
         return
-    if run.last_answer is not None and _same_text(text, run.last_answer):
+    if run.last_answer is not None and text[0] == run.last_answer_first and _same_text(text, run.last_answer):
         # In architect mode the architect's reply is handed to the editor model as its input, and aider logs that
         # input as `####` lines (luvatrix .aider.chat.history.md l.485: the reply of l.276 again): not the person's.
         run.kinds["architect_handoff"] += len(lines)
         return
     command = text.startswith(t.COMMAND_PREFIXES)
     run.kinds["command" if command else "prompt"] += len(lines)
-    run.turns.append(Turn(index=at, role=Role.USER, text=clip(text, limits)))
+    run.turns.append(Turn(at, Role.USER, clip(text, limits)))
     run.last_answer = None  # a hand-off comes before the person's next words
     if command:
         _, _, args = text.partition(" ")
@@ -364,15 +580,21 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
 
 def _close_reply(run: _Run, limits: Limits) -> None:
     """End the open reply: one assistant turn (its reasoning already left out)."""
-    if not run.reply:
-        return
-    text = "\n".join(run.reply).strip("\n")
+    if run.reply:
+        _end_reply(run, "\n".join(run.reply).strip("\n"), limits)
+        run.reply = []
+
+
+def _end_reply(run: _Run, text: str, limits: Limits) -> None:
+    """The reply's text (`text`, without the blank lines around it) as one assistant turn, unless it is blank."""
     at = run.reply_at
-    run.reply, run.reply_at = [], -1
-    if text.strip():
-        run.turns.append(Turn(index=at, role=Role.ASSISTANT, text=clip(text, limits), model=run.model))
+    run.reply_at = -1
+    first = _NON_BLANK.search(text)
+    if first is not None:
+        run.turns.append(Turn(at, Role.ASSISTANT, clip(text, limits), None, run.model))
         run.last_reply = at
         run.last_answer = text
+        run.last_answer_first = text[first.start()]
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -68,6 +68,7 @@ BLANK_INPUT = "<blank>"  # what user_input writes for an empty input
 COMMAND_PREFIXES = ("/", "!")  # `!cmd` is aider's shorthand for `/run cmd`
 # confirm_ask's options and default, as `user_input(f"{question}{res}")` echoes them for a group preference.
 CONFIRM = re.compile(r"\(Y\)es/\(N\)o.*\[[^\]]*\]: ")
+CONFIRM_START = "(Y)es/(N)o"  # what CONFIRM matches first
 
 # Banner lines (aider/models.py and main.py announcements): the version, the models.
 VERSION = re.compile(r"^> Aider v(\S+)")
@@ -91,13 +92,44 @@ AIDER_LINE_STARTS = (
     "> Git working dir: ",
     TOKENS_START,
 )
+# What a line of aider's own `>` lines starts with when it is one of those (AIDER_LINE_STARTS), in a group of them.
+AIDER_LINE_START = re.compile(
+    b"^(?:" + b"|".join(re.escape(start.encode()) for start in AIDER_LINE_STARTS) + b")", re.MULTILINE
+)
 TOKEN_FIGURE = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)\b")
+# The usual report without cache figures, `> Tokens: 2.3k sent, 120 received. `: TOKEN_FIGURE's two figures, when the
+# rest of the line names no other.
+USUAL_TOKENS = re.compile(r"> Tokens: ([\d.,]+)([kKmM]?) sent, ([\d.,]+)([kKmM]?) received\. ")
 MESSAGE_COST = re.compile(r"Cost: \$([\d.,]+) (?:message|request)\b")
 
 # The model's reasoning, as aider keeps it in the reply (aider/reasoning_tags.py REASONING_TAG), or as the model wrote
 # it (`<think>` … `</think>` of qwen3 and deepseek-r1 served through an OpenAI-compatible API: Simple-Calulator l.1231).
 REASONING_OPEN = re.compile(r"^<(?:thinking-content-[0-9a-f]+|think)>\s*$")
 REASONING_CLOSE = re.compile(r"^</(?:thinking-content-[0-9a-f]+|think)>\s*$")
+
+# The characters `str.isspace` takes (a line of them alone is blank), but the newline, as UTF-8.
+SPACE_BYTES = (
+    rb"(?:[\t\x0b\x0c\r\x1c-\x1f ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
+    rb"|\xe2\x81\x9f|\xe3\x80\x80)"
+)
+# The lines a run's text (UTF-8) is cut at, after the newline before each, everything else being taken a span at a
+# time: aider's `####` lines (a person's input, hard break; consecutive ones together), aider's `>` lines (hard break;
+# consecutive ones together), any other `>` line (a quote, or the first line of a message of aider's of several
+# lines), a `# aider ` marker, a reasoning tag (REASONING_OPEN, REASONING_CLOSE), a line of spaces alone.
+LINE_GROUP = re.compile(
+    rb"\n(?=[#<>\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3])(?:"  # what such a line can start with, checked first
+    rb"(?P<aider>>[^\n]*  (?:\n>[^\n]*  )*)"
+    rb"|(?P<prompt>####[^\n]*  (?:\n####[^\n]*  )*)"
+    rb"|(?P<quote>>[^\n]*)"
+    rb"|(?P<marker># aider [^\n]*)"
+    rb"|(?P<open><(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*+)"
+    rb"|(?P<close></(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*+)"
+    rb"|(?P<blank>" + SPACE_BYTES + rb"++)"  # possessive: an indented line fails once, at its first non-space
+    rb")(?=\n)"
+)
+# A `####` line's text as the person typed it: without `####`, one space after it and the hard break.
+PROMPT_TEXT = re.compile(r"^####(?: )?(.*)  $", re.MULTILINE)
+EMPTY_LINE = re.compile(rb"\n(?=\n)")  # the newline before an empty line (several in a row each found)
 
 # Folders discovery never enters: dependencies, build output, caches and the OS's own trees (hidden folders, those
 # whose name starts with a dot, are never entered either).

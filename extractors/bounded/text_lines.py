@@ -8,7 +8,8 @@ deferred before any line is handed on, so a reader of a multi-session file never
 An older one is handed on flagged (`TextLine.complete` False) and the reader decides (a truncated session, usually).
 Bytes are decoded as UTF-8 (a byte-order mark at the start is dropped, `\r\n` line ends are read as `\n`), a chunk
 at once; a line that does not decode is `invalid_utf8` with its line and offset, every line before it handed on first.
-`iter_text_blocks` hands on a chunk's lines together (`TextBlock`), for readers that take lines a span at a time;
+`iter_text_blocks` hands on a chunk's lines together (`TextBlock`: their text whole, split into lines only when asked,
+and their bytes), for readers that take lines a span at a time or look for their marks in the bytes;
 `iter_text_lines` one `TextLine` at a time.
 """
 
@@ -50,26 +51,39 @@ def _ends_with_newline(handle: BinaryIO, size: int) -> bool:
 
 
 class TextBlock:
-    """Consecutive lines of one read chunk: `texts[i]` is line `index + i` (its text as `TextLine.text`), which
-    starts at byte `start(i)` and ends (its line end included) at `start(i + 1)`. `complete` is False only for a block
-    whose last line is the file's last and has no newline.
+    """Consecutive lines of one read chunk: `text` is their text (each line as `TextLine.text`, followed by `\\n`; the
+    last without it when `complete` is False), `texts[i]` is line `index + i` (split from `text` when first asked
+    for), which starts at byte `start(i)` and ends (its line end included) at `start(i + 1)`. `complete` is False only
+    for a block whose last line is the file's last and has no newline.
 
     The byte offsets are worked out when asked for (most readers want a few: where a session starts, where it ends),
-    from the lines' texts when those are the bytes decoded as they are (no `\\r` dropped, no byte-order mark), else
-    from the bytes, all at once."""
+    from the text when it is the bytes decoded as they are (no `\\r` dropped, no byte-order mark), else from the
+    bytes, all at once."""
 
-    __slots__ = ("_at", "_at_start", "_data", "_offset", "_starts", "complete", "index", "texts")
+    __slots__ = ("_data", "_offset", "_plain", "_raw", "_starts", "_texts", "complete", "index", "text")
 
-    def __init__(self, index: int, texts: list[str], data: bytes, offset: int, complete: bool = True) -> None:
+    def __init__(self, index: int, text: str, data: bytes, offset: int, complete: bool = True) -> None:
         self.index = index
-        self.texts = texts
+        self.text = text
         self.complete = complete
+        self._texts: list[str] | None = None
         self._data = data  # the block's bytes: exactly its lines, line ends included
         self._offset = offset
         self._starts: list[int] | None = None
-        self._at, self._at_start = 0, offset  # the last offset worked out from the texts: line `_at` starts there
-        if b"\r" in data or (index == 0 and data.startswith(b"\xef\xbb\xbf")):
+        self._raw: bytes | None = None
+        self._plain = not (b"\r" in data or (index == 0 and data.startswith(b"\xef\xbb\xbf")))
+        if not self._plain:
             self.starts()
+
+    @property
+    def texts(self) -> list[str]:
+        """The lines' texts, without their line ends."""
+        if self._texts is None:
+            texts = self.text.split("\n")
+            if self.complete:
+                texts.pop()  # the empty piece after the last newline
+            self._texts = texts
+        return self._texts
 
     def starts(self) -> list[int]:
         """Where each line starts, and where the block ends (one more entry than `texts`)."""
@@ -82,19 +96,33 @@ class TextBlock:
             self._starts = starts
         return self._starts
 
+    @property
+    def raw(self) -> bytes:
+        """`text` as UTF-8: the block's bytes as they are, unless a `\\r` before a newline or a byte-order mark was
+        dropped (for readers that look for their lines' marks in the bytes and decode only what they keep)."""
+        if self._plain:
+            return self._data
+        if self._raw is None:
+            self._raw = self.text.encode()
+        return self._raw
+
+    def offset_at(self, position: int) -> int:
+        """The byte offset in the file of `raw[position]`, the start of a line (`len(raw)`: where the block ends)."""
+        if self._plain:
+            return self._offset + position
+        raw = self.raw
+        if position >= len(raw):
+            return self._offset + len(self._data)
+        return self.starts()[raw.count(b"\n", 0, position)]
+
     def start(self, i: int) -> int:
         """The byte offset of line `index + i`; `i == len(texts)`: where the block ends."""
         if self._starts is not None:
             return self._starts[i]
-        if i == len(self.texts):
+        texts = self.texts
+        if i == len(texts):
             return self._offset + len(self._data)
-        at, start = self._at, self._at_start
-        if i < at:  # back from the last one worked out (a run's last line, just before the next run's header)
-            return start - len("\n".join(self.texts[i:at]).encode()) - 1
-        if i > at:
-            start += len("\n".join(self.texts[at:i]).encode()) + 1  # lines at .. i-1 have their newline: i is after
-            self._at, self._at_start = i, start
-        return start
+        return self._offset + (len("\n".join(texts[:i]).encode()) + 1 if i else 0)
 
     def line(self, i: int) -> TextLine:
         """Line `index + i` as a `TextLine`."""
@@ -156,8 +184,9 @@ def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
                 whole = b"".join(carried)
             else:
                 whole = data[:cut] if cut < len(data) else data
-            yield from _block(whole, index, offset, limits)
-            index += whole.count(b"\n")
+            lines = whole.count(b"\n")  # every line of `whole` ends with its newline
+            yield from _block(whole, index, offset, limits, lines)
+            index += lines
             offset += len(whole)
             carried = [data[cut:]] if cut < len(data) else []
             carried_bytes = len(data) - cut
@@ -165,7 +194,7 @@ def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
                 yield from _slow_block(carried[0], index, offset, limits)  # raises: the line is too long
         tail = b"".join(carried)
         if tail:
-            yield from _block(tail, index, offset, limits)
+            yield from _block(tail, index, offset, limits, tail.count(b"\n") + (not tail.endswith(b"\n")))
             offset += len(tail)
         after = os.fstat(handle.fileno())
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or offset != before.st_size:
@@ -174,11 +203,10 @@ def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
         handle.close()
 
 
-def _block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[TextBlock]:
-    """The lines of `data` (whole lines; only the file's last may lack its newline), checked and decoded at once; a
-    block with a line over the limits, or one that does not decode, is read line by line to say which."""
+def _block(data: bytes, index: int, offset: int, limits: Limits, n: int) -> Iterator[TextBlock]:
+    """The `n` lines of `data` (whole lines; only the file's last may lack its newline), checked and decoded at once;
+    a block with a line over the limits, or one that does not decode, is read line by line to say which."""
     complete = data.endswith(b"\n")
-    n = data.count(b"\n") + (not complete)
     if index + n > limits.max_records or (
         len(data) > limits.max_line_bytes and max(map(len, data.split(b"\n"))) + 1 > limits.max_line_bytes
     ):
@@ -195,10 +223,7 @@ def _block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[Tex
             text = text[:-1]
     if index == 0 and text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
-    texts = text.split("\n")
-    if complete:
-        texts.pop()
-    yield TextBlock(index, texts, data, offset, complete)
+    yield TextBlock(index, text, data, offset, complete)
 
 
 def _slow_block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[TextBlock]:
@@ -213,11 +238,12 @@ def _slow_block(data: bytes, index: int, offset: int, limits: Limits) -> Iterato
             texts.append(_decode_line(raw, index + len(texts), offset + position, limits))
         except RejectError:
             if texts:
-                yield TextBlock(index, texts, data[:position], offset)
+                yield TextBlock(index, "".join(t + "\n" for t in texts), data[:position], offset)
             raise
         position += len(raw)
     if texts:
-        yield TextBlock(index, texts, data, offset, data.endswith(b"\n"))
+        complete = data.endswith(b"\n")
+        yield TextBlock(index, "\n".join(texts) + ("\n" if complete else ""), data, offset, complete)
 
 
 def _decode_line(raw: bytes, index: int, offset: int, limits: Limits) -> str:
