@@ -545,6 +545,8 @@ def summarize(batches: Sequence[BatchResult], plan: Plan[S]) -> Committed:
         per_agent[agent_of(source)]["sources_changed"] += 1
     for source in plan.unchanged:
         per_agent[agent_of(source)]["sources_unchanged"] += 1
+    for agent, n in plan.quiet.items():
+        per_agent[agent]["sources_unchanged"] += n
     for row in plan.deleted:
         per_agent[row["agent"]]["sources_deleted"] += 1
     out.counts_by_agent = {a: dict(sorted(c.items())) for a, c in sorted(per_agent.items())}
@@ -583,7 +585,7 @@ def commit_run(
             sources_seen=plan.seen,
             sources_new=len(plan.new),
             sources_changed=len(plan.changed),
-            sources_unchanged=len(plan.unchanged),
+            sources_unchanged=plan.unchanged_count,
             sources_deleted=len(plan.deleted),
             sessions_loaded=summary.sessions_loaded,
             sessions_rejected=summary.sessions_rejected,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -26,6 +26,8 @@ class Plan(Generic[S]):
     changed: list[S] = field(default_factory=list)  # size, mtime or parser version differ, or was deferred
     unchanged: list[S] = field(default_factory=list)
     deleted: list[dict[str, Any]] = field(default_factory=list)  # manifest rows no longer on disk
+    # Sources unchanged that discovery did not list (their folders quiet: `extractors.discovery.Listings`), by agent.
+    quiet: dict[str, int] = field(default_factory=dict)
     previous: dict[str, Previous] = field(default_factory=dict)
     manifest: Manifest = field(default_factory=lambda: Manifest(SOURCES.arrow_schema.empty_table()))
 
@@ -51,7 +53,12 @@ class Plan(Generic[S]):
 
     @property
     def seen(self) -> int:
-        return len(self.new) + len(self.changed) + len(self.unchanged)
+        return len(self.new) + len(self.changed) + self.unchanged_count
+
+    @property
+    def unchanged_count(self) -> int:
+        """Unchanged sources, those discovery listed and those of quiet folders."""
+        return len(self.unchanged) + sum(self.quiet.values())
 
 
 class Manifest(Mapping[str, dict[str, Any]]):
@@ -109,11 +116,18 @@ def make_plan(
     parser_versions: Mapping[str, str],
     *,
     full: bool = False,
+    quiet: Collection[str] = (),
+    from_row: Callable[[Mapping[str, Any]], S] | None = None,
 ) -> Plan[S]:
     """Sort discovered sources into new / changed / unchanged and find the ones deleted upstream.
 
     `scanned` names the roots each agent was discovered under this run: only manifest rows under those roots can
     be "deleted" (a run limited to one agent never marks another agent's sources as gone).
+
+    `quiet` names folders whose files discovery did not list because none changed since the run that wrote this
+    manifest (`extractors.discovery.Listings`): a present row of a source in one of them is unchanged, counted in
+    `Plan.quiet`, unless its parser version is not the current one or it was deferred: then `from_row` makes its
+    source from the row (its size and mtime are the files' own, unchanged) and it is read again as changed.
     """
     manifest = load_manifest(store)
     plan: Plan[S] = Plan(manifest=manifest)
@@ -152,10 +166,43 @@ def make_plan(
     roots = {(str(agent), root) for agent, agent_roots in scanned.items() for root in agent_roots}
     agents, under, paths = manifest.column("agent"), manifest.column("root"), manifest.paths
     gone = [i for i in range(len(paths)) if not seen[i] and present[i] and (agents[i], under[i]) in roots]
+    if quiet and gone:
+        gone = _quiet_rows(plan, gone, quiet, parser_versions, from_row)
     plan.deleted.extend(manifest[paths[i]] for i in sorted(gone, key=paths.__getitem__))
     if full:
         plan.previous.clear()  # --full re-reads everything, even sources only touched
     return plan
+
+
+def _quiet_rows(
+    plan: Plan[S],
+    rows: list[int],
+    quiet: Collection[str],
+    parser_versions: Mapping[str, str],
+    from_row: Callable[[Mapping[str, Any]], S] | None,
+) -> list[int]:
+    """Of the manifest rows not listed (`rows`), those of quiet folders become unchanged (or changed, see
+    `make_plan`); returns the others, which are gone."""
+    manifest = plan.manifest
+    paths, agents, parser, outcome = (
+        manifest.paths,
+        manifest.column("agent"),
+        manifest.column("parser_version"),
+        manifest.column("outcome"),
+    )
+    folders = quiet if isinstance(quiet, set | frozenset) else set(quiet)
+    others: list[int] = []
+    for i in rows:
+        path = paths[i]
+        if path[: path.rfind("/")] not in folders:
+            others.append(i)
+        elif (parser[i] == parser_versions.get(agents[i]) and outcome[i] != "deferred") or from_row is None:
+            plan.quiet[agents[i]] = plan.quiet.get(agents[i], 0) + 1
+        else:
+            row = manifest[path]
+            plan.previous[path] = Previous(row["content_sha256"], row["parser_version"], row["outcome"])
+            plan.changed.append(from_row(row))
+    return others
 
 
 def source_outcome(loaded: int, rejected: int, deferred: bool) -> str:

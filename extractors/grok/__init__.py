@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 from extractors.blobref import data_url_reference
 from extractors.bounded import Limits, Line, MiB, clip, count_glued_line, iter_jsonl, read_json_document
-from extractors.discovery import regular_stat, skip, walk_files
+from extractors.discovery import regular_stat, sidecar_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.ids import session_id
@@ -148,12 +148,9 @@ def discover(root: Path) -> Iterator[Source]:
     def pruned(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
         return name in PRUNED_DIRS
 
-    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=pruned):
+    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=pruned, quiet=True):
         size, mtime = st.st_size, st.st_mtime_ns
-        try:
-            summary = os.stat(os.path.join(os.path.dirname(path), SUMMARY))
-        except OSError:
-            summary = None
+        summary = sidecar_stat(os.path.join(os.path.dirname(path), SUMMARY))
         if summary is not None:
             size, mtime = size + summary.st_size, max(mtime, summary.st_mtime_ns)
         yield Source(SPEC.name, path, size, mtime, str(root))

@@ -94,6 +94,7 @@ def run_etl(
     explicit: pipeline.Discovery | None = None,
     run_id: str | None = None,
     discovered: pipeline.Discovery | None = None,
+    check_all: bool = False,
 ) -> pipeline.RunReport:
     """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
 
@@ -102,7 +103,8 @@ def run_etl(
 
     `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `discovered` is a
     discovery of the configured roots made just before (by the CLI, to decide that there is work): used instead
-    of walking them again, with deletions as usual. `as_tasks=False` calls
+    of walking them again, with deletions as usual. `check_all` makes the discovery a full check (every folder
+    listed, every file stat'd: `pipeline.discover`); `full` does too. `as_tasks=False` calls
     the steps as plain functions (no Prefect API needed): for tests and the benchmark's pipeline-only timings;
     the flows themselves always run them as tasks.
     """
@@ -125,13 +127,13 @@ def run_etl(
         previous_version = store.current_number()
         try:
             given = explicit if explicit is not None else discovered
-            _, plan = pipeline.plan_run(settings, store, full=full, explicit=given)
+            found, plan = pipeline.plan_run(settings, store, full=full, explicit=given, check_all=check_all)
             log.info(
                 "event=plan run=%s new=%d changed=%d unchanged=%d deleted=%d bytes=%d",
                 run_id,
                 len(plan.new),
                 len(plan.changed),
-                len(plan.unchanged),
+                plan.unchanged_count,
                 len(plan.deleted),
                 sum(s.size for s in plan.to_read),
             )
@@ -144,7 +146,8 @@ def run_etl(
                 # (a no-op night must not copy the warehouse, nor write a Parquet version).
                 record.outcome = "noop"
                 record.counts = pipeline.noop_counts(plan, flow_run_id)
-                log.info("event=noop run=%s unchanged=%d", run_id, len(plan.unchanged))
+                pipeline.save_listing(settings, found)
+                log.info("event=noop run=%s unchanged=%d", run_id, plan.unchanged_count)
                 return pipeline.RunReport(
                     run_id=run_id,
                     plan_counts=pipeline.plan_counts(plan),
@@ -184,6 +187,7 @@ def run_etl(
             committed = commit_step(big(run), big(plan), big(results), big(row))
             replaced = committed.replaced if previous_version else None
             load_step(big(run), previous_version, big(replaced))
+            pipeline.save_listing(settings, found)
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
             log.info(

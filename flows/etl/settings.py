@@ -2,9 +2,9 @@
 
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
-TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
-TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views), and
-TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
+TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false), TRANSCRIPTS_FULL_CHECK_DAYS,
+TRANSCRIPTS_HOT_DAYS, TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of
+per-day views), and TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 The data dir defaults to the user's data home (flows.etl.datahome), never the checkout.
 """
 
@@ -54,6 +54,11 @@ class Settings:
     dask: str | None = None
     timezone: str | None = None  # zone of per-day views (None: the machine's)
     redact: bool = True  # secrets in every stored text become markers (transforms/redact.py); False: raw text
+    # How changes are found (docs/operations.md, "How changes are found"): every folder listed and every file stat'd
+    # at least this often (0: on every run); between, files modified within `hot_days` are stat'd on every run and
+    # older ones only when their folder changed.
+    full_check_days: float = 7.0
+    hot_days: float = 7.0
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -69,7 +74,7 @@ class Settings:
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per table ("" is the top level)
     "": ("data_dir", "home", "sources", "roots", "limits", "run", "schedule", "timezone", "redaction"),
     "redaction": ("enabled",),
-    "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
+    "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask", "full_check_days", "hot_days"),
     "schedule": ("cron", "timezone"),
 }
 
@@ -154,6 +159,8 @@ _FILE_KEYS = {
     ("run", "batch_bytes"): "batch_bytes",
     ("run", "batch_files"): "batch_files",
     ("run", "dask"): "dask",
+    ("run", "full_check_days"): "full_check_days",
+    ("run", "hot_days"): "hot_days",
     ("schedule", "cron"): "schedule_cron",
     ("schedule", "timezone"): "schedule_timezone",
     ("redaction", "enabled"): "redact",
@@ -169,6 +176,8 @@ _ENV_KEYS = {
     "TRANSCRIPTS_TIMEZONE": "timezone",
     "TRANSCRIPTS_DASK": "dask",
     "TRANSCRIPTS_REDACT": "redact",
+    "TRANSCRIPTS_FULL_CHECK_DAYS": "full_check_days",
+    "TRANSCRIPTS_HOT_DAYS": "hot_days",
 }
 
 
@@ -186,6 +195,8 @@ def _defaults() -> Layer:
         "batch_files": 400,
         "schedule_cron": DEFAULT_CRON,
         "redact": True,
+        "full_check_days": 7.0,
+        "hot_days": 7.0,
     }
     return Layer({name: Value(raw, "default") for name, raw in values.items()})
 
@@ -382,6 +393,8 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
     workers = number("workers", "workers", minimum=1)
     batch_bytes = number("batch_bytes", "batch_bytes", minimum=1)
     batch_files = number("batch_files", "batch_files", minimum=1)
+    full_check_days = number("full_check_days", "full_check_days", kind=float)
+    hot_days = number("hot_days", "hot_days", kind=float)
     cron = _string("cron", values["schedule_cron"])
     timezone = _string("timezone", values.get("schedule_timezone"))
     zone = values["timezone"].raw if "timezone" in values else None
@@ -411,6 +424,8 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
         dask=(values["dask"].raw or None) if "dask" in values else None,
         timezone=str(zone) if zone else None,
         redact=redact,
+        full_check_days=full_check_days,
+        hot_days=hot_days,
         env=env,
         # a default is not named, but the data dir always is: commands print where it came from
         origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},
