@@ -24,6 +24,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 log = logging.getLogger("transcripts.discovery")
 
 # Why an entry named like a source was not listed; the keys of `drain_skips`.
@@ -173,9 +175,11 @@ def _never(_name: str, _folders: tuple[str, ...], _depth: int) -> bool:
 # The kind of a recorded entry; a regular file that was stat'd is recorded as [size, mtime_ns, dev, ino] instead.
 DIR, FILE, LIVE = 0, 1, 2  # LIVE: a symlink, FIFO, socket, device or unknown: looked at afresh on every walk
 Entry = int | list[int]
-# [mtime_ns, st_dev, st_ino, newest_ns, entries by name] of a listed folder: mtime_ns -1 is never reused (the folder
-# was written while it was listed); newest_ns is the newest mtime of the files recorded in it (NEVER_QUIET when
-# it holds an odd entry), so that whether a folder is quiet is known without looking at its entries.
+# [mtime_ns, st_dev, st_ino, newest_ns, folder names, unrecorded file names, entries by name] of a listed folder:
+# mtime_ns -1 is never reused (the folder was written while it was listed); newest_ns is the newest mtime of the
+# files recorded in it (NEVER_QUIET when it holds an odd entry). With the names of its folders and of the files no
+# walk stat'd, whether a folder is quiet, and where the walk goes on, is known without reading its entries, which
+# a record may keep as JSON text (decoded only for a folder that is not quiet: `entries_of`).
 Folder = list[Any]
 NEVER_QUIET = 2**62
 # A folder modified this close to its listing may change again within the same timestamp tick (ext4's clock is a
@@ -217,18 +221,18 @@ class Listings:
         try:
             if kept is None or kept[0] != st.st_mtime_ns or (kept[1], kept[2]) != (st.st_dev, st.st_ino):
                 return None
-            if not isinstance(kept[3], int) or not isinstance(kept[4], dict):
+            if not isinstance(kept[3], int):
                 return None  # a damaged record: listed afresh
         except (TypeError, IndexError):
             return None
         return kept
 
     def may_be_quiet(self, kept: Folder) -> bool:
-        return bool(kept[3] < self.cold_before)
+        return bool(kept[3] < self.cold_before) and isinstance(kept[4], list) and isinstance(kept[5], list)
 
     def record(self, folder: str, st: os.stat_result, entries: dict[str, Entry]) -> None:
         racy = st.st_mtime_ns >= self.now_ns - RACY_NS
-        self.after[folder] = [-1 if racy else st.st_mtime_ns, st.st_dev, st.st_ino, NEVER_QUIET, entries]
+        self.after[folder] = [-1 if racy else st.st_mtime_ns, st.st_dev, st.st_ino, NEVER_QUIET, [], [], entries]
 
     def cold(self, path: str, entry: Entry) -> os.stat_result | None:
         """The recorded stat of a file in a reused folder when it may be trusted (cold, not touched), else None."""
@@ -245,7 +249,7 @@ class Listings:
         folder, name = os.path.split(path)
         if folder not in self.reused:
             return False, None
-        entry = self.after[folder][4].get(name)
+        entry = (entries_of(self.after[folder]) or {}).get(name)
         if entry is None:
             return True, None  # the folder holds the same names as when it was listed: not there
         st = self.cold(path, entry)
@@ -256,23 +260,39 @@ class Listings:
         self.stated += 1
         folder, name = os.path.split(path)
         kept = self.after.get(folder)
-        if kept is not None and kept is not self.before.get(folder) and name in kept[4]:
-            kept[4][name] = [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino] if stat.S_ISREG(st.st_mode) else LIVE
+        if kept is not None and kept is not self.before.get(folder) and name in kept[6]:
+            kept[6][name] = [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino] if stat.S_ISREG(st.st_mode) else LIVE
 
     def finish(self) -> dict[str, Folder]:
         """This walk's listings, each with the newest mtime of its files (call once the walk is over)."""
         for folder, kept in self.after.items():
             if kept is self.before.get(folder):
                 continue  # quiet: as recorded
-            newest = 0
-            for entry in kept[4].values():
+            newest, folders, plain = 0, [], []
+            for name, entry in kept[6].items():
                 if type(entry) is list:
                     newest = max(newest, entry[1])
-                elif entry == LIVE:
+                elif entry == DIR:
+                    folders.append(name)
+                elif entry == FILE:
+                    plain.append(name)
+                else:
                     newest = NEVER_QUIET
-                    break
-            kept[3] = newest
+            kept[3:6] = [newest, folders, plain]
         return self.after
+
+
+def entries_of(kept: Folder) -> dict[str, Entry] | None:
+    """A recorded folder's entries, decoded from the record's JSON text on first use; None when they are not an
+    object of names (a damaged record: the folder is listed again)."""
+    entries = kept[6]
+    if isinstance(entries, str | bytes):
+        try:
+            entries = orjson.loads(entries)
+        except orjson.JSONDecodeError:
+            entries = None
+        kept[6] = entries
+    return entries if isinstance(entries, dict) else None
 
 
 def recorded_stat(entry: list[int]) -> os.stat_result:
@@ -372,16 +392,23 @@ def walk_files(
         folder, folders, depth, ancestors, folder_stat = stack.pop()
         kept = listings.reuse(folder, folder_stat) if listings is not None else None
         entries: dict[str, Entry]
-        if kept is not None and listings is not None:
-            listings.reused.add(folder)
-            if quiet and listings.may_be_quiet(kept) and _quiet(kept[4], folders, depth, accept):
+        if kept is not None and listings is not None and quiet and listings.may_be_quiet(kept):
+            if _quiet(kept[5], folders, depth, accept):
+                listings.reused.add(folder)
                 listings.quiet.add(folder)
                 listings.after[folder] = kept
-                entries = {name: DIR for name, kind in kept[4].items() if kind == DIR}  # only its folders to walk
+                entries = dict.fromkeys(kept[4], DIR)  # only its folders, to walk on
             else:
-                entries = dict(kept[4])
-                listings.after[folder] = [*kept[:4], entries]
-        else:
+                kept = None
+        if kept is not None and listings is not None and folder not in listings.quiet:
+            recorded = entries_of(kept)
+            if recorded is not None:
+                listings.reused.add(folder)
+                entries = dict(recorded)
+                listings.after[folder] = [*kept[:6], entries]
+            else:
+                kept = None  # its entries could not be read: listed afresh
+        if kept is None or listings is None:
             try:
                 entries = _scan(folder)
             except OSError as exc:
@@ -437,15 +464,7 @@ def walk_files(
         yield path, st
 
 
-def _quiet(entries: dict[str, Entry], folders: tuple[str, ...], depth: int, accept: NameTest) -> bool:
-    """Whether a reused folder's files may all be taken as unchanged: every file the walk takes has a recorded stat
-    (cold, as `Listings.may_be_quiet` saw), and no entry is odd."""
-    for name, kind in entries.items():
-        if type(kind) is list:
-            continue
-        if kind == FILE:
-            if accept(name, folders, depth):
-                return False  # a file this walk takes and no walk stat'd: its time is not known
-        elif kind != DIR:
-            return False
-    return True
+def _quiet(plain: list[Any], folders: tuple[str, ...], depth: int, accept: NameTest) -> bool:
+    """Whether a reused folder's files may all be taken as unchanged (its recorded files cold and nothing odd in
+    it, as `Listings.may_be_quiet` saw): none of the files no walk stat'd (`plain`) is one this walk takes."""
+    return not any(isinstance(name, str) and accept(name, folders, depth) for name in plain)

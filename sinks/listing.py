@@ -21,11 +21,13 @@ import orjson
 from sinks.files import write_private_atomic
 
 LISTING = "cache/listing.json"
-FORMAT = 1  # the record's layout; another one is thrown away
+FORMAT = 2  # the record's layout; another one is thrown away
 
 log = logging.getLogger("transcripts.listing")
 
-# A folder's record as `extractors.discovery` keeps it ([mtime_ns, dev, ino, newest_ns, entries]); opaque here.
+# A folder's record as `extractors.discovery` keeps it ([mtime_ns, dev, ino, newest_ns, folder names, unrecorded
+# file names, entries]); opaque here, but for its entries, written as JSON text so that a load decodes them only for
+# the folders a walk reads them in.
 Folder = list[Any]
 
 
@@ -66,23 +68,28 @@ def load_record(data_dir: Path) -> Record | None:
 def _folder(value: Any) -> Folder:
     """A folder's record, checked in its shape only: its entries are checked where they are used
     (`discovery.Listings`), so that loading a record costs no work per file."""
-    if not isinstance(value, list) or len(value) != 5 or not isinstance(value[4], dict):
-        raise TypeError("a folder is not [mtime, dev, ino, newest, entries]")
-    if not all(type(n) is int for n in value[:4]):
-        raise TypeError("a folder's times or identity are not whole numbers")
+    if not isinstance(value, list) or len(value) != 7 or not isinstance(value[6], str):
+        raise TypeError("a folder is not [mtime, dev, ino, newest, folders, files, entries]")
+    if not all(type(n) is int for n in value[:4]) or not isinstance(value[4], list) or not isinstance(value[5], list):
+        raise TypeError("a folder's times, identity or names are not what they should be")
     return value
 
 
 def save_record(data_dir: Path, record: Record) -> None:
     """Write `record` atomically (temporary file and rename). A failure to write it is logged, not raised: the run
     it follows is committed already, and the next run only lists everything again."""
+    folders = {path: [*kept[:6], _text(kept[6])] for path, kept in record.folders.items()}
     text = orjson.dumps(
-        {"format": FORMAT, "version": record.version, "checked_at_ns": record.checked_at_ns, "folders": record.folders}
+        {"format": FORMAT, "version": record.version, "checked_at_ns": record.checked_at_ns, "folders": folders}
     )
     try:
         write_private_atomic(listing_path(data_dir), lambda tmp: tmp.write_bytes(text))
     except OSError as exc:
         log.warning("event=listing_unwritten error=%r (the next run lists every folder)", str(exc))
+
+
+def _text(entries: Any) -> str:
+    return entries if isinstance(entries, str) else orjson.dumps(entries).decode()
 
 
 def merged(before: Mapping[str, Folder], after: Mapping[str, Folder], roots: list[str]) -> dict[str, Folder]:

@@ -3,6 +3,7 @@ found") lets a run list again only the folders that changed and stat only hot fi
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -157,8 +158,8 @@ def test_a_deleted_session_and_a_deleted_folder_are_noticed(tmp_path: Path) -> N
     [
         b"\x00garbage{",
         b'{"format": 999, "version": 1, "checked_at_ns": 0, "folders": {}}',
-        b'{"format": 1, "version": 1, "checked_at_ns": 0, "folders": {"/x": "not a folder"}}',
-        b'{"format": 1}',
+        b'{"format": 2, "version": 1, "checked_at_ns": 0, "folders": {"/x": "not a folder"}}',
+        b'{"format": 2}',
         b"[]",
     ],
     ids=["not-json", "another-format", "a-damaged-folder", "fields-missing", "not-an-object"],
@@ -176,11 +177,11 @@ def test_an_unreadable_or_foreign_record_is_ignored_and_everything_is_checked(tm
 def test_damaged_entries_in_a_usable_record_cost_a_stat_never_a_crash(tmp_path: Path) -> None:
     home, _, settings = cold_home(tmp_path)
     path = listing_path(settings.data_dir)
-    text = path.read_text()
-    for session in (S1, S2, S3):  # every file's recorded stat replaced by junk of the right JSON shape
-        start = text.index(f'"{session}.jsonl":') + len(f'"{session}.jsonl":')
-        end = text.index("]", start) + 1
-        text = text[:start] + '["a","b",1,2]' + text[end:]
+    record = json.loads(path.read_text())
+    for kept in record["folders"].values():  # every file's recorded stat replaced by junk of the right JSON shape
+        entries = json.loads(kept[6])
+        kept[6] = json.dumps({name: ["a", "b", 1, 2] if isinstance(e, list) else e for name, e in entries.items()})
+    text = json.dumps(record)
     path.write_text(text)
     assert counts(run(settings))["unchanged"] == 3  # quiet folders: their sources are the manifest's, not the record's
     path.write_text(text)
@@ -188,6 +189,20 @@ def test_damaged_entries_in_a_usable_record_cost_a_stat_never_a_crash(tmp_path: 
     found = pipeline.discover(settings, touched=[touched])
     assert not found.full_check and str(touched) in {s.path for s in found.sources}  # stat'd, not taken from junk
     assert counts(run(settings, found))["unchanged"] == 3
+
+
+def test_entries_that_are_not_json_make_their_folder_listed_again(tmp_path: Path) -> None:
+    _, _, settings = cold_home(tmp_path, hot=True)  # S1 hot: its folder is not quiet, its entries are read
+    path = listing_path(settings.data_dir)
+    record = json.loads(path.read_text())
+    for kept in record["folders"].values():
+        kept[6] = "{not json"
+    path.write_text(json.dumps(record))
+    found = pipeline.discover(settings)
+    assert not found.full_check and found.listed["folders_listed"] >= 1
+    assert len(found.sources) >= 2  # the hot folder's two sessions, listed afresh: none taken for deleted
+    report = run(settings, found)
+    assert counts(report)["deleted"] == 0 and counts(report)["unchanged"] == 3
 
 
 def test_a_record_of_another_corpus_version_is_not_used(tmp_path: Path) -> None:
