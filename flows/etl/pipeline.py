@@ -187,7 +187,7 @@ def discover(
         "files_stated": listings.stated,
         "files_trusted": listings.trusted,
     }
-    log.info(
+    log.debug(  # debug: the command's logging is set up after its discovery (flows/cli/cmd_run.py)
         "event=discovered sources=%d full_check=%s %s",
         len(found.sources),
         full_check,
