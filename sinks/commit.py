@@ -34,6 +34,9 @@ class Committed:
 
     version_number: int
     replaced: dict[str, set[str]] = field(default_factory=dict)  # agent -> session ids whose rows were replaced
+    # The source paths whose `sources` and `rejects` rows this run rewrote (None: say nothing; the warehouse then
+    # loads those tables whole).
+    sources_changed: set[str] | None = None
     counts_by_agent: dict[str, dict[str, int]] = field(default_factory=dict)
     sessions_loaded: int = 0
     sessions_rejected: int = 0
@@ -459,7 +462,9 @@ def _merge_sources_and_rejects(
     plan: Plan[S],
     results: Sequence[SourceResult],
     parser_versions: Mapping[str, str],
-) -> None:
+) -> set[str]:
+    """Write the `sources` and `rejects` partitions of the agents this run touched; returns the source paths whose
+    rows changed (their manifest rows, and their rejects when they were read)."""
     updates: dict[str, dict[str, Any]] = {}
     reread: set[str] = set()
     problems: list[dict[str, Any]] = []
@@ -512,6 +517,7 @@ def _merge_sources_and_rejects(
         parts.append(rows_table(REJECTS, [p for p in problems if p["agent"] == agent]))
         merged = pa.concat_tables([p.cast(REJECTS.arrow_schema) for p in parts])
         version.put(rkey, _sorted(REJECTS, merged))
+    return set(updates)
 
 
 def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -> None:
@@ -578,8 +584,9 @@ def commit_run(
         resize_partitions(version, buckets)
         replaced = _merge_session_tables(store, version, batches, winners)
         results = [r for b in batches for r in b.sources]
+        sources_changed: set[str] = set()
         if results or plan.deleted:
-            _merge_sources_and_rejects(store, version, plan, results, parser_versions)
+            sources_changed = _merge_sources_and_rejects(store, version, plan, results, parser_versions)
         summary = summarize(batches, plan)
         run_row.update(
             sources_seen=plan.seen,
@@ -606,6 +613,7 @@ def commit_run(
         pa.default_memory_pool().release_unused()
     summary.version_number = version.number
     summary.replaced = replaced
+    summary.sources_changed = sources_changed
     return summary
 
 

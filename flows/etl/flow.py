@@ -73,7 +73,9 @@ def commit(run: Run, plan: Plan[Source], results: list[BatchResult], row: dict[s
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
-def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]] | None) -> None:
+def load_warehouse(
+    run: Run, previous_version: int, replaced: dict[str, set[str]] | None, sources: set[str] | None = None
+) -> None:
     """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
     warehouse.refresh(
         run.data_dir,
@@ -82,6 +84,7 @@ def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]
         previous_version=previous_version,
         replaced=replaced,
         timezone=run.settings.timezone,
+        sources=sources,
     )
 
 
@@ -186,7 +189,7 @@ def run_etl(
             big = _opaque if as_tasks else _as_is
             committed = commit_step(big(run), big(plan), big(results), big(row))
             replaced = committed.replaced if previous_version else None
-            load_step(big(run), previous_version, big(replaced))
+            load_step(big(run), previous_version, big(replaced), big(committed.sources_changed))
             pipeline.save_listing(settings, found)
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
