@@ -34,6 +34,9 @@ class Committed:
 
     version_number: int
     replaced: dict[str, set[str]] = field(default_factory=dict)  # agent -> session ids whose rows were replaced
+    # The source paths whose `sources` and `rejects` rows this run rewrote (None: say nothing; the warehouse then
+    # loads those tables whole).
+    sources_changed: set[str] | None = None
     counts_by_agent: dict[str, dict[str, int]] = field(default_factory=dict)
     sessions_loaded: int = 0
     sessions_rejected: int = 0
@@ -459,7 +462,9 @@ def _merge_sources_and_rejects(
     plan: Plan[S],
     results: Sequence[SourceResult],
     parser_versions: Mapping[str, str],
-) -> None:
+) -> set[str]:
+    """Write the `sources` and `rejects` partitions of the agents this run touched; returns the source paths whose
+    rows changed (their manifest rows, and their rejects when they were read)."""
     updates: dict[str, dict[str, Any]] = {}
     reread: set[str] = set()
     problems: list[dict[str, Any]] = []
@@ -512,6 +517,7 @@ def _merge_sources_and_rejects(
         parts.append(rows_table(REJECTS, [p for p in problems if p["agent"] == agent]))
         merged = pa.concat_tables([p.cast(REJECTS.arrow_schema) for p in parts])
         version.put(rkey, _sorted(REJECTS, merged))
+    return set(updates)
 
 
 def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -> None:
@@ -545,6 +551,8 @@ def summarize(batches: Sequence[BatchResult], plan: Plan[S]) -> Committed:
         per_agent[agent_of(source)]["sources_changed"] += 1
     for source in plan.unchanged:
         per_agent[agent_of(source)]["sources_unchanged"] += 1
+    for agent, n in plan.quiet.items():
+        per_agent[agent]["sources_unchanged"] += n
     for row in plan.deleted:
         per_agent[row["agent"]]["sources_deleted"] += 1
     out.counts_by_agent = {a: dict(sorted(c.items())) for a, c in sorted(per_agent.items())}
@@ -576,14 +584,15 @@ def commit_run(
         resize_partitions(version, buckets)
         replaced = _merge_session_tables(store, version, batches, winners)
         results = [r for b in batches for r in b.sources]
+        sources_changed: set[str] = set()
         if results or plan.deleted:
-            _merge_sources_and_rejects(store, version, plan, results, parser_versions)
+            sources_changed = _merge_sources_and_rejects(store, version, plan, results, parser_versions)
         summary = summarize(batches, plan)
         run_row.update(
             sources_seen=plan.seen,
             sources_new=len(plan.new),
             sources_changed=len(plan.changed),
-            sources_unchanged=len(plan.unchanged),
+            sources_unchanged=plan.unchanged_count,
             sources_deleted=len(plan.deleted),
             sessions_loaded=summary.sessions_loaded,
             sessions_rejected=summary.sessions_rejected,
@@ -604,6 +613,7 @@ def commit_run(
         pa.default_memory_pool().release_unused()
     summary.version_number = version.number
     summary.replaced = replaced
+    summary.sources_changed = sources_changed
     return summary
 
 

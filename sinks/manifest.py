@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -26,6 +26,8 @@ class Plan(Generic[S]):
     changed: list[S] = field(default_factory=list)  # size, mtime or parser version differ, or was deferred
     unchanged: list[S] = field(default_factory=list)
     deleted: list[dict[str, Any]] = field(default_factory=list)  # manifest rows no longer on disk
+    # Sources unchanged that discovery did not list (their folders quiet: `extractors.discovery.Listings`), by agent.
+    quiet: dict[str, int] = field(default_factory=dict)
     previous: dict[str, Previous] = field(default_factory=dict)
     manifest: Manifest = field(default_factory=lambda: Manifest(SOURCES.arrow_schema.empty_table()))
 
@@ -36,14 +38,16 @@ class Plan(Generic[S]):
     def bucket_layout(self, current: Mapping[str, int]) -> dict[str, int]:
         """Bucket count per agent partition for this run: sized to the partition's sources (the manifest's, with
         this run's new and changed sizes), never fewer than the partition has now."""
-        sizes = dict(zip(self.manifest.paths, self.manifest.column("size_bytes"), strict=True))
-        agents = dict(zip(self.manifest.paths, self.manifest.column("agent"), strict=True))
-        for source in self.new + self.changed:
-            sizes[source.path] = source.size
-            agents[source.path] = agent_of(source)
+        table = self.manifest.table
+        read = self.new + self.changed
+        if read:
+            drop = pa.array(sorted({s.path for s in read}), pa.string())
+            table = table.filter(pc.invert(pc.is_in(table.column("source_path"), value_set=drop)))
         totals: dict[str, int] = {}
-        for path, size in sizes.items():
-            totals[agents[path]] = totals.get(agents[path], 0) + size
+        for entry in table.group_by("agent").aggregate([("size_bytes", "sum")]).to_pylist():
+            totals[str(entry["agent"])] = int(entry["size_bytes_sum"] or 0)
+        for source in read:
+            totals[agent_of(source)] = totals.get(agent_of(source), 0) + source.size
         layout = dict(current)
         for agent, total in totals.items():
             layout[agent] = max(layout.get(agent, 1), buckets_for(total))
@@ -51,22 +55,38 @@ class Plan(Generic[S]):
 
     @property
     def seen(self) -> int:
-        return len(self.new) + len(self.changed) + len(self.unchanged)
+        return len(self.new) + len(self.changed) + self.unchanged_count
+
+    @property
+    def unchanged_count(self) -> int:
+        """Unchanged sources, those discovery listed and those of quiet folders."""
+        return len(self.unchanged) + sum(self.quiet.values())
 
 
 class Manifest(Mapping[str, dict[str, Any]]):
     """The manifest rows of the current version, by source path, kept as the Arrow table they are stored as.
 
-    A run compares every discovered source with its row, so the few columns that takes are made Python lists once
-    (`column`), and a whole row becomes a dict only when asked for: a no-change run over tens of thousands of
-    sources no longer turns every row, timestamps and all, into a dict.
+    A run compares the sources it discovered with their rows in Arrow (`make_plan`); a row becomes a dict, and the
+    paths a Python index, only when asked for: a run that finds one changed session among tens of thousands of
+    sources does no work per source in Python.
     """
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
-        self.paths: list[str] = table.column("source_path").to_pylist()
-        self._where = {path: i for i, path in enumerate(self.paths)}
+        self._paths: list[str] | None = None
+        self._where: dict[str, int] | None = None
         self._columns: dict[str, list[Any]] = {}
+
+    @property
+    def paths(self) -> list[str]:
+        if self._paths is None:
+            self._paths = self.table.column("source_path").to_pylist()
+        return self._paths
+
+    def _index(self) -> dict[str, int]:
+        if self._where is None:
+            self._where = {path: i for i, path in enumerate(self.paths)}
+        return self._where
 
     def column(self, name: str) -> list[Any]:
         """The values of one column, in row order (made once)."""
@@ -75,20 +95,27 @@ class Manifest(Mapping[str, dict[str, Any]]):
         return self._columns[name]
 
     def position(self, path: str) -> int | None:
-        return self._where.get(path)
+        return self._index().get(path)
 
     def __getitem__(self, path: str) -> dict[str, Any]:
-        i = self._where[path]
+        i = self._index()[path]
         return {name: self.table.column(name)[i].as_py() for name in self.table.column_names}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.paths)
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return int(self.table.num_rows)
 
     def __contains__(self, path: object) -> bool:
-        return path in self._where
+        return path in self._index()
+
+    def rows(self, positions: Sequence[int]) -> list[dict[str, Any]]:
+        """Whole rows, as dicts, at `positions` (in that order)."""
+        if not positions:
+            return []
+        found: list[dict[str, Any]] = self.table.take(pa.array(positions, pa.int64())).to_pylist()
+        return found
 
     def of_agent(self, agent: str, without: Iterable[str]) -> pa.Table:
         """The rows of `agent`'s sources, less those of the paths `without`."""
@@ -102,6 +129,9 @@ def load_manifest(store: Store) -> Manifest:
     return Manifest(store.read_table(SOURCES))
 
 
+_COMPARED = ("content_sha256", "parser_version", "outcome", "size_bytes", "mtime_ns", "present")
+
+
 def make_plan(
     store: Store,
     discovered: Sequence[S],
@@ -109,53 +139,96 @@ def make_plan(
     parser_versions: Mapping[str, str],
     *,
     full: bool = False,
+    quiet: Collection[str] = (),
+    from_row: Callable[[Mapping[str, Any]], S] | None = None,
 ) -> Plan[S]:
     """Sort discovered sources into new / changed / unchanged and find the ones deleted upstream.
 
     `scanned` names the roots each agent was discovered under this run: only manifest rows under those roots can
     be "deleted" (a run limited to one agent never marks another agent's sources as gone).
+
+    `quiet` names folders whose files discovery did not list because none changed since the run that wrote this
+    manifest (`extractors.discovery.Listings`): a present row of a source in one of them is unchanged, counted in
+    `Plan.quiet`, unless its parser version is not the current one or it was deferred: then `from_row` makes its
+    source from the row (its size and mtime are the files' own, unchanged) and it is read again as changed.
+
+    The manifest side is compared in Arrow: Python looks only at the discovered sources and the rows that differ.
     """
     manifest = load_manifest(store)
+    table = manifest.table
     plan: Plan[S] = Plan(manifest=manifest)
+    paths = table.column("source_path")
+    listed = pa.array([source.path for source in discovered], pa.string())
+    where = pc.index_in(listed, value_set=paths).to_pylist()  # each discovered source's row, or None
+    found = [i for i in where if i is not None]
+    rows = table.take(pa.array(found, pa.int64())).select(list(_COMPARED)) if found else None
     sha, parser, outcome, size, mtime, present = (
-        manifest.column(name)
-        for name in ("content_sha256", "parser_version", "outcome", "size_bytes", "mtime_ns", "present")
+        (rows.column(name).to_pylist() for name in _COMPARED) if rows is not None else ([] for _ in _COMPARED)
     )
-    # Once per discovered source of every nightly run: names bound locally, and nothing made for a source whose row
-    # says it is unchanged (what `previous` holds is only read for the sources a run reads).
-    position, new, changed, unchanged, previous = (
-        manifest.position,
-        plan.new,
-        plan.changed,
-        plan.unchanged,
-        plan.previous,
-    )
-    seen = bytearray(len(manifest))
-    for source in discovered:
-        i = position(source.path)
+    new, changed, unchanged, previous = plan.new, plan.changed, plan.unchanged, plan.previous
+    k = 0
+    for source, i in zip(discovered, where, strict=True):
         if i is None:
             new.append(source)
             continue
-        seen[i] = 1
         if (
             not full
-            and size[i] == source.size
-            and mtime[i] == source.mtime_ns
-            and parser[i] == parser_versions[agent_of(source)]
-            and outcome[i] != "deferred"
-            and present[i]
+            and size[k] == source.size
+            and mtime[k] == source.mtime_ns
+            and parser[k] == parser_versions[agent_of(source)]
+            and outcome[k] != "deferred"
+            and present[k]
         ):
             unchanged.append(source)
         else:
-            previous[source.path] = Previous(sha[i], parser[i], outcome[i])
+            previous[source.path] = Previous(sha[k], parser[k], outcome[k])
             changed.append(source)
-    roots = {(str(agent), root) for agent, agent_roots in scanned.items() for root in agent_roots}
-    agents, under, paths = manifest.column("agent"), manifest.column("root"), manifest.paths
-    gone = [i for i in range(len(paths)) if not seen[i] and present[i] and (agents[i], under[i]) in roots]
-    plan.deleted.extend(manifest[paths[i]] for i in sorted(gone, key=paths.__getitem__))
+        k += 1
+    # Rows not listed, present, under a root scanned now: deleted, or (in a quiet folder) unchanged.
+    keys = [f"{agent}\x00{root}" for agent, agent_roots in scanned.items() for root in agent_roots]
+    scope = pc.is_in(
+        pc.binary_join_element_wise(table.column("agent"), table.column("root"), "\x00"),
+        value_set=pa.array(keys, pa.string()),
+    )
+    missing = pc.and_(pc.invert(pc.is_in(paths, value_set=listed)), pc.and_(table.column("present"), scope))
+    if quiet:
+        folders = pc.replace_substring_regex(paths, pattern="/[^/]*$", replacement="")
+        in_quiet = pc.and_(missing, pc.is_in(folders, value_set=pa.array(sorted(quiet), pa.string())))
+        missing = pc.and_(missing, pc.invert(in_quiet))
+        _quiet_rows(plan, table.filter(in_quiet), parser_versions, from_row)
+    gone = pc.indices_nonzero(pc.fill_null(missing, False)).to_pylist()
+    plan.deleted.extend(sorted(manifest.rows(gone), key=lambda row: row["source_path"]))
     if full:
         plan.previous.clear()  # --full re-reads everything, even sources only touched
     return plan
+
+
+def _quiet_rows(
+    plan: Plan[S],
+    rows: pa.Table,
+    parser_versions: Mapping[str, str],
+    from_row: Callable[[Mapping[str, Any]], S] | None,
+) -> None:
+    """The manifest rows of quiet folders (`rows`) become unchanged, counted by agent, or changed (see `make_plan`)."""
+    if not rows.num_rows:
+        return
+    agents = sorted(parser_versions)
+    expected = pc.take(
+        pa.array([parser_versions[a] for a in agents], pa.string()),
+        pc.index_in(rows.column("agent"), value_set=pa.array(agents, pa.string())),
+    )
+    current = pc.equal(rows.column("parser_version"), expected)
+    settled = pc.and_(pc.fill_null(current, False), pc.not_equal(rows.column("outcome"), "deferred"))
+    settled = pc.fill_null(settled, False)
+    if from_row is None:
+        settled = pa.array([True] * rows.num_rows)
+    for entry in pc.value_counts(rows.filter(settled).column("agent")).to_pylist():
+        plan.quiet[str(entry["values"])] = plan.quiet.get(str(entry["values"]), 0) + int(entry["counts"])
+    if from_row is None:
+        return
+    for row in rows.filter(pc.invert(settled)).to_pylist():
+        plan.previous[row["source_path"]] = Previous(row["content_sha256"], row["parser_version"], row["outcome"])
+        plan.changed.append(from_row(row))
 
 
 def source_outcome(loaded: int, rejected: int, deferred: bool) -> str:

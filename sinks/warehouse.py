@@ -33,7 +33,7 @@ from sinks.files import FILE_MODE, clone, copy, fsync_path, private_dir, replace
 from sinks.store import FileKey, Store
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
-from transforms.schema import SCHEMA_VERSION, SESSION_TABLES, TABLES, TURNS, Table, duckdb_ddl
+from transforms.schema import REJECTS, SCHEMA_VERSION, SESSION_TABLES, SOURCES, TABLES, TURNS, Table, duckdb_ddl
 
 WAREHOUSE = "warehouse.duckdb"
 PRICE_CACHE = "cache"  # derived files kept between runs (the price table per genai-prices version)
@@ -474,10 +474,14 @@ def _apply(
     zone: str,
     *,
     before_commit: Callable[[], None] | None = None,
+    sources: set[str] | None = None,
 ) -> dict[str, str]:
     """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the meta it
     wrote, whose figures are updated from those sessions' rows when the file holds figures that still apply (same
-    redaction rules and prices), else computed whole (once, for a warehouse from before they were kept)."""
+    redaction rules and prices), else computed whole (once, for a warehouse from before they were kept).
+
+    With `sources`, the rows of `sources` and `rejects` of those paths alone are replaced (what the commit changed
+    in them), so that a change of one session does not rewrite tables that grow with the corpus."""
     ids = pa.table({"session_id": pa.array(sorted({s for group in replaced.values() for s in group}), pa.string())})
     meta = _meta(con)
     old = json.loads(meta[FIGURES]) if FIGURES in meta else None
@@ -495,10 +499,7 @@ def _apply(
         con.execute("BEGIN")
         gone, new = _replace_sessions(con, version, store.layout(version), replaced, figures=keep_figures)
         gone_unpriced = gone.unpriced(con) if keep_figures else {}  # by the price tables they were priced with
-        for table in TABLES:
-            if table not in SESSION_TABLES:
-                con.execute(f"DELETE FROM {table.name}")
-                _insert_all(con, store, table, version)
+        _replace_per_source(con, store, version, sources)
         if not indexed:
             search.create_index(con)  # a warehouse from before search: built once, whole
         # Kept by the run that made the index (a lookup is 15-50 ms); looked up for a warehouse from before it was.
@@ -526,6 +527,32 @@ def _apply(
             loading.wait()  # never left running (after the index was updated, this returns at once)
     con.unregister("replaced_ids")
     return written
+
+
+def _replace_per_source(con: duckdb.DuckDBPyConnection, store: Store, version: Path, sources: set[str] | None) -> None:
+    """The tables that are not keyed by session (`sources`, `rejects`, `runs`): the rows of the `sources` paths
+    replaced in the first two, when they are known, else each table loaded whole; `runs` (a row per run) whole."""
+    for table in TABLES:
+        if table in SESSION_TABLES:
+            continue
+        if sources is None or table not in (SOURCES, REJECTS):
+            con.execute(f"DELETE FROM {table.name}")
+            _insert_all(con, store, table, version)
+            continue
+        if not sources:
+            continue
+        con.register("changed_sources", pa.table({"source_path": pa.array(sorted(sources), pa.string())}))
+        try:
+            con.execute(f"DELETE FROM {table.name} WHERE source_path IN (SELECT source_path FROM changed_sources)")
+            files = _files(store, table, version)
+            if files:
+                con.execute(
+                    f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
+                    "WHERE source_path IN (SELECT source_path FROM changed_sources)",
+                    [files],
+                )
+        finally:
+            con.unregister("changed_sources")
 
 
 def _replace_sessions(
@@ -603,8 +630,12 @@ def refresh(
     previous_version: int,
     replaced: Mapping[str, set[str]] | None,
     timezone: str | None = None,
+    sources: set[str] | None = None,
 ) -> None:
     """Bring `warehouse.duckdb` to the current Parquet version, atomically: a new file swapped in, or one transaction.
+
+    `sources` (the source paths whose manifest and reject rows the run rewrote, `Committed.sources_changed`) lets
+    a change replace only those rows of `sources` and `rejects`; without it both tables are loaded whole.
 
     With `replaced` (the sessions the run replaced) and a warehouse built from `previous_version`, the change is
     applied to a copy, or in place (`_open_to_change`); otherwise (first run, a killed run left it behind, a schema
@@ -617,7 +648,7 @@ def refresh(
         return
     tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
     try:
-        _refresh(data_dir, store, version, tmp, previous_version, replaced, given)
+        _refresh(data_dir, store, version, tmp, previous_version, replaced, given, sources)
     except BaseException:
         # A build or change that failed (a full disk, a view's overflow) leaves nothing behind: the warehouse is as
         # the last run left it, and the run's error (in the ledger and `status`) says why.
@@ -634,6 +665,7 @@ def _refresh(
     previous_version: int,
     replaced: Mapping[str, set[str]] | None,
     given: str | None,
+    sources: set[str] | None = None,
 ) -> None:
     number = store.current_number()
     target = warehouse_path(data_dir)
@@ -666,7 +698,9 @@ def _refresh(
             # In place, the failpoint's moment (the change made, not yet seen) is before the COMMIT.
             before_commit = functools.partial(failpoints.reach, "warehouse") if in_place else None
             zone = given or views.machine_zone(con)  # asked of this connection: a connection of its own is ~10 ms
-            meta = _apply(con, store, version, number, replaced or {}, zone, before_commit=before_commit)
+            meta = _apply(
+                con, store, version, number, replaced or {}, zone, before_commit=before_commit, sources=sources
+            )
             if in_place:
                 failpoints.reach("warehouse_log")  # committed: the change is in the log, not yet in the file
             con.execute("CHECKPOINT")

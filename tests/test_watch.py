@@ -142,6 +142,23 @@ def test_an_appended_exchange_is_loaded_while_watching_and_status_shows_the_watc
     assert (w.state / "watch.log").stat().st_mode & 0o777 == 0o600
 
 
+def test_an_append_to_a_session_untouched_for_a_month_is_loaded_by_its_event(tmp_path: Path) -> None:
+    """A cold session (last written 30 days ago) is taken as recorded by an incremental discovery, without a stat
+    (docs/operations.md "How changes are found"); its file event hands its path to the discovery, which stats it."""
+    home = small_home(tmp_path / "home")
+    month_ago = time.time() - 30 * 86400
+    for path in home.rglob("*"):
+        os.utime(path, (month_ago, month_ago))
+    with watching(tmp_path, home) as w:
+        w.loaded_once()
+        assert (w.data / "cache" / "listing.json").exists(), "the catch-up load saved what it listed"
+        before = until(lambda: turns_of(w.data, S1), "the first session in the warehouse")
+        write_session(home, S1, claude_exchange(S1, 1, start_minute=40, text="late"), append=True)
+        until(lambda: turns_of(w.data, S1) == before + 2, "the cold session's appended exchange")
+        code, _out, err = w.stop()
+    assert code == 0, err
+
+
 def test_on_a_terminal_each_load_is_one_line_saying_what_it_loaded(tmp_path: Path) -> None:
     home = small_home(tmp_path / "home")
     screen, terminal = pty.openpty()

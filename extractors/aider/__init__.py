@@ -87,7 +87,7 @@ def discover(root: Path) -> Iterator[Source]:
         path = root.absolute()
         yield Source(SPEC.name, str(path), st.st_size, st.st_mtime_ns, str(path.parent))
         return
-    for found, st in walk_files(root, _is_history, max_depth=tables.MAX_DEPTH, skip_dir=_pruned):
+    for found, st in walk_files(root, _is_history, max_depth=tables.MAX_DEPTH, skip_dir=_pruned, quiet=True):
         yield Source(SPEC.name, str(Path(found).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()))
 
 

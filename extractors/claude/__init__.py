@@ -80,7 +80,7 @@ def _not_sessions(name: str, _folders: tuple[str, ...], depth: int) -> bool:
 def discover(root: Path) -> Iterator[Source]:
     """Every session file under `root` with its size and mtime, sorted by path; never opens a file."""
     top = os.fspath(root)
-    for path, st in walk_files(root, is_session_name, max_depth=MAX_WALK_DEPTH, skip_dir=_not_sessions):
+    for path, st in walk_files(root, is_session_name, max_depth=MAX_WALK_DEPTH, skip_dir=_not_sessions, quiet=True):
         yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, top)
 
 

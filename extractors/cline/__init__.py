@@ -16,7 +16,7 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from extractors.bounded import Limits, read_json_document
-from extractors.discovery import walk_files
+from extractors.discovery import sidecar_stat, walk_files
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import Agent, Loaded, Outcome, Source
@@ -102,7 +102,7 @@ def discover(root: Path) -> Iterator[Source]:
             # depth 1: only the three extensions (globalStorage holds every extension's data); depth 2: only tasks/
             return (depth == 1 and name not in EXTENSIONS) or (depth == 2 and name != "tasks")
 
-        found = walk_files(root, is_unit, max_depth=3, skip_dir=pruned)
+        found = walk_files(root, is_unit, max_depth=3, skip_dir=pruned, quiet=True)
     else:
 
         def anywhere(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
@@ -111,14 +111,13 @@ def discover(root: Path) -> Iterator[Source]:
         def not_tasks(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
             return name in {"checkpoints", "node_modules", ".git"}
 
-        found = walk_files(root, anywhere, max_depth=5, skip_dir=not_tasks)
+        found = walk_files(root, anywhere, max_depth=5, skip_dir=not_tasks, quiet=True)
     for path, st in found:
         size, mtime = st.st_size, st.st_mtime_ns
         folder = os.path.join(os.path.dirname(path), "")  # with its separator: the sidecars' paths by concatenation
         for name in SIDECARS:
-            try:
-                side = os.stat(folder + name)
-            except OSError:
+            side = sidecar_stat(folder + name)
+            if side is None:
                 continue
             size, mtime = size + side.st_size, max(mtime, side.st_mtime_ns)
         yield Source(SPEC.name, path, size, mtime, str(given))

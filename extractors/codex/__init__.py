@@ -73,7 +73,7 @@ def _is_rollout(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
 
 def discover(root: Path) -> Iterator[Source]:
     """Every `rollout-*.jsonl` under `root`, dated folders and the older flat layout alike. Never opens a file."""
-    for path, st in walk_files(root, _is_rollout, max_depth=_MAX_DEPTH):
+    for path, st in walk_files(root, _is_rollout, max_depth=_MAX_DEPTH, quiet=True):
         yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from extractors.bounded import Limits, MiB, check_source_size, iter_jsonl_fields
-from extractors.discovery import walk_files
+from extractors.discovery import sidecar_stat, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.model import Agent, Loaded, Outcome, Source
@@ -77,13 +77,10 @@ def discover(root: Path) -> Iterator[Source]:
     def is_unit(name: str, _folders: tuple[str, ...], depth: int) -> bool:
         return (depth == 1 and name == EVENTS) or (depth == 0 and name.endswith(".jsonl"))
 
-    for path, st in walk_files(state, is_unit, max_depth=1):
+    for path, st in walk_files(state, is_unit, max_depth=1, quiet=True):
         size, mtime = st.st_size, st.st_mtime_ns
         if os.path.basename(path) == EVENTS:
-            try:
-                sidecar = os.stat(os.path.join(os.path.dirname(path), WORKSPACE))
-            except OSError:
-                sidecar = None
+            sidecar = sidecar_stat(os.path.join(os.path.dirname(path), WORKSPACE))
             if sidecar is not None:
                 size, mtime = size + sidecar.st_size, max(mtime, sidecar.st_mtime_ns)
         yield Source(SPEC.name, path, size, mtime, str(root))

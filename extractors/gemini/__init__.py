@@ -213,7 +213,7 @@ def _is_recording(name: str, folders: tuple[str, ...], _depth: int) -> bool:
 
 def discover(root: Path) -> Iterator[Source]:
     """Every chat recording under `root` (`<project>/chats/...`); stat only."""
-    for path, st in walk_files(root, _is_recording, max_depth=3):
+    for path, st in walk_files(root, _is_recording, max_depth=3, quiet=True):
         yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 

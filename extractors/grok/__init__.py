@@ -37,7 +37,7 @@ from urllib.parse import unquote
 
 from extractors.blobref import data_url_reference
 from extractors.bounded import Limits, Line, MiB, clip, count_glued_line, iter_jsonl, read_json_document
-from extractors.discovery import regular_stat, skip, walk_files
+from extractors.discovery import regular_stat, sidecar_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.gitremote import repository
 from extractors.grok.updates import UpdatesParser, parse_updates
@@ -157,7 +157,7 @@ def discover(root: Path) -> Iterator[Source]:
     def pruned(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
         return name in PRUNED_DIRS
 
-    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=pruned):
+    for path, st in walk_files(sessions, is_unit, max_depth=2, skip_dir=pruned, quiet=True):
         folder, name = os.path.split(path)
         other = UPDATES if name == CHAT_HISTORY else CHAT_HISTORY
         size, mtime = st.st_size, st.st_mtime_ns
@@ -170,7 +170,7 @@ def discover(root: Path) -> Iterator[Source]:
         has_updates = beside_other is not None and beside_other.st_size > 0
         if name == CHAT_HISTORY and has_updates and _plain_file(os.path.join(folder, UPDATES)):
             continue  # listed as its updates.jsonl, which the walk meets next
-        for beside in (beside_other, _stat(os.path.join(folder, SUMMARY))):
+        for beside in (beside_other, sidecar_stat(os.path.join(folder, SUMMARY))):
             if beside is not None:
                 size, mtime = size + beside.st_size, max(mtime, beside.st_mtime_ns)
         yield Source(SPEC.name, path, size, mtime, str(root))

@@ -65,7 +65,7 @@ def _is_session_file(name: str, folders: tuple[str, ...], depth: int) -> bool:
 def discover(root: Path) -> Iterator[Source]:
     """Every session file under `root` (a sessions folder, a `--session-dir` folder or one `--<cwd>--` folder).
     Stats files only; never opens them."""
-    for path, st in walk_files(root, _is_session_file, max_depth=1):
+    for path, st in walk_files(root, _is_session_file, max_depth=1, quiet=True):
         yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 

@@ -175,7 +175,7 @@ def _run(
     for agent in [a for a in settings.agents if not extractor(a).SPEC.nightly and a not in settings.explicit_roots]:
         say.line(f"{agent} is not discovered by `run`: load it with `transcripts backfill {agent} PATH`.")
     if dry_run:
-        found = pipeline.discover(settings)
+        found = pipeline.discover(settings, check_all=full)
         if _nothing_found(settings, found, say):
             return
         _dry_run(settings, found, full, say)
@@ -189,7 +189,7 @@ def _run(
             ledger.recording(settings.data_dir, run_id, flow="etl", mode=mode, defer=True) as record,
         ):
             say.log = log
-            found = pipeline.discover(settings)
+            found = pipeline.discover(settings, check_all=full)
             say.found = found
             if _nothing_found(settings, found, say):
                 record.skip = True
@@ -200,6 +200,7 @@ def _run(
             if plan is not None and not full and _may_skip_flow(settings.data_dir) and pipeline.nothing_to_do(plan):
                 record.outcome = "noop"
                 record.counts = pipeline.noop_counts(plan)
+                pipeline.save_listing(settings, found)  # what this discovery listed: the next one starts from it
                 report = pipeline.RunReport(run_id, pipeline.plan_counts(plan), seconds=pipeline.elapsed_since(start))
                 if settings.publish_url:  # nothing new, but what an earlier publish failed to send is sent now
                     from flows.etl.publishing import publish_after  # here: pyarrow's S3 layer, for a team folder only

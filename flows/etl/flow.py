@@ -81,7 +81,9 @@ def commit(run: Run, plan: Plan[Source], results: list[BatchResult], row: dict[s
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
-def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]] | None) -> None:
+def load_warehouse(
+    run: Run, previous_version: int, replaced: dict[str, set[str]] | None, sources: set[str] | None = None
+) -> None:
     """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
     warehouse.refresh(
         run.data_dir,
@@ -90,6 +92,7 @@ def load_warehouse(run: Run, previous_version: int, replaced: dict[str, set[str]
         previous_version=previous_version,
         replaced=replaced,
         timezone=run.settings.timezone,
+        sources=sources,
     )
 
 
@@ -113,6 +116,7 @@ def load(
     run_id: str | None = None,
     discovered: pipeline.Discovery | None = None,
     flow_name: str | None = None,
+    check_all: bool = False,
 ) -> pipeline.RunReport:
     """The body of the flows: lock, plan, extract in batches, commit, load. Raises on failure (after the ledger).
 
@@ -122,9 +126,11 @@ def load(
     `explicit` sources (a backfill) replace discovery; no source is marked deleted then. `discovered` is a
     discovery of the configured roots made just before (by the CLI, to decide that there is work): used instead
     of walking them again, with deletions as usual. `flow_name` names the run in the ledger and the `runs` table
-    (default `etl`, `backfill` for explicit sources; `transcripts watch` passes `watch`). `as_tasks=False` calls
-    the steps as plain functions (no Prefect API needed): for `transcripts watch` (one flow run per load would
-    flood the Prefect UI), tests and the benchmark's pipeline-only timings; the flows always run them as tasks.
+    (default `etl`, `backfill` for explicit sources; `transcripts watch` passes `watch`). `check_all` makes the
+    discovery a full check (every folder listed, every file stat'd: `pipeline.discover`); `full` does too.
+    `as_tasks=False` calls the steps as plain functions (no Prefect API needed): for `transcripts watch` (one flow
+    run per load would flood the Prefect UI), tests and the benchmark's pipeline-only timings; the flows always run
+    them as tasks.
     """
     commit_step = commit if as_tasks else commit.fn
     load_step = load_warehouse if as_tasks else load_warehouse.fn
@@ -147,13 +153,13 @@ def load(
         try:
             _progress("planning", (0, 0), (0, 0))
             given = explicit if explicit is not None else discovered
-            _, plan = pipeline.plan_run(settings, store, full=full, explicit=given)
+            found, plan = pipeline.plan_run(settings, store, full=full, explicit=given, check_all=check_all)
             log.info(
                 "event=plan run=%s new=%d changed=%d unchanged=%d deleted=%d bytes=%d",
                 run_id,
                 len(plan.new),
                 len(plan.changed),
-                len(plan.unchanged),
+                plan.unchanged_count,
                 len(plan.deleted),
                 sum(s.size for s in plan.to_read),
             )
@@ -166,7 +172,8 @@ def load(
                 # (a no-op night must not copy the warehouse, nor write a Parquet version).
                 record.outcome = "noop"
                 record.counts = pipeline.noop_counts(plan, flow_run_id)
-                log.info("event=noop run=%s unchanged=%d", run_id, len(plan.unchanged))
+                pipeline.save_listing(settings, found)
+                log.info("event=noop run=%s unchanged=%d", run_id, plan.unchanged_count)
                 return pipeline.RunReport(
                     run_id=run_id,
                     plan_counts=pipeline.plan_counts(plan),
@@ -209,7 +216,8 @@ def load(
             committed = commit_step(big(run), big(plan), big(results), big(row))
             replaced = committed.replaced if previous_version else None
             _progress("loading the warehouse", (read, sources), (done, total))
-            load_step(big(run), previous_version, big(replaced))
+            load_step(big(run), previous_version, big(replaced), big(committed.sources_changed))
+            pipeline.save_listing(settings, found)
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
             log.info(

@@ -10,13 +10,13 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from extractors.discovery import drain_skips, take_identities
+from extractors.discovery import Listings, drain_skips, listing, take_identities
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Loaded, Rejected, Session, Source, Streamed
 from extractors.registry import extractor, problem_of, read_streaming, registered
@@ -25,6 +25,7 @@ from flows.etl.settings import Settings
 from sinks.commit import commit_run, record_failed_run
 from sinks.files import private_dir
 from sinks.ledger import COUNT_FIELDS
+from sinks.listing import Record, load_record, merged, save_record
 from sinks.manifest import Plan, make_plan
 from sinks.results import BatchResult, SourceResult, agent_of
 from sinks.secrets_key import load_or_create_key
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("transcripts.etl")
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
+DAY_NS = 86_400 * 10**9
 
 
 @dataclass(slots=True)
@@ -46,6 +48,11 @@ class Discovery:
     scanned: dict[Agent, list[str]] = field(default_factory=dict)
     missing_roots: dict[Agent, list[str]] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # entries passed over, by reason (discovery.drain_skips)
+    listing: Record | None = None  # what the walk listed, for the next run (None: explicit paths, nothing to keep)
+    full_check: bool = False  # every folder listed and every file stat'd (no record used)
+    listing_changed: bool = False  # `listing` differs from the record the discovery started from
+    quiet: set[str] = field(default_factory=set)  # folders whose sources were not listed: unchanged (make_plan)
+    listed: dict[str, int] = field(default_factory=dict)  # folders listed / reused, files stat'd / trusted
 
 
 @dataclass(slots=True)
@@ -87,7 +94,13 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{moment:%Y%m%dT%H%M%S}{moment.microsecond:06d}Z-{os.getpid()}"
 
 
-def discover(settings: Settings) -> Discovery:
+def discover(
+    settings: Settings,
+    *,
+    touched: Iterable[str | os.PathLike[str]] = (),
+    check_all: bool = False,
+    now_ns: int | None = None,
+) -> Discovery:
     """List every source of the selected agents under their roots (nothing is opened).
 
     A real file is listed once however many roots or links lead to it: sources are keyed by (st_dev, st_ino), and
@@ -96,43 +109,109 @@ def discover(settings: Settings) -> Discovery:
     within its root. A root whose listing fails all the same (an OSError no discovery anticipated, or a bug) is
     logged and left out whole, and not marked scanned, so none of its sources is taken for deleted; the other roots
     load as usual.
+
+    Changes are found in time that grows with the change, not with the corpus (docs/operations.md, "How changes
+    are found"): the listing record of the last run (`sinks.listing`) says what each folder held; a folder whose
+    mtime has not moved is not listed again, and its files last modified more than `settings.hot_days` ago are
+    taken as recorded, without a stat. A full check (every folder listed, every file stat'd) is made when there
+    is no usable record, when the last one is `settings.full_check_days` old or more, and when `check_all` is
+    given; the discovery's `listing` is what the run saves when it ends well (`save_listing`).
+
+    `touched`: paths the caller knows changed (a watcher's file events): each is stat'd, and its folder (or the
+    folder itself) listed again, whatever the record says, so that a file appended since the last run is found
+    even when it is cold. `now_ns` (default: the clock) is the time hot and cold are measured from.
     """
     found = Discovery()
+    now = time.time_ns() if now_ns is None else now_ns
+    record = load_record(settings.data_dir)
+    due = settings.full_check_days <= 0 or record is None
+    if record is not None and not due:
+        due = now - record.checked_at_ns >= settings.full_check_days * DAY_NS or record.version != corpus_version(
+            settings
+        )
+    full_check = check_all or due
+    listings = Listings(
+        record.folders if record is not None else None,
+        now_ns=now,
+        hot_ns=int(settings.hot_days * DAY_NS),
+        trust=not full_check,
+        touched=(os.fspath(p) for p in touched),
+    )
     drain_skips()  # count this discovery's skips only
     take_identities()
     seen_paths: set[str] = set()
     seen_files: set[tuple[int, int]] = set()
-    for agent in settings.agents:
-        module = extractor(agent)
-        for root in (r.expanduser().absolute() for r in settings.roots(agent, module)):
-            if not root.exists():
-                found.missing_roots.setdefault(agent, []).append(str(root))
-                continue
-            try:
-                listed = list(module.discover(root))
-            except MemoryError:
-                raise
-            except Exception as exc:  # an OSError no discovery anticipated, or a bug: this root, not the night
-                error = f"{type(exc).__name__}: {exc}"
-                log.error("event=discovery_failed agent=%s root=%s error=%r", agent, root, error)
-                log.debug("event=discovery_failed_traceback root=%s", root, exc_info=True)
-                found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
-                continue
-            found.scanned.setdefault(agent, []).append(str(root))
-            known = take_identities()  # what the listing stat'ed already
-            for source in listed:
-                key = known.get(source.path) or _file_key(source.path)
-                if source.path in seen_paths or (key is not None and key in seen_files):
-                    continue  # overlapping roots, or a second name for the same file
-                seen_paths.add(source.path)
-                if key is not None:
-                    seen_files.add(key)
-                found.sources.append(source)
+    with listing(listings):
+        for agent in settings.agents:
+            module = extractor(agent)
+            for root in (r.expanduser().absolute() for r in settings.roots(agent, module)):
+                if not root.exists():
+                    found.missing_roots.setdefault(agent, []).append(str(root))
+                    continue
+                try:
+                    listed = list(module.discover(root))
+                except MemoryError:
+                    raise
+                except Exception as exc:  # an OSError no discovery anticipated, or a bug: this root, not the night
+                    error = f"{type(exc).__name__}: {exc}"
+                    log.error("event=discovery_failed agent=%s root=%s error=%r", agent, root, error)
+                    log.debug("event=discovery_failed_traceback root=%s", root, exc_info=True)
+                    found.skipped["root_unlisted"] = found.skipped.get("root_unlisted", 0) + 1
+                    continue
+                found.scanned.setdefault(agent, []).append(str(root))
+                known = take_identities()  # what the listing stat'ed already
+                for source in listed:
+                    key = known.get(source.path) or _file_key(source.path)
+                    if source.path in seen_paths or (key is not None and key in seen_files):
+                        continue  # overlapping roots, or a second name for the same file
+                    seen_paths.add(source.path)
+                    if key is not None:
+                        seen_files.add(key)
+                    found.sources.append(source)
     for reason, n in drain_skips().items():
         found.skipped[reason] = found.skipped.get(reason, 0) + n
     if found.skipped:
         log.warning("event=discovery_skips %s", " ".join(f"{k}={v}" for k, v in sorted(found.skipped.items())))
+    roots = [root for agent_roots in found.scanned.values() for root in agent_roots]
+    found.listing = Record(
+        version=0,  # set when it is saved: the version the run leaves
+        checked_at_ns=now if full_check else record.checked_at_ns if record is not None else now,
+        folders=merged(record.folders if record is not None else {}, listings.finish(), roots),
+    )
+    found.full_check = full_check
+    found.quiet = listings.quiet
+    found.listing_changed = full_check or record is None or found.listing.folders != record.folders
+    found.listed = {
+        "folders_listed": listings.listed,
+        "folders_reused": len(listings.reused),
+        "folders_quiet": len(listings.quiet),
+        "files_stated": listings.stated,
+        "files_trusted": listings.trusted,
+    }
+    log.debug(  # debug: the command's logging is set up after its discovery (flows/cli/cmd_run.py)
+        "event=discovered sources=%d full_check=%s %s",
+        len(found.sources),
+        full_check,
+        " ".join(f"{k}={v}" for k, v in found.listed.items()),
+    )
     return found
+
+
+def corpus_version(settings: Settings) -> int:
+    """The corpus version in the data dir (0: none), as the listing record names it."""
+    return Store(settings.data_dir).current_number() if data_dir_exists(settings.data_dir) else 0
+
+
+def save_listing(settings: Settings, found: Discovery) -> None:
+    """Keep what `found` listed for the next run's discovery, named after the corpus version now in the data dir:
+    call once the run has committed (under the lock), or found nothing to do. Not written when it says what the
+    record says already; a discovery of explicit paths (a backfill) has nothing to keep. A record saved by a
+    run that read an older version than another run left meanwhile names that older version: it is not used, and
+    the next run makes a full check (slower, never wrong)."""
+    if found.listing is None or not found.listing_changed:
+        return
+    found.listing.version = corpus_version(settings)
+    save_record(settings.data_dir, found.listing)
 
 
 def _file_key(path: str) -> tuple[int, int] | None:
@@ -159,6 +238,8 @@ def plan_counts(plan: Plan[Source]) -> dict[str, dict[str, int]]:
         bump(s.agent, "bytes", s.size)
     for agent, n in Counter(s.agent for s in plan.unchanged).items():  # every source of a quiet night: counted fast
         bump(agent, "unchanged", n)
+    for name, n in plan.quiet.items():
+        bump(name, "unchanged", n)
     for row in plan.deleted:
         bump(row["agent"], "deleted")
     return dict(sorted(counts.items()))
@@ -240,7 +321,7 @@ def nothing_to_do(plan: Plan[Source]) -> bool:
 def noop_counts(plan: Plan[Source], flow_run_id: str | None = None) -> dict[str, Any]:
     """The ledger counts of a run that had nothing to do."""
     counts: dict[str, Any] = dict.fromkeys(COUNT_FIELDS, 0)
-    counts.update(sources_seen=plan.seen, sources_unchanged=len(plan.unchanged), counts_by_agent={})
+    counts.update(sources_seen=plan.seen, sources_unchanged=plan.unchanged_count, counts_by_agent={})
     counts["flow_run_id"] = flow_run_id
     return counts
 
@@ -316,11 +397,20 @@ def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Except
 
 
 def plan_run(
-    settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None
+    settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None, check_all: bool = False
 ) -> tuple[Discovery, Plan[Source]]:
-    found = discover(settings) if explicit is None else explicit
+    """Discover (unless `explicit` sources are given) and sort the sources against the manifest. `full` (read
+    everything again) and `check_all` make the discovery a full check."""
+    found = discover(settings, check_all=full or check_all) if explicit is None else explicit
     scanned: dict[str, list[str]] = {str(agent): roots for agent, roots in found.scanned.items()}
-    return found, make_plan(store, found.sources, scanned, _by_value(parser_versions(settings.redact)), full=full)
+    versions = _by_value(parser_versions(settings.redact))
+    plan = make_plan(store, found.sources, scanned, versions, full=full, quiet=found.quiet, from_row=_source_of)
+    return found, plan
+
+
+def _source_of(row: Mapping[str, Any]) -> Source:
+    """The source a manifest row describes, as its discovery made it (for a source of a quiet folder read again)."""
+    return Source(Agent(row["agent"]), row["source_path"], row["size_bytes"], row["mtime_ns"], row["root"], row["kind"])
 
 
 def explicit_sources(agent: Agent, paths: Sequence[Path]) -> Discovery:

@@ -2,9 +2,9 @@
 
 Environment: TRANSCRIPTS_DATA_DIR, TRANSCRIPTS_HOME, TRANSCRIPTS_SOURCES (comma list), TRANSCRIPTS_ROOT_<AGENT>
 (comma list of folders), TRANSCRIPTS_LIMIT_<NAME> (e.g. TRANSCRIPTS_LIMIT_MAX_LINE_BYTES), TRANSCRIPTS_LOCK_WAIT,
-TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false),
-TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of per-day views),
-TRANSCRIPTS_WATCH_QUIET_SECONDS, TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS, TRANSCRIPTS_WATCH_CHECK_MINUTES,
+TRANSCRIPTS_WORKERS, TRANSCRIPTS_DASK, TRANSCRIPTS_REDACT (true/false), TRANSCRIPTS_FULL_CHECK_DAYS,
+TRANSCRIPTS_HOT_DAYS, TRANSCRIPTS_SCHEDULE_CRON, TRANSCRIPTS_SCHEDULE_TIMEZONE, TRANSCRIPTS_TIMEZONE (zone of
+per-day views), TRANSCRIPTS_WATCH_QUIET_SECONDS, TRANSCRIPTS_WATCH_MAX_DELAY_SECONDS, TRANSCRIPTS_WATCH_CHECK_MINUTES,
 TRANSCRIPTS_PUBLISH_URL, TRANSCRIPTS_MACHINE, TRANSCRIPTS_PUBLISH_LEVEL (the team folder a run publishes to), and
 TRANSCRIPTS_CONFIG (the TOML file; default `$XDG_CONFIG_HOME/transcripts/config.toml`).
 The data dir defaults to the user's data home (flows.etl.datahome), never the checkout.
@@ -65,6 +65,11 @@ class Settings:
     publish_url: str | None = None  # a team folder every run publishes to after its commit (`transcripts publish`)
     machine_label: str | None = None  # this machine's label in the team folder (None: the host name)
     publish_level: str = "full"  # full | metrics
+    # How changes are found (docs/operations.md, "How changes are found"): every folder listed and every file stat'd
+    # at least this often (0: on every run); between, files modified within `hot_days` are stat'd on every run and
+    # older ones only when their folder changed.
+    full_check_days: float = 7.0
+    hot_days: float = 7.0
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, repr=False)  # setting -> where its value came from
     flag_roots: Mapping[Agent, tuple[Path, ...]] = field(default_factory=dict, repr=False)  # given as --root
@@ -93,7 +98,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {  # the settings file's keys, per tabl
     ),
     "publish": ("url", "machine", "level"),
     "redaction": ("enabled",),
-    "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask"),
+    "run": ("batch_bytes", "batch_files", "workers", "lock_wait_seconds", "dask", "full_check_days", "hot_days"),
     "schedule": ("cron", "timezone"),
     "watch": ("quiet_seconds", "max_delay_seconds", "check_minutes"),
 }
@@ -179,6 +184,8 @@ _FILE_KEYS = {
     ("run", "batch_bytes"): "batch_bytes",
     ("run", "batch_files"): "batch_files",
     ("run", "dask"): "dask",
+    ("run", "full_check_days"): "full_check_days",
+    ("run", "hot_days"): "hot_days",
     ("schedule", "cron"): "schedule_cron",
     ("schedule", "timezone"): "schedule_timezone",
     ("redaction", "enabled"): "redact",
@@ -206,6 +213,8 @@ _ENV_KEYS = {
     "TRANSCRIPTS_PUBLISH_URL": "publish_url",
     "TRANSCRIPTS_MACHINE": "machine_label",
     "TRANSCRIPTS_PUBLISH_LEVEL": "publish_level",
+    "TRANSCRIPTS_FULL_CHECK_DAYS": "full_check_days",
+    "TRANSCRIPTS_HOT_DAYS": "hot_days",
 }
 
 
@@ -226,6 +235,8 @@ def _defaults() -> Layer:
         "watch_quiet_seconds": 1.0,
         "watch_max_delay_seconds": 5.0,
         "watch_check_minutes": 15.0,
+        "full_check_days": 7.0,
+        "hot_days": 7.0,
     }
     return Layer({name: Value(raw, "default") for name, raw in values.items()})
 
@@ -422,6 +433,8 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
     workers = number("workers", "workers", minimum=1)
     batch_bytes = number("batch_bytes", "batch_bytes", minimum=1)
     batch_files = number("batch_files", "batch_files", minimum=1)
+    full_check_days = number("full_check_days", "full_check_days", kind=float)
+    hot_days = number("hot_days", "hot_days", kind=float)
     cron = _string("cron", values["schedule_cron"])
     timezone = _string("timezone", values.get("schedule_timezone"))
     zone = values["timezone"].raw if "timezone" in values else None
@@ -472,6 +485,8 @@ def _validate(merged: Layer, env: dict[str, str]) -> Settings:
         publish_url=publish_url,
         machine_label=machine,
         publish_level=level,
+        full_check_days=full_check_days,
+        hot_days=hot_days,
         env=env,
         # a default is not named, but the data dir always is: commands print where it came from
         origins={k: o for k, o in origins.items() if o != "default" or k == "data_dir"},

@@ -343,8 +343,10 @@ class Watch:
         from flows.etl.flow import load  # here: imported by serve() at start (Prefect, ~2.5 s)
 
         subset = dataclasses.replace(self.settings, agents=agents, lock_wait_seconds=0.0)
-        # The changed paths are taken.paths: an incremental discovery that takes a hint is handed them here.
-        found = pipeline.discover(subset)
+        # The changed paths (a root that appeared is its own path) are stat'd and their folders listed again whatever
+        # the listing record says (pipeline.discover): an append to a cold session is found by its event.
+        touched = sorted({path for paths in taken.paths.values() for path in paths})
+        found = pipeline.discover(subset, touched=touched)
         if self._nothing_to_do(subset, found) or self.stop.is_set():
             return None
         log.info("event=watch_load agents=%s paths=%d", ",".join(agents), sum(len(p) for p in taken.paths.values()))
