@@ -193,7 +193,7 @@ def test_ok_pipeline_corpus_streamed_equals_one_pass(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(stream, "read_in_two_passes", counted)
     # Read in this process, where the spy is (a big source is otherwise read in a worker process even alone).
-    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False: contextlib.nullcontext(None))
+    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False, log=None: contextlib.nullcontext(None))
     big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)  # the small session keeps one pass
     run_etl(settings_for(home, data, big_only), full=True, as_tasks=False)  # same data dir: same redaction key
     second = snapshot(data)
@@ -234,7 +234,7 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
         return real_stage(*args)
 
     monkeypatch.setattr(batch, "stage_tables", counted_stage)
-    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False: contextlib.nullcontext(None))  # spies
+    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False, log=None: contextlib.nullcontext(None))  # spies
     data = tmp_path / "data"
     big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)
     run_etl(settings_for(home, data, big_only), as_tasks=False)

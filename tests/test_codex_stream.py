@@ -243,7 +243,7 @@ def test_ok_pipeline_corpus_streamed_equals_one_pass(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(stream, "read_in_two_passes", counted)
     # Read in this process, where the spy is (a big source is otherwise read in a worker process even alone).
-    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False: contextlib.nullcontext(None))
+    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False, log=None: contextlib.nullcontext(None))
     big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)  # the small rollout keeps one pass
     run_etl(settings_for(home, data, big_only), full=True, as_tasks=False)  # same data dir: same redaction key
     second = snapshot(data)
@@ -268,7 +268,7 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(tmp_path: Path, monkeyp
         return real_text(ref, payload, limits)
 
     monkeypatch.setattr(stream, "turn_text", changing_text)
-    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False: contextlib.nullcontext(None))
+    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False, log=None: contextlib.nullcontext(None))
     run_etl(settings_for(home, data, dataclasses.replace(STREAMED, stream_source_bytes=2000)), as_tasks=False)
     assert calls > 3
     assert [row[0] for row in table_rows(data, "sessions")] == [f"codex-{PARENT}"]  # only the small rollout

@@ -93,9 +93,9 @@ def test_a_big_source_is_read_in_a_worker_process_even_alone(tmp_path: Path, mon
     asked: list[tuple[int, bool]] = []
     real_pool = workers.extraction_pool
 
-    def pool(n: int, *, apart: bool = False) -> object:
+    def pool(n: int, *, apart: bool = False, log: object = None) -> object:
         asked.append((n, apart))
-        return real_pool(n, apart=apart)
+        return real_pool(n, apart=apart, log=log)
 
     monkeypatch.setattr(etl, "extraction_pool", pool)
     config = _config(tmp_path / "one.toml", batch_files=400, workers=1)
