@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from extractors.registry import agents
+from flows.etl.settings import load_settings
 from tests.corpus import S3, claude_exchange, write_session
 from tests.test_cli import invoke, one_line
 from tests.test_pipeline import run, settings_for
@@ -60,3 +61,22 @@ def test_a_dry_run_backfill_names_a_rejected_line_as_an_editor_does(tmp_path: Pa
     code, out = invoke("backfill", "claude", str(path), "--data-dir", str(tmp_path / "data"))
     assert code == 0, out
     assert f"{path} line 6" in one_line(out)
+
+
+def test_rejections_are_counted_per_agent_by_reason_so_a_new_format_version_shows_as_its_agents_number(
+    tmp_path: Path,
+) -> None:
+    home, data = tmp_path / "home", tmp_path / "data"
+    lines = claude_exchange(S3, 3)
+    lines.insert(2, '{"type":"user","broken')
+    write_session(home, S3, lines)
+    rollout = home / ".codex" / "sessions" / "2026" / "05" / "11" / "rollout-2026-05-11T09-00-00-bad.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text('{"not": "a rollout"}\n', encoding="utf-8")
+    run(load_settings(home=home, data_dir=data, sources=["claude", "codex"], env={"HOME": str(home)}, lock_wait=5))
+    code, status = invoke("status", "--data-dir", str(data))
+    assert code == 0, status
+    per_agent = dict(re.findall(r"^  (claude|codex): (.*)$", status, flags=re.M))
+    assert per_agent["claude"] == "invalid_json 1", status
+    assert set(per_agent) == {"claude", "codex"}, status
+    assert re.fullmatch(r"[a-z_]+ 1", per_agent["codex"]), status

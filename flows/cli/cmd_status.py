@@ -131,6 +131,9 @@ def _print(st: Status, *, utc: bool, rejections: bool) -> None:
     say("", highlight=False)
     if by_code:
         say("Rejections by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(by_code.items())), soft_wrap=True)
+        # and per agent, so that a new version of one agent's format shows as that agent's number
+        for agent, codes in _per_agent(st.rejections).items():
+            say(f"  {agent}: " + ", ".join(f"{k} {v}" for k, v in sorted(codes.items())), soft_wrap=True)
     else:
         say("No current rejections.", highlight=False)
     if benign:
@@ -143,6 +146,19 @@ def _print(st: Status, *, utc: bool, rejections: bool) -> None:
         _print_rejects(st)
     zone = "UTC" if utc else "local time (--utc for UTC)"
     say(f"Times in {zone}.", highlight=False)
+
+
+def _per_agent(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The rejections that are not benign, by agent (in the readers' order) and reason code."""
+    order = {str(a): n for n, a in enumerate(known_agents())}
+    found: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if r["reason_code"] in BENIGN:
+            continue
+        key = r["reason_code"] if r["outcome"] == "rejected" else f"{r['reason_code']} (deferred)"
+        codes = found.setdefault(str(r["agent"]), {})
+        codes[key] = codes.get(key, 0) + int(r["count"])
+    return dict(sorted(found.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 
 def _audit_lines(audit: dict[str, Any]) -> list[str]:
