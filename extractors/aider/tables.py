@@ -122,9 +122,12 @@ LINE_GROUP = re.compile(
     rb"|(?P<prompt>####[^\n]*  (?:\n####[^\n]*  )*)"
     rb"|(?P<quote>>[^\n]*)"
     rb"|(?P<marker># aider [^\n]*)"
-    rb"|(?P<open><(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*+)"
-    rb"|(?P<close></(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*+)"
-    rb"|(?P<blank>" + SPACE_BYTES + rb"++)"  # possessive: an indented line fails once, at its first non-space
+    rb"|(?P<open><(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*)"
+    rb"|(?P<close></(?:thinking-content-[0-9a-f]+|think)>" + SPACE_BYTES + rb"*)"
+    # Plain greedy repeats, never possessive ones (`*+`, `++`: wrong in Python before 3.11.5, which Debian 12 has;
+    # tests/test_python_compat.py): each group must end at the newline, so a greedy repeat finds what a possessive
+    # one would, an indented line costing a few steps back before the group fails.
+    rb"|(?P<blank>" + SPACE_BYTES + rb"+)"
     rb")(?=\n)"
 )
 # A `####` line's text as the person typed it: without `####`, one space after it and the hard break.
