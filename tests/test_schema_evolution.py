@@ -61,7 +61,8 @@ def _run(settings: Settings, *, full: bool = False) -> Any:
 
 
 def _older_parser(version: str) -> str:
-    return re.sub(r"^3", "2", version)
+    """The reader's version as schema 2 wrote it: 2 (Codex and Grok were at 3 when the schema became 3)."""
+    return re.sub(r"^\d+", "2", version)
 
 
 def _as_written_by_the_previous_version(data: Path) -> None:
