@@ -84,7 +84,10 @@ class AmpThread:
                 run: dict[str, Any] = (
                     {"status": "error", "error": {"message": m.shell_output(rng, 2)}}
                     if failed
-                    else {"status": "done", "result": {"output": m.shell_output(rng, rng.randint(1, 60)), "exitCode": 0}}
+                    else {
+                        "status": "done",
+                        "result": {"output": m.shell_output(rng, rng.randint(1, 60)), "exitCode": 0},
+                    }
                 )
                 results.append({"type": "tool_result", "toolUseID": call["id"], "run": run})
             self.add({"role": "user", "content": results})
@@ -93,7 +96,13 @@ class AmpThread:
     def call(self, name: str) -> dict[str, Any]:
         rng = self.rng
         arguments = {"path": self.project.path(rng)} if name != "Bash" else {"cmd": rng.choice(self.m.shell)[:60]}
-        return {"type": "tool_use", "complete": True, "id": f"toolu_{rand_hex(rng, 24)}", "name": name, "input": arguments}
+        return {
+            "type": "tool_use",
+            "complete": True,
+            "id": f"toolu_{rand_hex(rng, 24)}",
+            "name": name,
+            "input": arguments,
+        }
 
     def assistant(self, blocks: list[dict[str, Any]]) -> None:
         rng = self.rng

@@ -738,12 +738,20 @@ AMP_T, AMP_G = "T-019b8a00-0000-7000-8000-00000000f0f1", "T-019b8a00-0000-7000-8
 
 
 def _amp_thread(tid: str) -> dict[str, Any]:
-    usage = {"model": "gpt-5", "inputTokens": 0, "outputTokens": 5, "cacheCreationInputTokens": 30,
-             "cacheReadInputTokens": 10, "totalInputTokens": 40, "timestamp": "2026-01-02T10:00:03Z"}
+    usage = {
+        "model": "gpt-5",
+        "inputTokens": 0,
+        "outputTokens": 5,
+        "cacheCreationInputTokens": 30,
+        "cacheReadInputTokens": 10,
+        "totalInputTokens": 40,
+        "timestamp": "2026-01-02T10:00:03Z",
+    }
     return {"v": 9, "id": tid, "created": 1767348000000, "title": "fuzz",
             "env": {"initial": {"trees": [{"displayName": "w", "uri": "file:///w"}]}},
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "list files"}], "meta": {"sentAt": 1767348001000}},
+                {"role": "user", "content": [{"type": "text", "text": "list files"}],
+                 "meta": {"sentAt": 1767348001000}},
                 {"role": "assistant", "usage": usage, "content": [
                     {"type": "thinking", "thinking": "plan"}, {"type": "text", "text": "Listing."},
                     {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"cmd": "ls"}}]},

@@ -202,7 +202,12 @@ def test_an_openai_models_uncached_prompt_under_cache_creation_is_priced_as_inpu
     }
     s = session(thread(tmp_path, [user(text("hi")), assistant(text("Hello."), usage=usage)]))
     [row] = s.usage
-    assert (row.input_tokens, row.cache_write_tokens, row.cache_read_tokens, row.output_tokens) == (3000, None, 1000, 40)
+    assert (row.input_tokens, row.cache_write_tokens, row.cache_read_tokens, row.output_tokens) == (
+        3000,
+        None,
+        1000,
+        40,
+    )
     assert row.input_tokens + row.cache_read_tokens == usage["totalInputTokens"]
 
 

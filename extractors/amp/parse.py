@@ -233,7 +233,10 @@ class _Parser:
             raise self.bad(index, "a tool_use block without `id` or `name`")
         if call_id in self.calls:
             raise RejectError(
-                RejectCode.INCONSISTENT_SOURCE, f"tool call {call_id!r} written twice", line=index, session_hint=self.hint
+                RejectCode.INCONSISTENT_SOURCE,
+                f"tool call {call_id!r} written twice",
+                line=index,
+                session_hint=self.hint,
             )
         raw = block.get("input")
         text = None if raw is None else clip(raw if isinstance(raw, str) else json_text(raw), self.limits)
