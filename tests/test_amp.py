@@ -13,7 +13,18 @@ import pytest
 from extractors import amp
 from extractors.bounded import Limits
 from extractors.errors import DeferCode, RejectCode
-from extractors.model import Agent, Deferred, Disposition, Loaded, Outcome, Rejected, Role, Session
+from extractors.model import (
+    Agent,
+    Deferred,
+    Disposition,
+    LinkKind,
+    Loaded,
+    Outcome,
+    Rejected,
+    Role,
+    Session,
+    SessionLink,
+)
 from extractors.registry import detect_format, read_source
 from extractors.spec import Claim
 from tests.support import SETTLED, read_one
@@ -127,6 +138,48 @@ def test_an_attached_image_is_a_reference_on_the_persons_turn_never_its_bytes(tm
     s = session(thread(tmp_path, [user(text("what is this?"), image), assistant(text("A PNG."))]))
     [reference] = s.turns[0].attachments
     assert reference.startswith("image/png sha256:") and "iVBOR" not in reference
+
+
+def test_a_bare_string_content_is_the_messages_one_text(tmp_path: Path) -> None:
+    s = session(thread(tmp_path, [{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "Done."}]))
+    assert [(t.role, t.text) for t in s.turns] == [(Role.USER, "fix it"), (Role.ASSISTANT, "Done.")]
+    assert s.census[("user/string", "3", Disposition.TURN)] == 1
+
+
+def test_a_system_message_is_never_a_turn(tmp_path: Path) -> None:
+    s = session(thread(tmp_path, [{"role": "system", "content": "You are Amp."}, user(text("hi"))]))
+    assert [t.text for t in s.turns] == ["hi"]
+
+
+# --- lineage ----------------------------------------------------------------------------------------------------------
+
+PARENT = "T-019b8a00-0000-7000-8000-0000000000p0"
+
+
+def test_a_thread_handed_off_from_another_names_it_as_its_parent(tmp_path: Path) -> None:
+    relationships = [{"type": "handoff", "role": "child", "threadID": PARENT, "comment": "continue the refactor"}]
+    s = session(thread(tmp_path, [user(text("hi"))], relationships=relationships))
+    assert s.parent_session_id == f"amp-{PARENT}"
+    assert s.links == (SessionLink(f"amp-{PARENT}", LinkKind.COMPACTION),)
+    assert s.census[("relationship/handoff", "3", Disposition.METADATA)] == 1
+
+
+def test_the_thread_that_handed_off_has_no_parent_and_other_relationships_are_counted(tmp_path: Path) -> None:
+    relationships = [
+        {"type": "handoff", "role": "parent", "threadID": PARENT},
+        {"type": "mention", "threadID": PARENT},
+    ]
+    s = session(thread(tmp_path, [user(text("hi"))], relationships=relationships))
+    assert (s.parent_session_id, s.links) == (None, ())
+    assert s.census[("relationship/mention", "3", Disposition.SKIPPED)] == 1
+
+
+@pytest.mark.parametrize(
+    "relationships",
+    [{"type": "handoff"}, [{"role": "child"}], [{"type": "handoff", "role": "sibling", "threadID": PARENT}]],
+)
+def test_a_relationship_of_an_unknown_shape_is_bad_shape(tmp_path: Path, relationships: Any) -> None:
+    assert rejected(thread(tmp_path, [user(text("hi"))], relationships=relationships)).code is RejectCode.BAD_SHAPE
 
 
 # --- tools ------------------------------------------------------------------------------------------------------------
@@ -271,7 +324,7 @@ def test_an_empty_thread_has_no_conversation(tmp_path: Path) -> None:
     [
         (["oops"], RejectCode.BAD_SHAPE),
         ([{"content": []}], RejectCode.BAD_SHAPE),
-        ([{"role": "user", "content": "hi"}], RejectCode.BAD_SHAPE),
+        ([{"role": "user", "content": 42}], RejectCode.BAD_SHAPE),
         ([{"role": "user", "content": [{"text": "no type"}]}], RejectCode.BAD_SHAPE),
         ([{"role": "assistant", "content": [{"type": "tool_use", "name": "Bash"}]}], RejectCode.BAD_SHAPE),
         ([{"role": "user", "content": [{"type": "tool_result", "toolUseID": "a"}]}], RejectCode.BAD_SHAPE),

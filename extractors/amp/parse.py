@@ -15,7 +15,7 @@ from extractors.blobref import base64_reference
 from extractors.bounded import Limits, clip, json_text
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
-from extractors.model import Agent, Disposition, Role, Session, ToolCall, Turn, Usage
+from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 from extractors.timeutil import from_epoch_ms, parse_iso
 
 from . import tables as t
@@ -55,6 +55,7 @@ def parse_thread(document: Any, stem: str, limits: Limits) -> Session:
     started = created or (min(times) if times else None)
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no `created` and no message time", session_hint=hint)
+    parent = parser.relationships(document.get("relationships"))
     ends = [*times, *_trace_ends(document.get("meta"))]
     ended = max([started, *ends])
     title = document.get("title")
@@ -64,12 +65,14 @@ def parse_thread(document: Any, stem: str, limits: Limits) -> Session:
         native_id=native,
         started_at=started,
         ended_at=ended,
+        parent_session_id=parent,
         cwd=_cwd(document.get("env")),
         title=title.strip() or None if isinstance(title, str) else None,
         models=tuple(dict.fromkeys(parser.models)),
         turns=tuple(parser.turns),
         tool_calls=tuple(parser.finished_calls()),
         usage=tuple(parser.usage),
+        links=(SessionLink(parent, LinkKind.COMPACTION),) if parent else (),
         census=parser.census,
     )
 
@@ -144,30 +147,16 @@ class _Parser:
             self.count(role, Disposition.SKIPPED)  # a new role: counted, never a turn
             return
         content = message.get("content")
-        if not isinstance(content, list):
-            raise self.bad(index, "`content` is not an array of blocks")
         texts: list[str] = []
         attachments: list[str] = []
-        for block in content:
-            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                raise self.bad(index, "a content block without a `type`")
-            kind = block["type"]
-            disposition, _why = t.BLOCKS.get((role, kind), (Disposition.SKIPPED, "a block of a new type"))
-            self.count(f"{role}/{kind}", disposition)
-            if disposition is Disposition.SKIPPED or disposition is Disposition.HARNESS:
-                continue
-            if kind == "text":
-                text = block.get("text")
-                if not isinstance(text, str):
-                    raise self.bad(index, "a text block without `text`")
-                if text.strip():
-                    texts.append(text)
-            elif kind == "tool_use":
-                self.tool_use(index, block)
-            elif kind == "tool_result":
-                self.tool_result(index, block)
-            elif kind == "image":
-                attachments.append(_image_reference(block))
+        if isinstance(content, str):  # a bare string, as a peer's types allow: the message's one text, counted apart
+            self.count(f"{role}/string", Disposition.TURN)
+            texts = [content] if content.strip() else []
+        elif isinstance(content, list):
+            for block in content:
+                self.block(index, role, block, texts, attachments)
+        else:
+            raise self.bad(index, "`content` is neither an array of blocks nor a string")
         when = self.when(index, role, message)
         model = None
         if role == t.ASSISTANT:
@@ -176,6 +165,28 @@ class _Parser:
             text = clip("\n\n".join(texts), self.limits)
             role_of = Role.USER if role == t.USER else Role.ASSISTANT
             self.turns.append(Turn(index, role_of, text, when, model, tuple(attachments)))
+
+    def block(self, index: int, role: str, block: Any, texts: list[str], attachments: list[str]) -> None:
+        """One content block, counted and dispatched by BLOCKS (docs/agents/amp.md "Messages and blocks")."""
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise self.bad(index, "a content block without a `type`")
+        kind = block["type"]
+        disposition, _why = t.BLOCKS.get((role, kind), (Disposition.SKIPPED, "a block of a new type"))
+        self.count(f"{role}/{kind}", disposition)
+        if disposition is Disposition.SKIPPED or disposition is Disposition.HARNESS:
+            return
+        if kind == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise self.bad(index, "a text block without `text`")
+            if text.strip():
+                texts.append(text)
+        elif kind == "tool_use":
+            self.tool_use(index, block)
+        elif kind == "tool_result":
+            self.tool_result(index, block)
+        elif kind == "image":
+            attachments.append(_image_reference(block))
 
     def when(self, index: int, role: str, message: dict[str, Any]) -> datetime | None:
         """A user message's `meta.sentAt` (epoch ms), an assistant message's `usage.timestamp` (ISO); None when the
@@ -259,6 +270,37 @@ class _Parser:
         output = None if result is None else clip(result if isinstance(result, str) else json_text(result), self.limits)
         is_error = t.RUN_STATUS.get(status) if isinstance(status, str) else None
         self.calls[call_id] = ToolCall(call.call_id, call.turn_index, call.name, call.input, output, is_error)
+
+    def relationships(self, value: Any) -> str | None:
+        """The parent of a thread handed off from another: its `relationships` entry `{type: "handoff", role:
+        "child", threadID}` (this thread's role). Each entry is counted; other types are skipped
+        (docs/agents/amp.md "Lineage")."""
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise RejectError(RejectCode.BAD_SHAPE, "`relationships` is not an array", session_hint=self.hint)
+        parents: list[str] = []
+        for entry in value:
+            if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+                raise RejectError(RejectCode.BAD_SHAPE, "a relationship without a `type`", session_hint=self.hint)
+            kind, role, other = entry["type"], entry.get("role"), entry.get("threadID")
+            if kind != t.HANDOFF:
+                self.count(f"relationship/{kind}", Disposition.SKIPPED)
+                continue
+            if role not in t.HANDOFF_ROLES or not isinstance(other, str) or _THREAD_ID.fullmatch(other) is None:
+                raise RejectError(
+                    RejectCode.BAD_SHAPE,
+                    "a handoff without a known `role` or a `T-` `threadID`",
+                    session_hint=self.hint,
+                )
+            self.count(f"relationship/{kind}", Disposition.METADATA)
+            if role == "child":
+                parents.append(other)
+        if len(set(parents)) > 1:
+            raise RejectError(
+                RejectCode.INCONSISTENT_SOURCE, f"handed off from {len(set(parents))} threads", session_hint=self.hint
+            )
+        return session_id(AGENT, parents[0]) if parents else None
 
     def finished_calls(self) -> list[ToolCall]:
         return list(self.calls.values())

@@ -41,3 +41,8 @@ TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cach
 # Model names of the OpenAI family, whose uncached prompt Amp writes under `cacheCreationInputTokens` (with
 # `inputTokens` 0): those tokens are input, priced as input, never cache writes (docs/agents/amp.md "Tokens").
 OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "codex-")
+
+# `relationships[]` of kind `handoff`: `role` is THIS thread's role, `threadID` the other thread (a peer's reader,
+# corrected to this reading): `child` names the thread this one was handed off from (docs/agents/amp.md "Lineage").
+HANDOFF = "handoff"
+HANDOFF_ROLES = frozenset({"parent", "child"})
