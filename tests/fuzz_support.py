@@ -733,6 +733,45 @@ def _grok_updates_write(home: Path, files: dict[str, bytes], _field: bool) -> Ca
     return Case(Agent("grok"), home, [home / ".grok"], folder / "updates.jsonl", {str(good): f"grok-{GROK_G}"})
 
 
+# Amp: `~/.local/share/amp/threads/T-<id>.json`, one JSON document per thread; the good session is another thread.
+AMP_T, AMP_G = "T-019b8a00-0000-7000-8000-00000000f0f1", "T-019b8a00-0000-7000-8000-00000000f0f2"
+
+
+def _amp_thread(tid: str) -> dict[str, Any]:
+    usage = {
+        "model": "gpt-5",
+        "inputTokens": 0,
+        "outputTokens": 5,
+        "cacheCreationInputTokens": 30,
+        "cacheReadInputTokens": 10,
+        "totalInputTokens": 40,
+        "timestamp": "2026-01-02T10:00:03Z",
+    }
+    return {"v": 9, "id": tid, "created": 1767348000000, "title": "fuzz",
+            "env": {"initial": {"trees": [{"displayName": "w", "uri": "file:///w"}]}},
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "list files"}],
+                 "meta": {"sentAt": 1767348001000}},
+                {"role": "assistant", "usage": usage, "content": [
+                    {"type": "thinking", "thinking": "plan"}, {"type": "text", "text": "Listing."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"cmd": "ls"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "toolUseID": "toolu_1",
+                                              "run": {"status": "done", "result": {"output": "a.txt"}}}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "One file."}], "usage": usage},
+            ],
+            "meta": {"traces": [{"name": "inference", "endTime": "2026-01-02T10:00:04Z"}]}}  # fmt: skip
+
+
+def _amp_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".local" / "share" / "amp" / "threads"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / f"{AMP_G}.json"
+    good.write_bytes(Doc("json", _amp_thread(AMP_G)).dump())
+    target = folder / f"{AMP_T}.json"
+    target.write_bytes(files["thread.json"])
+    return Case(Agent("amp"), home, [folder], target, {str(good): f"amp-{AMP_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -765,6 +804,7 @@ FORMATS: dict[str, Format] = {
             "updates.jsonl": Doc("jsonl", _grok_updates_records()),
             "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
         }, _grok_updates_write),
+        Format("amp", Agent("amp"), lambda: {"thread.json": Doc("json", _amp_thread(AMP_T))}, _amp_write),
     ]
 }  # fmt: skip
 

@@ -33,6 +33,7 @@ ALL = {
     "copilot": 0.1,
     "cline": 0.1,
     "aider": 0.1,
+    "amp": 0.1,
 }
 
 

@@ -138,6 +138,14 @@ def _grok_updates(tmp: Path) -> Layout:
     return Layout(Agent("grok"), root, good, bucket / "s2" / "updates.jsonl")
 
 
+def _amp(tmp: Path) -> Layout:
+    root = tmp / ".local" / "share" / "amp"  # the threads' parent: a root above the threads folder is walked too
+    (root / "threads").mkdir(parents=True)
+    good = root / "threads" / "T-019b8a00-0000-7000-8000-000000000001.json"
+    good.write_text("{}")
+    return Layout(Agent("amp"), root, good, root / "threads" / "T-019b8a00-0000-7000-8000-000000000002.json")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -150,6 +158,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "copilot": _copilot,
     "aider": _aider,
     "grok-updates": _grok_updates,
+    "amp": _amp,
 }
 
 
