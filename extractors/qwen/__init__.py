@@ -8,6 +8,7 @@ one line are read in order by the bounded JSONL reader, as for Claude Code.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from extractors.bounded import Limits, iter_jsonl
@@ -36,6 +37,7 @@ SPEC = AgentSpec(
 
 PROJECTS = "projects"
 CHATS = "chats"
+ARCHIVE = "archive"  # `chats/archive/<id>.jsonl`: a session the person archived
 
 
 def _expand(value: str, home: Path) -> Path:
@@ -59,16 +61,16 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
 
 
 def _is_chat_file(name: str, folders: tuple[str, ...], depth: int) -> bool:
-    """`<project>/chats/<id>.jsonl` under a projects folder; `chats/<id>.jsonl` under one project folder; a chats
-    folder given as the root holds them directly."""
+    """`<project>/chats/<id>.jsonl` (and `chats/archive/<id>.jsonl`, archived) under a projects folder, or under one
+    project folder; a chats folder given as the root holds them directly."""
     if suffix(name) != ".jsonl":
         return False
-    return depth == 0 or folders[-1] == CHATS
+    return depth == 0 or folders[-1] == CHATS or folders[-2:] == (CHATS, ARCHIVE)
 
 
 def discover(root: Path) -> Iterator[Source]:
     """Every chat file under `root` (a projects folder, one project folder, or a chats folder). Stats files only."""
-    for path, st in walk_files(root, _is_chat_file, max_depth=2):
+    for path, st in walk_files(root, _is_chat_file, max_depth=3):
         yield Source(SPEC.name, path, st.st_size, st.st_mtime_ns, str(root))
 
 
@@ -76,11 +78,13 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """The sessions of one chat file: the active branch, then each other branch with something said on it. Raises
     RejectError: missing_session_id, no_conversation, inconsistent_source, undecidable_thread, missing_timestamp,
     bad_shape and every code of the bounded readers; DeferError."""
-    sessions = parse_chat_file(iter_jsonl(source.path, limits), limits)
+    sessions = parse_chat_file(iter_jsonl(source.path, limits), limits, Path(source.path).stem)
     main = sessions[0]
     if not main.turns and not main.tool_calls and not main.links and len(sessions) == 1:
         raise RejectError(
             RejectCode.NO_CONVERSATION, "no user or assistant turn and no tool call", session_hint=main.session_id
         )
+    path = Path(source.path)
+    archived = path.parent.name == ARCHIVE and path.parent.parent.name == CHATS
     for session in sessions:
-        yield Loaded(source, session)
+        yield Loaded(source, replace(session, archived=True) if archived else session)

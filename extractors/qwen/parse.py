@@ -2,14 +2,14 @@
 
 Pure: no I/O. The rules (docs/agents/qwen.md), each tested in tests/test_qwen.py:
 - Every record carries `uuid`, `parentUuid`, `sessionId`, `timestamp`, `type`. All records of a file share one
-  `sessionId` (another is `inconsistent_source`); a file with none is `missing_session_id`.
+  `sessionId`, the file's name (another is `inconsistent_source`); a record without one is `missing_session_id`.
 - Tree: `parentUuid` links records. A `uuid` met again is a fragment of the same record and belongs to its node. A
   record whose parent is not in the file hangs on the record before it in the file; a cycle is
   `undecidable_thread`.
-- Active branch: walk `parentUuid` from the last record (Qwen Code's own leaf on resume). Those records are the
-  session. Each other branch (a rewind leaves one), grouped from each further leaf up to the first record already
-  placed, is a session of its own, `<sessionId>-branch-<its leaf uuid>`, linked FORK to the session holding its
-  fork point; a branch with nothing said on it is counted `abandoned/<kind>`.
+- Active branch: walk `parentUuid` from the last record that is not an artifact (Qwen Code's own leaf on resume).
+  Those records are the session. Each other branch (a rewind leaves one), grouped from each further leaf up to the
+  first record already placed, is a session of its own, `<sessionId>-branch-<its leaf uuid>`, linked FORK to the
+  session holding its fork point; a branch with nothing said on it is counted `abandoned/<kind>`.
 - `/branch` copies: records with `forkedFrom` are the parent session's history copied into the fork: counted
   `copied/<kind>`, never turns; the session links FORK to `forkedFrom.sessionId`.
 - Sidechain records (`isSidechain`, a subagent's) are counted `sidechain/<kind>` and not read (unconfirmed layout).
@@ -30,9 +30,9 @@ from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 from extractors.qwen.tables import (
+    ARTIFACT_SUBTYPES,
     HARNESS_PROVENANCE,
     HOOK_CONTEXT_OPEN,
-    RECORD_TYPES,
     SESSION_START_OPEN,
     SYSTEM_SUBTYPES,
     USER_SUBTYPES,
@@ -41,7 +41,8 @@ from extractors.timeutil import parse_iso
 
 AGENT = Agent("qwen")
 MAIN = ""  # the owner key of the active branch (branch sessions are keyed by their leaf's uuid)
-_HARNESS_TAGS = (HOOK_CONTEXT_OPEN, SESSION_START_OPEN)
+# A well-formed hook context block, open tag to its close tag (docs/agents/qwen.md "A person's turn").
+_HOOK_BLOCKS = tuple((tag, tag.replace("<", "</", 1)) for tag in (HOOK_CONTEXT_OPEN, SESSION_START_OPEN))
 
 Census = Counter[tuple[str, str, Disposition]]
 
@@ -77,6 +78,7 @@ class _Part:
     models: list[str] = field(default_factory=list)
     times: list[datetime] = field(default_factory=list)
     census: Census = field(default_factory=Counter)
+    title: str | None = None  # the last `custom_title` on this branch
     fork_of: str | None = None
     calls: int = 0
 
@@ -86,15 +88,14 @@ class _Meta:
     native_id: str
     cwd: str | None = None
     git_branch: str | None = None
-    title: str | None = None
     versions: list[str] = field(default_factory=list)
     forked_from: str | None = None
     spawned_by: str | None = None
 
 
-def parse_chat_file(lines: Iterable[Line], limits: Limits) -> list[Session]:
-    """The sessions of one Qwen Code chat file: the active branch first, then each other branch with something said
-    on it. Raises RejectError."""
+def parse_chat_file(lines: Iterable[Line], limits: Limits, file_id: str) -> list[Session]:
+    """The sessions of one Qwen Code chat file, named `<file_id>.jsonl`: the active branch first, then each other
+    branch with something said on it. Raises RejectError."""
     census: Census = Counter()
     records: list[Record] = []
     by_uuid: dict[str, Record] = {}
@@ -119,6 +120,13 @@ def parse_chat_file(lines: Iterable[Line], limits: Limits) -> list[Session]:
                 RejectCode.MISSING_SESSION_ID, f"a {kind!r} record without a usable sessionId", line=index
             )
         if native is None:
+            if sid != file_id:  # Qwen Code names the file after the session (docs/agents/qwen.md "Where the files are")
+                raise RejectError(
+                    RejectCode.INCONSISTENT_SOURCE,
+                    f"records of session {sid!r} in a file named {file_id!r}",
+                    line=index,
+                    session_hint=session_id(AGENT, sid),
+                )
             native = sid
             meta = _Meta(sid)
         elif sid != native:
@@ -162,10 +170,7 @@ def _read_meta(entry: Record, meta: _Meta) -> None:
     if entry.kind == "system":
         payload = record.get("systemPayload")
         payload = payload if isinstance(payload, dict) else {}
-        subtype = record.get("subtype")
-        if subtype == "custom_title":
-            meta.title = _text(payload.get("customTitle")) or meta.title
-        elif subtype == "parent_session" and meta.spawned_by is None:
+        if record.get("subtype") == "parent_session" and meta.spawned_by is None:
             meta.spawned_by = _text(payload.get("parentSessionId"))
 
 
@@ -183,8 +188,9 @@ def _owners(records: list[Record], by_uuid: dict[str, Record], hint: str) -> dic
         return nodes[n - 1].uuid if n > 0 else None  # a dangling parent hangs on the record before it
 
     has_child = {p for node in nodes if (p := parent_of(node)) is not None}
-    last = by_uuid[records[-1].uuid] if records else None
-    leaves = [node for node in nodes if node.uuid not in has_child and node is not last]
+    artifacts = {node.uuid for node in nodes if node.uuid not in has_child and _is_artifact(node)}
+    last = next((by_uuid[r.uuid] for r in reversed(records) if r.uuid not in artifacts), None)
+    leaves = [node for node in nodes if node.uuid not in has_child and node is not last and node.uuid not in artifacts]
     if last is not None:
         leaves.insert(0, last)
     owners: dict[str, tuple[str, str | None]] = {}
@@ -206,6 +212,10 @@ def _owners(records: list[Record], by_uuid: dict[str, Record], hint: str) -> dic
             owners[uuid] = (key, None)
         if walked and key != MAIN:
             owners[walked[-1]] = (key, fork)
+    for node in nodes:
+        if node.uuid in artifacts:  # a trailing artifact: bookkeeping of the branch it hangs on
+            parent = parent_of(node)
+            owners[node.uuid] = (owners[parent][0] if parent in owners else MAIN, None)
     for node in nodes:
         if node.uuid not in owners:
             raise RejectError(
@@ -272,14 +282,11 @@ class _Builder:
             return
         texts: list[str] = []
         attachments: list[str] = []
-        hooked = False
-        for p in parts:
+        hooked = _is_hook_context(parts[-1]) if parts else False
+        for p in parts[:-1] if hooked else parts:  # a hook's context, the final part: not the person's words
             text = p.get("text")
             if isinstance(text, str):
-                if text.lstrip().startswith(_HARNESS_TAGS):
-                    hooked = True  # a hook's context added as a part of its own: not the person's words
-                else:
-                    texts.append(text)
+                texts.append(text)
             elif isinstance(p.get("inlineData"), dict):
                 mime = p["inlineData"].get("mimeType")
                 attachments.append(mime if isinstance(mime, str) and mime else "inline")
@@ -403,6 +410,8 @@ class _Builder:
                 self.count(part, entry, "system/slash_command/result", Disposition.SKIPPED)
                 return
             part.turns.append(Turn(entry.index, Role.USER, clip(raw, self.limits), entry.at))
+        elif subtype == "custom_title":
+            part.title = _text(payload.get("customTitle")) or part.title
         elif subtype == "session_model":
             model = _text(payload.get("modelId"))
             if model and model not in part.models:
@@ -456,7 +465,7 @@ class _Builder:
             parent_session_id=parent,
             cwd=meta.cwd,
             git_branch=meta.git_branch,
-            title=meta.title if key == MAIN else None,
+            title=part.title,
             models=tuple(part.models),
             cli_versions=tuple(meta.versions),
             turns=tuple(part.turns),
@@ -480,6 +489,20 @@ def _parts(record: dict[str, Any], index: int) -> list[dict[str, Any]]:
     if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
         raise RejectError(RejectCode.BAD_SHAPE, "message parts that are not a list of objects", line=index)
     return parts
+
+
+def _is_hook_context(part: dict[str, Any]) -> bool:
+    """A text part that is one whole `<qwen:...-context>` block, as Qwen Code appends a hook's context as the final
+    part of the person's message. A lookalike that is not a whole block stays the person's text."""
+    text = part.get("text")
+    if not isinstance(text, str):
+        return False
+    text = text.strip()
+    return any(text.startswith(open_) and text.endswith(close) for open_, close in _HOOK_BLOCKS)
+
+
+def _is_artifact(node: Record) -> bool:
+    return node.kind == "system" and node.record.get("subtype") in ARTIFACT_SUBTYPES
 
 
 def _kind(entry: Record) -> str:

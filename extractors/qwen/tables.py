@@ -47,7 +47,12 @@ SYSTEM_SUBTYPES: dict[str, tuple[Disposition, str]] = {
     "rewind": (Disposition.METADATA, "the person rewound the conversation: the next record starts a branch"),
     "file_history_snapshot": (Disposition.SKIPPED, "file checkpoints for undo"),
     "session_notes": (Disposition.SKIPPED, "the session notes state"),
+    "session_artifact_event": (Disposition.SKIPPED, "an artifact's event (never the active leaf)"),
+    "session_artifact_snapshot": (Disposition.SKIPPED, "an artifact's snapshot (never the active leaf)"),
 }
+
+# System subtypes written beside the conversation: a trailing one is never taken as the active leaf.
+ARTIFACT_SUBTYPES = frozenset({"session_artifact_event", "session_artifact_snapshot"})
 
 # A text part holding a UserPromptSubmit hook's context, which Qwen Code adds to the person's message as a part of
 # its own (docs/agents/qwen.md "A person's turn").
