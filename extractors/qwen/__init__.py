@@ -61,11 +61,9 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
 
 
 def _is_chat_file(name: str, folders: tuple[str, ...], depth: int) -> bool:
-    """`<project>/chats/<id>.jsonl` (and `chats/archive/<id>.jsonl`, archived) under a projects folder, or under one
-    project folder; a chats folder given as the root holds them directly."""
-    if suffix(name) != ".jsonl":
-        return False
-    return depth == 0 or folders[-1] == CHATS or folders[-2:] == (CHATS, ARCHIVE)
+    """`.../chats/<id>.jsonl` and `.../chats/archive/<id>.jsonl` (archived), whether the root is a projects folder,
+    one project folder or a chats folder. Nothing else in those folders is a chat."""
+    return suffix(name) == ".jsonl" and (folders[-1] == CHATS or folders[-2:] == (CHATS, ARCHIVE))
 
 
 def discover(root: Path) -> Iterator[Source]:
