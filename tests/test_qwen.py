@@ -52,7 +52,9 @@ def response(call_id: str, output: Any, name: str = "read_file") -> dict[str, An
     return {"functionResponse": {"id": call_id, "name": name, "response": output}}
 
 
-def result(uuid: str, parent: str, seconds: float, call_id: str, output: Any, status: str = "success") -> dict:
+def result(
+    uuid: str, parent: str, seconds: float, call_id: str, output: Any, status: str = "success"
+) -> dict[str, Any]:
     message = {"role": "user", "parts": [response(call_id, output)]}
     return rec(
         uuid, parent, seconds, "tool_result", message=message, toolCallResult={"callId": call_id, "status": status}
