@@ -740,8 +740,16 @@ QWEN_T, QWEN_G = "77777777-2222-4333-8444-5555555555a1", "aaaaaaaa-0000-4000-800
 
 def _qwen_records(sid: str) -> list[Any]:
     def rec(uuid: str, parent: str | None, kind: str, **fields: Any) -> dict[str, Any]:
-        return {"uuid": uuid, "parentUuid": parent, "sessionId": sid, "timestamp": "2026-02-10T21:00:00.000Z",
-                "type": kind, "cwd": "/w", "version": "0.24.4", **fields}
+        return {
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": sid,
+            "timestamp": "2026-02-10T21:00:00.000Z",
+            "type": kind,
+            "cwd": "/w",
+            "version": "0.24.4",
+            **fields,
+        }
 
     return [
         rec("u1", None, "user", message={"role": "user", "parts": [
