@@ -177,6 +177,21 @@ def test_a_slash_command_invocation_is_the_persons_turn_as_typed_and_its_result_
     assert turns(session) == [("user", "/stats")]
 
 
+def test_a_slash_command_written_as_a_user_record_and_an_invocation_is_one_turn(tmp_path: Path) -> None:
+    session = only(
+        chat_file(
+            tmp_path,
+            [
+                user("u1", None, 1, "/docs"),
+                system("s1", "u1", 2, "slash_command", phase="invocation", rawCommand="/docs"),
+                system("s2", "s1", 3, "slash_command", phase="result", rawCommand="/docs"),
+            ],
+        )
+    )
+    assert turns(session) == [("user", "/docs")]
+    assert census(session)["system/slash_command/repeated"] is Disposition.SKIPPED
+
+
 # --- tools -------------------------------------------------------------------------------------------------------
 
 

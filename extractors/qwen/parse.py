@@ -409,6 +409,11 @@ class _Builder:
             if payload.get("phase") != "invocation" or raw is None:
                 self.count(part, entry, "system/slash_command/result", Disposition.SKIPPED)
                 return
+            last = part.turns[-1] if part.turns else None
+            if last is not None and last.role is Role.USER and last.text == clip(raw, self.limits):
+                # newer builds also write the command as a `user` record just before: the person typed it once
+                self.count(part, entry, "system/slash_command/repeated", Disposition.SKIPPED)
+                return
             part.turns.append(Turn(entry.index, Role.USER, clip(raw, self.limits), entry.at))
         elif subtype == "custom_title":
             part.title = _text(payload.get("customTitle")) or part.title
