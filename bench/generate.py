@@ -43,9 +43,10 @@ from bench.material import Material, Project, ms_of
 from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
 from bench.pi_gen import pi_session
+from bench.qwen_gen import qwen_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider", "amp")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider", "amp", "qwen")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -102,6 +103,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "copilot": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "aider": ((), 0.01, (0.5, 2.0), 12_000, 400_000, 1.1),
     "amp": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.3),
+    "qwen": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -119,6 +121,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "copilot": (3_000, 40_000, 1.5),
     "aider": (3_000, 30_000, 1.1),
     "amp": (3_000, 40_000, 1.3),
+    "qwen": (3_000, 40_000, 1.5),
 }
 
 
@@ -315,6 +318,7 @@ def _write(
         "copilot": lambda: copilot_session(material, rng, home, project, start, item.target),
         "aider": lambda: aider_session(material, rng, home, project, start, item.target),
         "amp": lambda: amp_session(material, rng, home, project, start, item.target),
+        "qwen": lambda: qwen_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

@@ -772,6 +772,51 @@ def _amp_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("amp"), home, [folder], target, {str(good): f"amp-{AMP_G}"})
 
 
+# Qwen Code: `projects/<cwd>/chats/<sessionId>.jsonl` (a hook context part, a tool call and its result, a rewind
+# record); the good session is another chat file beside it.
+QWEN_T, QWEN_G = "77777777-2222-4333-8444-5555555555a1", "aaaaaaaa-0000-4000-8000-0000000000a2"
+
+
+def _qwen_records(sid: str) -> list[Any]:
+    def rec(uuid: str, parent: str | None, kind: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": sid,
+            "timestamp": "2026-02-10T21:00:00.000Z",
+            "type": kind,
+            "cwd": "/w",
+            "version": "0.24.4",
+            **fields,
+        }
+
+    return [
+        rec("u1", None, "user", message={"role": "user", "parts": [
+            {"text": "a question"},
+            {"text": "<qwen:user-prompt-submit-context>\nhook\n</qwen:user-prompt-submit-context>"}]},
+            systemPayload={"displayText": "a question", "hookContext": "hook"}),
+        rec("a1", "u1", "assistant", model="qwen3-coder-plus", message={"role": "model", "parts": [
+            {"text": "thinking", "thought": True}, {"text": "an answer"},
+            {"functionCall": {"id": "c1", "name": "read_file", "args": {"path": "a"}}}]},
+            usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 2, "cachedContentTokenCount": 1}),
+        rec("t1", "a1", "tool_result", message={"role": "user", "parts": [
+            {"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "x"}}}]},
+            toolCallResult={"callId": "c1", "status": "success"}),
+        rec("r1", "t1", "system", subtype="rewind", systemPayload={"truncatedCount": 1}),
+        rec("a2", "r1", "assistant", message={"role": "model", "parts": [{"text": "done"}]}),
+    ]  # fmt: skip
+
+
+def _qwen_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    chats = home / ".qwen" / "projects" / "-w" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    good = chats / f"{QWEN_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _qwen_records(QWEN_G)).dump())
+    target = chats / f"{QWEN_T}.jsonl"
+    target.write_bytes(files["chat.jsonl"])
+    return Case(Agent("qwen"), home, [home / ".qwen" / "projects"], target, {str(good): f"qwen-{QWEN_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -805,6 +850,7 @@ FORMATS: dict[str, Format] = {
             "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
         }, _grok_updates_write),
         Format("amp", Agent("amp"), lambda: {"thread.json": Doc("json", _amp_thread(AMP_T))}, _amp_write),
+        Format("qwen", Agent("qwen"), lambda: {"chat.jsonl": Doc("jsonl", _qwen_records(QWEN_T))}, _qwen_write),
     ]
 }  # fmt: skip
 

@@ -38,6 +38,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "aider": Agent("aider"),
     "claude-ai": Agent("claude_ai"),  # no shared fixture folder: the external captures do the work
     "amp": Agent("amp"),  # no shared fixture folder and no real capture found (tests/agents/amp/real_captures.toml)
+    "qwen": Agent("qwen"),  # no shared fixture folder: the external captures do the work
 }
 
 

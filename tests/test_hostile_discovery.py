@@ -146,6 +146,15 @@ def _amp(tmp: Path) -> Layout:
     return Layout(Agent("amp"), root, good, root / "threads" / "T-019b8a00-0000-7000-8000-000000000002.json")
 
 
+def _qwen(tmp: Path) -> Layout:
+    root = tmp / ".qwen" / "projects"
+    chats = root / "-home-u" / "chats"
+    chats.mkdir(parents=True)
+    good = chats / "aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("qwen"), root, good, chats / f"{UUID2}.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -159,6 +168,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "aider": _aider,
     "grok-updates": _grok_updates,
     "amp": _amp,
+    "qwen": _qwen,
 }
 
 
