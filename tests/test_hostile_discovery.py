@@ -138,6 +138,15 @@ def _grok_updates(tmp: Path) -> Layout:
     return Layout(Agent("grok"), root, good, bucket / "s2" / "updates.jsonl")
 
 
+def _droid(tmp: Path) -> Layout:
+    root = tmp / ".factory" / "sessions"
+    folder = root / "-home-u"
+    folder.mkdir(parents=True)
+    good = folder / "aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("droid"), root, good, folder / f"{UUID2}.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -150,6 +159,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "copilot": _copilot,
     "aider": _aider,
     "grok-updates": _grok_updates,
+    "droid": _droid,
 }
 
 
