@@ -7,6 +7,8 @@ The rules (docs/agents/droid.md), each tested in tests/test_droid.py:
 - Messages: `{"type":"message","id","timestamp","message":{"role","content"}}`, content a string or a list of
   strings and Anthropic-shaped blocks. A user message's text without its `<system-reminder>` spans is the person's
   turn; its `tool_result` blocks are the results of the assistant's `tool_use` calls, joined by id.
+- Visibility: a message with `message.visibility` (`llm_only` context, `user_only` notices) is never a turn.
+- Models: each assistant message's `modelId`, as written.
 - Times: each message's ISO `timestamp`. Start = the earliest message time, else the header's `timestamp`; none at
   all is `missing_timestamp` (never the file's mtime).
 - Tokens: the settings file's `tokenUsage`, a running total of the whole session, is ONE Usage row (docs/agents/
@@ -36,6 +38,7 @@ from extractors.droid.tables import (
     TEXT_BLOCK,
     TOOL_RESULT_BLOCK,
     TOOL_USE_BLOCK,
+    VISIBILITIES,
 )
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
@@ -43,6 +46,8 @@ from extractors.model import Agent, Disposition, Role, Session, ToolCall, Turn, 
 from extractors.timeutil import parse_iso
 
 AGENT = Agent("droid")
+# The settings `model` of a session left to droid's router: not a model name (docs/agents/droid.md "settings.json").
+AUTO_MODEL = "auto"
 
 Census = Counter[tuple[str, str, Disposition]]
 _JSON = json.JSONEncoder(ensure_ascii=False)
@@ -91,6 +96,7 @@ def parse_session_file(lines: Iterable[Line], limits: Limits, settings: Settings
     turns: list[Turn] = []
     calls: dict[str, _Call] = {}
     times: list[datetime] = []
+    models: list[str] = []  # each assistant message's `modelId`, in order of first use
     last_assistant = 0
     for line in lines:
         if line.parts > 1:
@@ -122,11 +128,19 @@ def parse_session_file(lines: Iterable[Line], limits: Limits, settings: Settings
         if at is not None:
             times.append(at)
         role = message.get("role")
+        visibility = message.get("visibility")
+        if visibility is not None:  # context or a notice, not a message of the conversation
+            name = f"message/{role if isinstance(role, str) else '(none)'}/{visibility}"
+            census[(name, version, VISIBILITIES.get(str(visibility), _UNKNOWN)[0])] += 1
+            continue
         blocks = _blocks(message.get("content"), index)
         if role == "user":
             _user(index, blocks, at, turns, calls, census, version, limits)
         elif role == "assistant":
-            if _assistant(index, blocks, at, turns, calls, census, version, limits, settings):
+            model = _text(message.get("modelId"))
+            if model and model not in models:
+                models.append(model)
+            if _assistant(index, blocks, at, turns, calls, census, version, limits, model):
                 last_assistant = index
         else:
             name = role if isinstance(role, str) else "(none)"
@@ -137,7 +151,10 @@ def parse_session_file(lines: Iterable[Line], limits: Limits, settings: Settings
     started = min(times) if times else header_at
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no message time and no header time", session_hint=sid)
-    model = settings.model if settings else None
+    model = settings.model if settings and settings.model != AUTO_MODEL else None
+    model = model or (models[-1] if models else None)
+    if model and not models:
+        models.append(model)
     usage = _usage(settings, last_assistant, model, max(times) if times else None, census, version)
     return Session(
         agent=AGENT,
@@ -147,7 +164,7 @@ def parse_session_file(lines: Iterable[Line], limits: Limits, settings: Settings
         ended_at=max(times) if times else None,
         cwd=cwd,
         title=title,
-        models=(model,) if model else (),
+        models=tuple(models),
         turns=tuple(turns),
         tool_calls=tuple(
             ToolCall(c.call_id, c.index, c.name, c.input, c.output, c.is_error, c.started_at, c.ended_at)
@@ -247,7 +264,7 @@ def _assistant(
     census: Census,
     version: str,
     limits: Limits,
-    settings: Settings | None,
+    model: str | None,
 ) -> bool:
     """Reads one assistant message; True when it said something or called a tool."""
     texts: list[str] = []
@@ -272,7 +289,6 @@ def _assistant(
         else:
             census[(f"block/{kind if isinstance(kind, str) else '(none)'}", version, Disposition.SKIPPED)] += 1
     if texts:
-        model = settings.model if settings else None
         turns.append(Turn(index, Role.ASSISTANT, clip("\n".join(texts), limits), at, model))
         census[("message/assistant", version, Disposition.TURN)] += 1
         return True
@@ -349,7 +365,6 @@ def _usage(
         counts.append(value)
     if not any(counts):
         return ()
-    census[("settings/tokenUsage", version, Disposition.METADATA)] += 1
     tokens_in, tokens_out, cache_read, cache_write, reasoning = counts
     return (Usage(index, model, tokens_in, tokens_out, cache_read, cache_write, reasoning, None, at),)
 

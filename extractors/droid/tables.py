@@ -16,7 +16,16 @@ HEADER = "session_start"
 LINE_KINDS: dict[str, tuple[Disposition, str]] = {
     HEADER: (Disposition.METADATA, "the header: session `id`, `title`/`sessionTitle`, `cwd`, `owner`, `version`"),
     "message": (Disposition.TURN, "a conversation message: decided by `message.role` and its content blocks"),
-    "todo_state": (Disposition.SKIPPED, "the agent's todo list as it stands, never said to the model (peer)"),
+    "todo_state": (Disposition.SKIPPED, "a copy of the todo list the TodoWrite tool call already holds"),
+    "agent_turn_outcome": (Disposition.METADATA, "how an assistant turn ended (`reason`, `resultKind`); no time"),
+    "compaction_state": (Disposition.HARNESS, "the summary droid writes when it compacts the context (`summaryText`)"),
+}
+
+# `message.visibility` -> (disposition, why). Absent: the message was both shown and sent (a person's prompt, the
+# model's answer). A value not here is counted SKIPPED as `message/<role>/<value>` and never read as a turn.
+VISIBILITIES: dict[str, tuple[Disposition, str]] = {
+    "llm_only": (Disposition.HARNESS, "context droid sends the model and never shows: reminders, skills, the date"),
+    "user_only": (Disposition.HARNESS, "a notice droid shows the person and never sends the model"),
 }
 
 # `message.role` -> (disposition, why).
