@@ -14,7 +14,6 @@ from pathlib import Path
 from extractors.bounded import Limits, MiB, iter_jsonl, read_json_document
 from extractors.discovery import walk_files
 from extractors.droid.parse import Settings, parse_session_file, read_settings
-from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Source
 from extractors.spec import AgentSpec, Claim
 
@@ -86,9 +85,4 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         settings = read_settings(
             read_json_document(sidecar, limits, max_bytes=min(_MAX_SETTINGS_BYTES, limits.max_document_bytes))
         )
-    session = parse_session_file(iter_jsonl(source.path, limits), limits, settings)
-    if not session.turns and not session.tool_calls:
-        raise RejectError(
-            RejectCode.NO_CONVERSATION, "no user or assistant turn and no tool call", session_hint=session.session_id
-        )
-    yield Loaded(source, session)
+    yield Loaded(source, parse_session_file(iter_jsonl(source.path, limits), limits, settings))

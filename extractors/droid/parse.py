@@ -148,6 +148,9 @@ def parse_session_file(lines: Iterable[Line], limits: Limits, settings: Settings
     if native is None:
         raise RejectError(RejectCode.NO_CONVERSATION, "an empty file: no session_start line")
     sid = session_id(AGENT, native)
+    if not turns and not calls:
+        # A session opened and never used (droid writes the header at once), or context alone: nothing to load.
+        raise RejectError(RejectCode.NO_CONVERSATION, "no user or assistant turn and no tool call", session_hint=sid)
     started = min(times) if times else header_at
     if started is None:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, "no message time and no header time", session_hint=sid)
