@@ -22,7 +22,7 @@ SPEC = AgentSpec(
     display="Factory Droid",
     rank=160,
     parser_version="1",
-    env=("FACTORY_HOME",),
+    env=(),  # droid documents no variable that moves ~/.factory (docs/agents/droid.md "Where the files are")
     nightly=True,
     export=None,
     price_provider=None,  # droid serves Anthropic, OpenAI, Google and custom models: names are looked up without a hint
@@ -39,17 +39,8 @@ _MAX_SETTINGS_BYTES = 1 * MiB
 
 
 def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
-    """`<factory dir>/sessions`: `FACTORY_HOME` (the `.factory` folder), default `~/.factory`. No I/O."""
-    value = env.get("FACTORY_HOME", "").strip()
-    if not value:
-        factory = home / ".factory"
-    elif value == "~":
-        factory = home
-    elif value.startswith("~/"):
-        factory = home / value[2:]
-    else:
-        factory = Path(value)
-    return [factory / SESSIONS]
+    """`~/.factory/sessions`. No I/O."""
+    return [home / ".factory" / SESSIONS]
 
 
 def _is_session_file(name: str, _folders: tuple[str, ...], _depth: int) -> bool:

@@ -11,8 +11,8 @@ The rules (docs/agents/droid.md), each tested in tests/test_droid.py:
 - Models: each assistant message's `modelId`, as written.
 - Times: each message's ISO `timestamp`. Start = the earliest message time, else the header's `timestamp`; none at
   all is `missing_timestamp` (never the file's mtime).
-- Tokens: the settings file's `tokenUsage`, a running total of the whole session, is ONE Usage row (docs/agents/
-  droid.md "Tokens"); per-message `usage` is not read.
+- Tokens: the settings file's `tokenUsage`, a running total of the whole session, is ONE Usage row
+  (docs/agents/droid.md "Tokens"); per-message `usage` is not read.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from extractors.model import Agent, Disposition, Role, Session, ToolCall, Turn, 
 from extractors.timeutil import parse_iso
 
 AGENT = Agent("droid")
-# The settings `model` of a session left to droid's router: not a model name (docs/agents/droid.md "settings.json").
+# The settings `model` of a session left to droid's router: not a model name (docs/agents/droid.md "Where the files are").
 AUTO_MODEL = "auto"
 
 Census = Counter[tuple[str, str, Disposition]]
@@ -55,7 +55,7 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """What the `<id>.settings.json` beside a session file says (docs/agents/droid.md "settings.json")."""
+    """What the `<id>.settings.json` beside a session file says (docs/agents/droid.md "Where the files are")."""
 
     model: str | None = None
     usage: dict[str, Any] | None = None  # `tokenUsage`: the session's running totals
