@@ -46,7 +46,8 @@ from extractors.model import Agent, Disposition, Role, Session, ToolCall, Turn, 
 from extractors.timeutil import parse_iso
 
 AGENT = Agent("droid")
-# The settings `model` of a session left to droid's router: not a model name (docs/agents/droid.md "Where the files are").
+# The settings `model` of a session left to droid's router, not a model name
+# (docs/agents/droid.md "Where the files are").
 AUTO_MODEL = "auto"
 
 Census = Counter[tuple[str, str, Disposition]]
