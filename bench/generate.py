@@ -37,6 +37,7 @@ from bench.cline_gen import cline_session
 from bench.codex_gen import codex_session
 from bench.copilot_gen import copilot_session
 from bench.cursor_gen import cursor_session
+from bench.droid_gen import droid_session
 from bench.gemini_gen import gemini_session
 from bench.grok_gen import grok_session
 from bench.material import Material, Project, ms_of
@@ -46,7 +47,21 @@ from bench.pi_gen import pi_session
 from bench.qwen_gen import qwen_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider", "amp", "qwen")
+AGENTS = (
+    "claude",
+    "codex",
+    "grok",
+    "gemini",
+    "opencode",
+    "cursor",
+    "copilot",
+    "pi",
+    "cline",
+    "aider",
+    "amp",
+    "qwen",
+    "droid",
+)
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -104,6 +119,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "aider": ((), 0.01, (0.5, 2.0), 12_000, 400_000, 1.1),
     "amp": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.3),
     "qwen": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "droid": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -122,6 +138,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "aider": (3_000, 30_000, 1.1),
     "amp": (3_000, 40_000, 1.3),
     "qwen": (3_000, 40_000, 1.5),
+    "droid": (3_000, 40_000, 1.5),
 }
 
 
@@ -319,6 +336,7 @@ def _write(
         "aider": lambda: aider_session(material, rng, home, project, start, item.target),
         "amp": lambda: amp_session(material, rng, home, project, start, item.target),
         "qwen": lambda: qwen_session(material, rng, home, project, start, item.target),
+        "droid": lambda: droid_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

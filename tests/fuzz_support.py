@@ -817,6 +817,43 @@ def _qwen_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("qwen"), home, [home / ".qwen" / "projects"], target, {str(good): f"qwen-{QWEN_G}"})
 
 
+# Factory Droid: `~/.factory/sessions/<cwd slug>/<id>.jsonl` + `<id>.settings.json` (read with it); the good session
+# is another file in the same folder.
+DROID_T = "5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d"
+DROID_G = "5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1caa"
+
+
+def _droid_records(sid: str) -> list[Any]:
+    def message(n: int, role: str, content: Any) -> dict[str, Any]:
+        return {"type": "message", "id": f"m{n}", "timestamp": f"2026-03-02T09:00:0{n}.000Z",
+                "message": {"role": role, "content": content}}  # fmt: skip
+
+    return [
+        {"type": "session_start", "id": sid, "title": "t", "owner": "u", "version": 2, "cwd": "/w"},
+        message(1, "user", [{"type": "text", "text": "<system-reminder>ctx</system-reminder>"},
+                            {"type": "text", "text": "a question"}]),
+        message(2, "assistant", [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "an answer"},
+                                 {"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "a"}}]),
+        message(3, "user", [{"type": "tool_result", "tool_use_id": "c1", "content": "x", "is_error": False}]),
+        {"type": "todo_state", "id": "t1", "todos": []},
+    ]  # fmt: skip
+
+
+def _droid_settings() -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-5", "tokenUsage": {"inputTokens": 3, "outputTokens": 2, "cacheReadTokens": 1}}
+
+
+def _droid_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".factory" / "sessions" / "-w"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / f"{DROID_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _droid_records(DROID_G)).dump())
+    target = folder / f"{DROID_T}.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    (folder / f"{DROID_T}.settings.json").write_bytes(files["settings.json"])
+    return Case(Agent("droid"), home, [home / ".factory" / "sessions"], target, {str(good): f"droid-{DROID_G}"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -851,6 +888,10 @@ FORMATS: dict[str, Format] = {
         }, _grok_updates_write),
         Format("amp", Agent("amp"), lambda: {"thread.json": Doc("json", _amp_thread(AMP_T))}, _amp_write),
         Format("qwen", Agent("qwen"), lambda: {"chat.jsonl": Doc("jsonl", _qwen_records(QWEN_T))}, _qwen_write),
+        Format("droid", Agent("droid"), lambda: {
+            "session.jsonl": Doc("jsonl", _droid_records(DROID_T)),
+            "settings.json": Doc("json", _droid_settings()),
+        }, _droid_write),
     ]
 }  # fmt: skip
 

@@ -155,6 +155,15 @@ def _qwen(tmp: Path) -> Layout:
     return Layout(Agent("qwen"), root, good, chats / f"{UUID2}.jsonl")
 
 
+def _droid(tmp: Path) -> Layout:
+    root = tmp / ".factory" / "sessions"
+    folder = root / "-home-u"
+    folder.mkdir(parents=True)
+    good = folder / "aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("droid"), root, good, folder / f"{UUID2}.jsonl")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -169,6 +178,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "grok-updates": _grok_updates,
     "amp": _amp,
     "qwen": _qwen,
+    "droid": _droid,
 }
 
 
