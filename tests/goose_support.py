@@ -67,7 +67,8 @@ def add_message(
     raw = content if isinstance(content, str) else json.dumps(content)
     meta = metadata if metadata is None or isinstance(metadata, str) else json.dumps(metadata)
     conn.execute(
-        "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+        " VALUES (?, ?, ?, ?, ?)",
         (sid, role, raw, created, meta),
     )
 
