@@ -275,3 +275,10 @@ def test_tiny_limits_reject_a_big_session_before_its_rows_are_read(tmp_path: Pat
     [outcome] = read_db(db, Limits(settle_seconds=0.0, max_document_bytes=1_000))
     assert isinstance(outcome, Rejected) and outcome.code == RejectCode.LIMIT_EXCEEDED
     assert "max_document_bytes=1000" in outcome.detail
+
+
+def test_a_root_given_as_gooses_data_folder_finds_its_sessions_db(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    create_db(data / "sessions" / "sessions.db").close()
+    create_db(data / "backups" / "sessions.db").close()  # not Goose's live database: never listed
+    assert [s.path for s in goose.discover(data)] == [str(data / "sessions" / "sessions.db")]

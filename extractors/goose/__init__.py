@@ -43,8 +43,11 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
 
 
 def discover(root: Path) -> Iterator[Source]:
-    """The `sessions.db` directly in `root`. Stat only; a database that vanishes while listed is skipped, counted."""
-    for path, _ in walk_files(root, lambda name, _f, _d: name == db.DATABASE_NAME, max_depth=0):
+    """`sessions.db` directly in `root`, or in `root/sessions` (a root given as Goose's data folder,
+    `$GOOSE_PATH_ROOT/data`); no other folder is listed. Stat only; a database that vanishes while listed is skipped
+    and counted, never an error."""
+    accept = lambda name, _f, _d: name == db.DATABASE_NAME  # noqa: E731
+    for path, _ in walk_files(root, accept, max_depth=1, skip_dir=lambda name, _f, _d: name != "sessions"):
         try:
             size, mtime = sqlite_db.fingerprint(Path(path))
         except OSError as exc:
