@@ -4,13 +4,14 @@ hidden text never a person's turn, one usage source per session, lineage, reject
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
 from extractors import goose
 from extractors.bounded import Limits
 from extractors.errors import RejectCode
-from extractors.model import Agent, Disposition, LinkKind, Loaded, Outcome, Rejected, Role, Session, Source
+from extractors.model import Agent, Deferred, Disposition, LinkKind, Loaded, Outcome, Rejected, Role, Session, Source
 from extractors.registry import read_source
 from tests.goose_support import T0, add_exchange, add_ledger, add_message, add_session, create_db, text
 from tests.support import SETTLED
@@ -255,13 +256,14 @@ def test_discovery_lists_only_sessions_db_with_its_wal_in_the_fingerprint(tmp_pa
     writer = create_db(root / "sessions.db", wal=True)
     writer.execute("PRAGMA wal_autocheckpoint = 0")
     add_session(writer, "s")
-    (root / "20250101_120000.jsonl").write_text("{}\n")  # legacy JSONL: not read by this version
+    (root / "20250101_120000.jsonl").write_text("{}\n")  # a legacy session file: its own unit
     (root / "backup.db").write_bytes(b"")
+    (root / "notes.txt").write_text("x")
     try:
         sources = list(goose.discover(root))
-        assert [Path(s.path).name for s in sources] == ["sessions.db"]
+        assert [Path(s.path).name for s in sources] == ["20250101_120000.jsonl", "sessions.db"]
         wal = root / "sessions.db-wal"
-        assert sources[0].size == (root / "sessions.db").stat().st_size + wal.stat().st_size
+        assert sources[1].size == (root / "sessions.db").stat().st_size + wal.stat().st_size
     finally:
         writer.close()
 
@@ -282,3 +284,64 @@ def test_a_root_given_as_gooses_data_folder_finds_its_sessions_db(tmp_path: Path
     create_db(data / "sessions" / "sessions.db").close()
     create_db(data / "backups" / "sessions.db").close()  # not Goose's live database: never listed
     assert [s.path for s in goose.discover(data)] == [str(data / "sessions" / "sessions.db")]
+
+
+def write_legacy(path: Path, records: list[dict[str, object]], *, newline: bool = True) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(json.dumps(r) for r in records) + ("\n" if newline else "")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+SHELL = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "git status"}}}
+CLEAN = {"status": "success", "value": [{"type": "text", "text": "clean"}]}  # older builds: the content list itself
+LEGACY = [
+    {"working_dir": "/home/u/old", "description": "tidy the repo", "message_count": 4, "total_tokens": 50,
+     "accumulated_input_tokens": 700, "accumulated_output_tokens": 90},
+    {"role": "user", "created": T0, "content": [text("tidy the repo")]},
+    {"role": "assistant", "created": T0 + 2, "content": [
+        {"type": "toolRequest", "id": "t1", "toolCall": SHELL}]},
+    {"role": "user", "created": T0 + 3, "content": [
+        {"type": "toolResponse", "id": "t1", "toolResult": CLEAN}]},
+    {"role": "assistant", "created": T0 + 5, "content": [text("It is clean.")]},
+]  # fmt: skip
+
+
+def read_file(path: Path, limits: Limits = SETTLED) -> list[Outcome]:
+    st = path.stat()
+    return list(read_source(Source(Agent("goose"), str(path), st.st_size, st.st_mtime_ns, str(path.parent)), limits))
+
+
+def test_a_legacy_jsonl_session_loads_with_its_metadata_line(tmp_path: Path) -> None:
+    path = write_legacy(tmp_path / "20241201_093000.jsonl", LEGACY)
+    session = only(read_file(path))
+    assert session.session_id == "goose-20241201_093000"
+    assert (session.cwd, session.title, session.cli_versions) == ("/home/u/old", "tidy the repo", ("legacy",))
+    assert [(t.index, t.role, t.text) for t in session.turns] == [
+        (1, Role.USER, "tidy the repo"),
+        (4, Role.ASSISTANT, "It is clean."),
+    ]
+    assert [(c.call_id, c.output, c.is_error) for c in session.tool_calls] == [("t1", "clean", False)]
+    assert session.started_at.isoformat() == "2026-01-02T10:00:00+00:00"  # the first message's `created`
+    assert [(u.input_tokens, u.output_tokens) for u in session.usage] == [(700, 90)]  # the running totals, once
+    assert session.census[("legacy/metadata", "legacy", Disposition.METADATA)] == 1
+
+
+def test_a_legacy_file_whose_session_goose_imported_is_a_duplicate(tmp_path: Path) -> None:
+    conn = create_db(tmp_path / "sessions.db")
+    add_session(conn, "20241201_093000")
+    add_exchange(conn, "20241201_093000", 1)
+    conn.close()
+    path = write_legacy(tmp_path / "20241201_093000.jsonl", LEGACY)
+    [outcome] = read_file(path)
+    assert isinstance(outcome, Rejected) and outcome.code == RejectCode.DUPLICATE
+    assert outcome.session_hint == "goose-20241201_093000"
+    other = write_legacy(tmp_path / "20241130_080000.jsonl", LEGACY)  # never imported: its own session
+    assert only(read_file(other)).native_id == "20241130_080000"
+
+
+def test_a_legacy_file_still_being_written_is_deferred(tmp_path: Path) -> None:
+    path = write_legacy(tmp_path / "20241201_093000.jsonl", LEGACY, newline=False)
+    path.write_text(path.read_text() + '\n{"role": "user", "cre')
+    [outcome] = read_file(path, Limits())
+    assert isinstance(outcome, Deferred)

@@ -1,8 +1,8 @@
 """Goose (block/goose): `sessions.db` (SQLite, read-only, one snapshot), one outcome per session.
 
-Unit: the database `<data dir>/sessions/sessions.db` (fingerprint = database + `-wal`). The legacy one-JSONL-per-
-session files of Goose before 1.10 are not read yet (docs/agents/goose.md "Not read"). Parse rules:
-`extractors/goose/parse.py`; columns by version: `extractors/goose/tables.py`.
+Units: the database `<data dir>/sessions/sessions.db` (fingerprint = database + `-wal`), and each legacy
+`<id>.jsonl` beside it (`extractors/goose/legacy.py`: a session also in the database is loaded from there). Parse
+rules: `extractors/goose/parse.py`; columns by version: `extractors/goose/tables.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from extractors.bounded import Limits, sqlite_db
 from extractors.discovery import skip, walk_files
-from extractors.goose import db
+from extractors.goose import db, legacy
 from extractors.model import Agent, Outcome, Source
 from extractors.spec import AgentSpec
 
@@ -43,11 +43,14 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
 
 
 def discover(root: Path) -> Iterator[Source]:
-    """`sessions.db` directly in `root`, or in `root/sessions` (a root given as Goose's data folder,
-    `$GOOSE_PATH_ROOT/data`); no other folder is listed. Stat only; a database that vanishes while listed is skipped
-    and counted, never an error."""
-    accept = lambda name, _f, _d: name == db.DATABASE_NAME  # noqa: E731
-    for path, _ in walk_files(root, accept, max_depth=1, skip_dir=lambda name, _f, _d: name != "sessions"):
+    """`sessions.db` and the legacy `<id>.jsonl` files directly in `root`, or in `root/sessions` (a root given as
+    Goose's data folder, `$GOOSE_PATH_ROOT/data`); no other folder is listed. Stat only; a unit that vanishes while
+    listed is skipped and counted, never an error."""
+    accept = lambda name, _f, _d: name == db.DATABASE_NAME or legacy.is_legacy_name(name)  # noqa: E731
+    for path, st in walk_files(root, accept, max_depth=1, skip_dir=lambda name, _f, _d: name != "sessions"):
+        if legacy.is_legacy_name(Path(path).name):
+            yield Source(SPEC.name, str(path), st.st_size, st.st_mtime_ns, str(root), "file")
+            continue
         try:
             size, mtime = sqlite_db.fingerprint(Path(path))
         except OSError as exc:
@@ -57,5 +60,9 @@ def discover(root: Path) -> Iterator[Source]:
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
-    """One outcome per session of the database (see db.read_database for the codes)."""
-    yield from db.read_database(source, limits)
+    """One outcome per session of the database (see db.read_database for the codes), or the one session of a
+    legacy file (legacy.read_legacy)."""
+    if source.path.endswith(".jsonl"):
+        yield from legacy.read_legacy(source, limits)
+    else:
+        yield from db.read_database(source, limits)

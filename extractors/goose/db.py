@@ -22,7 +22,7 @@ from extractors.model import Loaded, Outcome, Rejected, Source
 DATABASE_NAME = "sessions.db"
 
 
-def _check_schema(db: ReadOnlyDb) -> dict[str, frozenset[str]]:
+def check_schema(db: ReadOnlyDb) -> dict[str, frozenset[str]]:
     """The columns of each table read; raises RejectError(unsupported_format) naming what is missing.
 
     docs/agents/goose.md "Schema versions": a database without a required table or column is a Goose version (or
@@ -68,7 +68,7 @@ def read_database(source: Source, limits: Limits) -> Iterator[Outcome]:
     """
     root = Path(source.root) if source.root else Path(source.path).parent
     with open_readonly(source.path, root, limits) as db:
-        tables = _check_schema(db)
+        tables = check_schema(db)
         version = _schema_version(db)
         session_sql = (
             f"SELECT {', '.join(REQUIRED['sessions'])}, {_select(OPTIONAL_SESSION, tables['sessions'])}"

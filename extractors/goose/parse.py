@@ -39,6 +39,7 @@ class MessageRow:
     created: Any  # created_timestamp (epoch seconds as Goose writes them)
     metadata: Any  # parsed metadata_json, or None
     message_id: str | None
+    position: int | None = None  # Turn.index: the line for a legacy file; None = the place among the rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +195,9 @@ def build_session(
 ) -> Session:
     """A complete Session from one session's rows (messages in `id` order: Goose inserts them in conversation order).
 
-    Turn.index = the message's position in that order, 0-based, counted before filtering. `ledger` is None when
-    the database has no usage_ledger table. Raises RejectError(bad_shape | missing_timestamp | no_conversation).
+    Turn.index = the message's position in that order, 0-based, counted before filtering (a legacy file's line).
+    `ledger` is None when the database has no usage_ledger table.
+    Raises RejectError(bad_shape | missing_timestamp | no_conversation).
     """
     native = row.id
     columns = row.columns
@@ -210,7 +212,8 @@ def build_session(
     calls: list[ToolCall] = []
     by_call: dict[str, int] = {}
     assistant_at: list[tuple[datetime | None, int]] = []
-    for index, message in enumerate(messages):
+    for place, message in enumerate(messages):
+        index = place if message.position is None else message.position
         if not isinstance(message.content, list):
             raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: content_json is not a block array", native)
         role_name = message.role if isinstance(message.role, str) else repr(message.role)
