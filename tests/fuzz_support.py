@@ -805,6 +805,29 @@ def _goose_write(home: Path, files: dict[str, bytes], field_mutation: bool) -> C
     return Case(Agent("goose"), home, [root, good_root], target, good, {"goose-beside"})
 
 
+# Goose legacy JSONL: `<id>.jsonl` beside where sessions.db would be (no database here); the good session is another
+# file in the same folder.
+def _goose_legacy_records() -> list[dict[str, Any]]:
+    call = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "ls"}}}
+    return [
+        {"working_dir": "/w", "description": "a title", "accumulated_input_tokens": 10},
+        {"role": "user", "created": gs.T0, "content": [gs.text("a question")]},
+        {"role": "assistant", "created": gs.T0 + 1, "content": [{"type": "toolRequest", "id": "c1", "toolCall": call}]},
+        {"role": "user", "created": gs.T0 + 2, "content": [{"type": "toolResponse", "id": "c1", "toolResult": {}}]},
+        {"role": "assistant", "created": gs.T0 + 3, "content": [gs.text("an answer")]},
+    ]
+
+
+def _goose_legacy_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".local" / "share" / "goose" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / "20250101_100000.jsonl"
+    good.write_bytes(Doc("jsonl", _goose_legacy_records()).dump())
+    target = folder / "20250101_110000.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    return Case(Agent("goose"), home, [folder], target, {str(good): "goose-20250101_100000"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -838,6 +861,8 @@ FORMATS: dict[str, Format] = {
             "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
         }, _grok_updates_write),
         Format("goose-db", Agent("goose"), _goose_docs, _goose_write),
+        Format("goose-legacy", Agent("goose"), lambda: {"session.jsonl": Doc("jsonl", _goose_legacy_records())},
+               _goose_legacy_write),
     ]
 }  # fmt: skip
 
