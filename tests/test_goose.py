@@ -345,3 +345,14 @@ def test_a_legacy_file_still_being_written_is_deferred(tmp_path: Path) -> None:
     path.write_text(path.read_text() + '\n{"role": "user", "cre')
     [outcome] = read_file(path, Limits())
     assert isinstance(outcome, Deferred)
+
+
+def test_the_first_untyped_jsonl_dialect_is_an_unsupported_format_rejection(tmp_path: Path) -> None:
+    # Goose's first files (late 2024) wrote blocks without `type`: a known format this version does not read.
+    records: list[dict[str, object]] = [
+        {"role": "user", "created": T0, "content": [{"text": "read the notes"}]},
+        {"role": "assistant", "created": T0 + 1, "content": [{"tool_name": "DeveloperSystem__shell", "arguments": {}}]},
+    ]
+    path = write_legacy(tmp_path / "Ab3d.jsonl", records)
+    [outcome] = read_file(path)
+    assert isinstance(outcome, Rejected) and outcome.code == RejectCode.UNSUPPORTED_FORMAT

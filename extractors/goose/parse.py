@@ -23,6 +23,9 @@ from extractors.model import Agent, Disposition, LinkKind, Role, Session, Sessio
 from extractors.timeutil import parse_any, parse_iso
 
 AGENT = Agent("goose")  # SPEC.name: the package imports this module before it declares SPEC
+# The keys of the untyped blocks Goose's first session files wrote (`{"text": ...}`, `{"tool_name": ...,
+# "arguments": ...}`, `{"id": ..., "tool_result": "..."}`: a real file quoted in block/goose#283, November 2024).
+FIRST_DIALECT_KEYS = frozenset({"text", "tool_name", "tool_result"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +232,13 @@ def build_session(
         for block in message.content:
             kind = block.get("type") if isinstance(block, dict) else None
             if not isinstance(kind, str):
+                if isinstance(block, dict) and FIRST_DIALECT_KEYS & block.keys():
+                    # docs/agents/goose.md "Legacy JSONL": the untyped blocks of Goose's first files (late 2024)
+                    raise _reject(
+                        RejectCode.UNSUPPORTED_FORMAT,
+                        f"message {message.id}: an untyped block of Goose's first JSONL dialect (not read)",
+                        native,
+                    )
                 raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a block without a type", native)
             disposition = BLOCK_KINDS.get(kind, Disposition.SKIPPED)
             if hidden and disposition is Disposition.TURN:
