@@ -32,6 +32,7 @@ from extractors.bounded import Limits
 from extractors.errors import DeferError, RejectError
 from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Source
 from extractors.registry import extractor
+from tests import goose_support as gs
 from tests import opencode_support as oc
 from tests.claude_records import assistant, text, user
 from tests.corpus import codex_rollout, grok_session
@@ -854,6 +855,100 @@ def _droid_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("droid"), home, [home / ".factory" / "sessions"], target, {str(good): f"droid-{DROID_G}"})
 
 
+# Goose sessions.db: the target session's content_json / metadata_json hold the (mutated) JSON; a second session in
+# the same database must still load after a field mutation; the good session is in another root's database.
+def _goose_docs() -> dict[str, Doc]:
+    call = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "ls"}}}
+    result = {"status": "success", "value": {"content": [{"type": "text", "text": "a.txt"}]}}
+    rows = {
+        "u": [gs.text("a question")],
+        "a": [{"type": "thinking", "thinking": "t"}, {"type": "toolRequest", "id": "c1", "toolCall": call}],
+        "r": [{"type": "toolResponse", "id": "c1", "toolResult": result}],
+        "z": [gs.text("an answer")],
+        "meta": {"userVisible": True, "agentVisible": True},
+    }
+    return {"rows": Doc("json", rows)}
+
+
+@functools.cache
+def _goose_db_bytes(sid: str, exchanges: int) -> bytes:
+    """A database holding one session, as bytes (built once)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sessions.db"
+        conn = gs.create_db(path)
+        gs.add_session(conn, sid)
+        gs.add_exchange(conn, sid, exchanges)
+        conn.close()
+        return path.read_bytes()
+
+
+def _goose_write(home: Path, files: dict[str, bytes], field_mutation: bool) -> Case:
+    root = home / ".local" / "share" / "goose" / "sessions"
+    good_root = home / "goose-good"
+    for folder in (root, good_root):
+        folder.mkdir(parents=True, exist_ok=True)
+    (good_root / "sessions.db").write_bytes(_goose_db_bytes("good", 2))
+    good = {str(good_root / "sessions.db"): "goose-good"}
+    target = root / "sessions.db"
+    raw = files["rows"]
+    if not field_mutation:  # the bytes of the database file itself, spliced into a real one half the time
+        real = _goose_db_bytes("t", 1)
+        at = (len(raw) * 37) % len(real)
+        target.write_bytes(raw if len(raw) % 2 else real[:at] + raw + real[at + len(raw) :])
+        return Case(Agent("goose"), home, [root, good_root], target, good)
+    conn = gs.create_db(target)
+    gs.add_session(conn, "beside")
+    gs.add_exchange(conn, "beside", 1)
+    gs.add_session(conn, "t")
+    try:
+        rows = json.loads(raw.decode("utf-8", "surrogatepass"))
+        texts = {k: json.dumps(v) for k, v in rows.items()} if isinstance(rows, dict) else None
+    except (ValueError, RecursionError):
+        texts = None
+    if texts is None:  # the mutation broke the row map itself: the hostile text is one row's content
+        texts = {"u": raw.decode("utf-8", "surrogateescape")}
+    meta = texts.pop("meta", None)
+    for key, data in texts.items():
+        role = "assistant" if key in ("a", "z") else "user"
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+            " VALUES ('t', ?, CAST(? AS TEXT), ?, CAST(? AS TEXT))",
+            (
+                role,
+                data.encode("utf-8", "surrogateescape"),
+                gs.T0,
+                meta.encode("utf-8", "surrogateescape") if meta else None,
+            ),
+        )
+    conn.close()
+    return Case(Agent("goose"), home, [root, good_root], target, good, {"goose-beside"})
+
+
+# Goose legacy JSONL: `<id>.jsonl` beside where sessions.db would be (no database here); the good session is another
+# file in the same folder.
+def _goose_legacy_records() -> list[dict[str, Any]]:
+    call = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "ls"}}}
+    return [
+        {"working_dir": "/w", "description": "a title", "accumulated_input_tokens": 10},
+        {"role": "user", "created": gs.T0, "content": [gs.text("a question")]},
+        {"role": "assistant", "created": gs.T0 + 1, "content": [{"type": "toolRequest", "id": "c1", "toolCall": call}]},
+        {"role": "user", "created": gs.T0 + 2, "content": [{"type": "toolResponse", "id": "c1", "toolResult": {}}]},
+        {"role": "assistant", "created": gs.T0 + 3, "content": [gs.text("an answer")]},
+    ]
+
+
+def _goose_legacy_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".local" / "share" / "goose" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / "20250101_100000.jsonl"
+    good.write_bytes(Doc("jsonl", _goose_legacy_records()).dump())
+    target = folder / "20250101_110000.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    return Case(Agent("goose"), home, [folder], target, {str(good): "goose-20250101_100000"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -892,6 +987,9 @@ FORMATS: dict[str, Format] = {
             "session.jsonl": Doc("jsonl", _droid_records(DROID_T)),
             "settings.json": Doc("json", _droid_settings()),
         }, _droid_write),
+        Format("goose-db", Agent("goose"), _goose_docs, _goose_write),
+        Format("goose-legacy", Agent("goose"), lambda: {"session.jsonl": Doc("jsonl", _goose_legacy_records())},
+               _goose_legacy_write),
     ]
 }  # fmt: skip
 

@@ -40,6 +40,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "amp": Agent("amp"),  # no shared fixture folder and no real capture found (tests/agents/amp/real_captures.toml)
     "qwen": Agent("qwen"),  # no shared fixture folder: the external captures do the work
     "droid": Agent("droid"),  # no shared fixture folder: the external captures do the work
+    "goose": Agent("goose"),  # no shared fixture folder: the external captures do the work
 }
 
 

@@ -19,6 +19,9 @@ from extractors.registry import extractor, read_source
 from flows.etl.pipeline import discover
 from flows.etl.settings import load_settings
 from tests.corpus import S1, S2, claude_exchange, write_session
+from tests.goose_support import add_exchange as goose_exchange
+from tests.goose_support import add_session as goose_session
+from tests.goose_support import create_db as goose_db
 from tests.opencode_support import add_exchange, add_session, create_db
 from tests.support import SETTLED
 
@@ -164,6 +167,16 @@ def _droid(tmp: Path) -> Layout:
     return Layout(Agent("droid"), root, good, folder / f"{UUID2}.jsonl")
 
 
+def _goose(tmp: Path) -> Layout:
+    """Goose's data folder given as the root: sessions.db in its `sessions/` (or, the odd one, directly in it)."""
+    root = tmp / "goose"
+    conn = goose_db(root / "sessions" / "sessions.db")
+    goose_session(conn, "s1")
+    goose_exchange(conn, "s1", 1)
+    conn.close()
+    return Layout(Agent("goose"), root, root / "sessions" / "sessions.db", root / "sessions.db")
+
+
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "claude": _claude,
     "codex": _codex,
@@ -179,6 +192,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "amp": _amp,
     "qwen": _qwen,
     "droid": _droid,
+    "goose": _goose,
 }
 
 
@@ -283,8 +297,8 @@ def test_an_unreadable_folder_is_logged_and_the_rest_is_found(
     monkeypatch.setattr(os, "scandir", refuse)
     found = listed(layout)
     assert str(layout.good) in found
-    if layout.agent == Agent("opencode"):
-        assert discovery.drain_skips() == {}  # databases sit directly in the root: a subfolder is never listed
+    if layout.agent in (Agent("opencode"), Agent("goose")):
+        assert discovery.drain_skips() == {}  # databases sit in the root (Goose: or its sessions/): others unlisted
     else:
         assert discovery.drain_skips() == {"unreadable_folder": 1}
         assert "unreadable_folder" in caplog.text and str(blocked) in caplog.text
