@@ -37,6 +37,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "copilot": Agent("copilot"),
     "aider": Agent("aider"),
     "claude-ai": Agent("claude_ai"),  # no shared fixture folder: the external captures do the work
+    "kiro": Agent("kiro"),  # no shared fixture folder: the external captures do the work
 }
 
 

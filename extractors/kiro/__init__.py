@@ -1,0 +1,101 @@
+"""Kiro CLI (the Amazon Q Developer CLI's successor): `data.sqlite3` (SQLite, read-only), one outcome per
+conversation; also a conversation saved with `/save` (the same ConversationState JSON), when given explicitly.
+
+Units: each `data.sqlite3` directly in a root (fingerprint = database + `-wal`): Kiro CLI's own data directory and
+the Amazon Q Developer CLI's, whose `conversations` table Kiro CLI inherited. Parse rules: `extractors/kiro/parse.py`;
+the tables: `extractors/kiro/tables.py`; what is confirmed and what is not: docs/agents/kiro.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from extractors.bounded import Limits, read_json_document, sqlite_db
+from extractors.discovery import skip, walk_files
+from extractors.errors import RejectCode, RejectError
+from extractors.kiro import db
+from extractors.kiro.parse import RowFacts, build_session
+from extractors.kiro.tables import AGENT
+from extractors.model import Disposition, Loaded, Outcome, Source
+from extractors.spec import AgentSpec, Claim
+from extractors.timeutil import from_epoch_seconds
+
+# The data folders' names (docs/agents/kiro.md "Where the files are"): Kiro CLI's, then the Amazon Q CLI's.
+DATA_FOLDERS = ("kiro-cli", "amazon-q")
+
+
+def claims(path: Path) -> Claim | None:
+    """`data.sqlite3` inside a `kiro-cli` or `amazon-q` folder is ours; a saved `.json` needs `--format kiro`."""
+    if path.name == db.DATABASE_NAME and path.parent.name in DATA_FOLDERS:
+        return Claim.FOLDER
+    return None
+
+
+SPEC = AgentSpec(
+    name=AGENT,
+    display="Kiro CLI",
+    rank=150,
+    parser_version="1",
+    env=("XDG_DATA_HOME",),
+    nightly=True,
+    export=None,
+    price_provider=None,  # no token counts are read (docs/agents/kiro.md "Tokens")
+    reasoning_billed_separately=False,
+    # A ConversationState variant it does not know rejects the conversation (unsupported_format): serde itself
+    # refuses an unknown variant, so guessing at one would store what Kiro would not even load.
+    unknown_records="reject",
+    aliases=("kiro-cli", "amazon-q", "q-cli"),
+    claims=claims,
+)
+
+
+def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """The Rust `dirs::data_local_dir()` joined with `kiro-cli` / `amazon-q`: `$XDG_DATA_HOME` (default
+    `~/.local/share`) on Linux, `~/Library/Application Support` on macOS. No I/O: the roots need not exist."""
+    data_home = env.get("XDG_DATA_HOME")
+    linux = Path(data_home) if data_home else home / ".local" / "share"
+    mac = home / "Library" / "Application Support"
+    return [base / folder for base in (linux, mac) for folder in DATA_FOLDERS]
+
+
+def discover(root: Path) -> Iterator[Source]:
+    """`data.sqlite3` directly in `root` (stat only). A unit that vanishes while it is listed is skipped and counted,
+    never an error."""
+    found = walk_files(root, lambda name, _f, _d: name == db.DATABASE_NAME, max_depth=0)
+    for path, _ in found:
+        try:
+            size, mtime = sqlite_db.fingerprint(Path(path))
+        except OSError as exc:
+            skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
+            continue
+        yield Source(SPEC.name, str(path), size, mtime, str(root), "database")
+
+
+def read(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """Outcomes of one unit: per conversation for a database, the one conversation of a saved JSON file.
+
+    Raises RejectError / DeferError for a unit that cannot be read at all (see db.read_database)."""
+    if source.path.endswith(".json"):
+        yield _read_saved(source, limits)
+    else:
+        yield from db.read_database(source, limits)
+
+
+def _read_saved(source: Source, limits: Limits) -> Outcome:
+    """A `/save`d conversation: the ConversationState alone. With no time in it (older builds wrote none), its
+    file's mtime is the start, marked inferred (docs/agents/kiro.md "Times")."""
+    try:
+        st = os.stat(source.path)
+    except OSError as exc:
+        raise RejectError(RejectCode.SOURCE_UNREADABLE, f"cannot stat: {exc.strerror}") from exc
+    if st.st_size > limits.max_document_bytes:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"{st.st_size} bytes, over max_document_bytes={limits.max_document_bytes}",
+        )
+    state = read_json_document(source.path, limits, stat_result=st)
+    facts = RowFacts(inferred_start=from_epoch_seconds(st.st_mtime_ns / 1e9))
+    facts.census[("file/saved", "", Disposition.METADATA)] += 1
+    return Loaded(source, build_session(state, facts, limits))
