@@ -38,13 +38,14 @@ from bench.copilot_gen import copilot_session
 from bench.cursor_gen import cursor_session
 from bench.gemini_gen import gemini_session
 from bench.grok_gen import grok_session
+from bench.kiro_gen import kiro_session
 from bench.material import Material, Project, ms_of
 from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
 from bench.pi_gen import pi_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider")
+AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider", "kiro")
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -100,6 +101,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "cline": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "copilot": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "aider": ((), 0.01, (0.5, 2.0), 12_000, 400_000, 1.1),
+    "kiro": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -116,6 +118,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "cline": (3_000, 40_000, 1.5),
     "copilot": (3_000, 40_000, 1.5),
     "aider": (3_000, 30_000, 1.1),
+    "kiro": (3_000, 40_000, 1.5),
 }
 
 
@@ -311,6 +314,7 @@ def _write(
         ),
         "copilot": lambda: copilot_session(material, rng, home, project, start, item.target),
         "aider": lambda: aider_session(material, rng, home, project, start, item.target),
+        "kiro": lambda: kiro_session(material, rng, home, project, start, item.target),
     }
     if agent == "opencode":
         assert store is not None

@@ -18,8 +18,10 @@ import functools
 import io
 import json
 import os
+import sqlite3
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -733,6 +735,84 @@ def _grok_updates_write(home: Path, files: dict[str, bytes], _field: bool) -> Ca
     return Case(Agent("grok"), home, [home / ".grok"], folder / "updates.jsonl", {str(good): f"grok-{GROK_G}"})
 
 
+# Kiro CLI: the target conversation's row in `kiro-cli/data.sqlite3` holds the (mutated) ConversationState JSON,
+# beside another conversation that must still load; the good conversation is in the Amazon Q CLI's database.
+def _kiro_state(cid: str) -> dict[str, Any]:
+    env = {"env_state": {"operating_system": "linux", "current_working_directory": "/w", "environment_variables": []}}
+    ask = {
+        "additional_context": "",
+        "env_context": env,
+        "content": {"Prompt": {"prompt": "a question"}},
+        "timestamp": "2026-01-02T10:00:00+00:00",
+        "images": None,
+    }
+    results = {
+        "ToolUseResults": {
+            "tool_use_results": [
+                {"tool_use_id": "tu_1", "content": [{"Text": "out"}, {"Json": {"ok": True}}], "status": "Success"}
+            ]
+        }
+    }
+    tool_use = {
+        "id": "tu_1",
+        "name": "execute_bash",
+        "orig_name": "execute_bash",
+        "args": {"command": "ls"},
+        "orig_args": {"command": "ls"},
+    }
+    meta = {
+        "message_id": "m",
+        "request_start_timestamp_ms": 1767348000500,
+        "stream_end_timestamp_ms": 1767348001000,
+        "model_id": "claude-sonnet-4",
+    }
+    history = [
+        {
+            "user": ask,
+            "assistant": {"ToolUse": {"message_id": "m1", "content": "looking", "tool_uses": [tool_use]}},
+            "request_metadata": meta,
+        },
+        {
+            "user": {**ask, "content": results},
+            "assistant": {"Response": {"message_id": "m2", "content": "an answer"}},
+            "request_metadata": {**meta, "stream_end_timestamp_ms": 1767348002000},
+        },
+    ]
+    return {
+        "conversation_id": cid,
+        "next_message": None,
+        "history": history,
+        "valid_history_range": [0, 2],
+        "transcript": ["> a question", "looking", "an answer"],
+        "latest_summary": None,
+    }
+
+
+def _kiro_db(path: Path, rows: list[tuple[str, bytes]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE conversations_v2 (key TEXT NOT NULL, conversation_id TEXT NOT NULL, value TEXT NOT NULL,"
+            " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (key, conversation_id))"
+        )
+        for cid, value in rows:  # TEXT from bytes: a damaged row may hold invalid UTF-8
+            conn.execute(
+                "INSERT INTO conversations_v2 VALUES ('/w', ?, CAST(? AS TEXT), 1767348000000, 1767348002000)",
+                (cid, value),
+            )
+        conn.commit()
+
+
+def _kiro_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    share = home / ".local" / "share"
+    good = share / "amazon-q" / "data.sqlite3"
+    _kiro_db(good, [("good", json.dumps(_kiro_state("good")).encode())])
+    target = share / "kiro-cli" / "data.sqlite3"
+    _kiro_db(target, [("beside", json.dumps(_kiro_state("beside")).encode()), ("t", files["conversation.json"])])
+    roots = [share / "kiro-cli", share / "amazon-q"]
+    return Case(Agent("kiro"), home, roots, target, {str(good): "kiro-good"}, {"kiro-beside"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -765,6 +845,7 @@ FORMATS: dict[str, Format] = {
             "updates.jsonl": Doc("jsonl", _grok_updates_records()),
             "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
         }, _grok_updates_write),
+        Format("kiro", Agent("kiro"), lambda: {"conversation.json": Doc("json", _kiro_state("t"))}, _kiro_write),
     ]
 }  # fmt: skip
 

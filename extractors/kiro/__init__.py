@@ -60,10 +60,15 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
     return [base / folder for base in (linux, mac) for folder in DATA_FOLDERS]
 
 
+def _is_database(name: str, folders: tuple[str, ...], depth: int) -> bool:
+    return name == db.DATABASE_NAME and (depth == 0 or folders[-1] in DATA_FOLDERS)
+
+
 def discover(root: Path) -> Iterator[Source]:
-    """`data.sqlite3` directly in `root` (stat only). A unit that vanishes while it is listed is skipped and counted,
-    never an error."""
-    found = walk_files(root, lambda name, _f, _d: name == db.DATABASE_NAME, max_depth=0)
+    """`data.sqlite3` directly in `root`, or in its `kiro-cli` / `amazon-q` folder (a root given as the data home,
+    `~/.local/share`, finds both). Stat only. A unit that vanishes while it is listed is skipped and counted, never
+    an error."""
+    found = walk_files(root, _is_database, max_depth=1, skip_dir=lambda name, _f, _d: name not in DATA_FOLDERS)
     for path, _ in found:
         try:
             size, mtime = sqlite_db.fingerprint(Path(path))

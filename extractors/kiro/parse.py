@@ -98,7 +98,7 @@ def _results(body: dict[str, Any], what: str, limits: Limits) -> list[tuple[str,
         if not isinstance(result, dict) or not isinstance(result.get("tool_use_id"), str):
             raise _bad(f"{what}: a tool result without a tool_use_id")
         status = result.get("status")
-        if status not in RESULT_STATUS:
+        if not isinstance(status, str) or status not in RESULT_STATUS:
             raise _unknown(f"{what}: tool result status {status!r} is not one this version reads")
         blocks = result.get("content")
         if not isinstance(blocks, list):
