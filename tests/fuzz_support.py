@@ -813,6 +813,43 @@ def _kiro_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
     return Case(Agent("kiro"), home, roots, target, {str(good): "kiro-good"}, {"kiro-beside"})
 
 
+# Kiro CLI's JSONL session files: `<id>.jsonl` + `<id>.json` in `~/.kiro/sessions/cli`; the good session beside it.
+def _kiro_jsonl_records(text: str) -> list[dict[str, Any]]:
+    use = {"kind": "toolUse", "data": {"toolUseId": "tu_1", "name": "read", "input": {"path": "."}}}
+    result = {
+        "kind": "toolResult",
+        "data": {"toolUseId": "tu_1", "status": "Success", "content": [{"kind": "text", "data": "a.txt"}]},
+    }
+    return [
+        {"kind": "Prompt", "data": {"content": [{"kind": "text", "data": text}], "meta": {"timestamp": 1767348001}}},
+        {"kind": "AssistantMessage", "data": {"content": [{"kind": "text", "data": "looking"}, use]}},
+        {"kind": "ToolResults", "data": {"content": [result]}},
+        {"kind": "AssistantMessage", "data": {"content": [{"kind": "text", "data": "an answer"}]}},
+    ]
+
+
+def _kiro_jsonl_sidecar(sid: str) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "cwd": "/w",
+        "title": "t",
+        "created_at": "2026-01-02T10:00:00Z",
+        "updated_at": "2026-01-02T10:00:09Z",
+    }
+
+
+def _kiro_jsonl_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    cli = home / ".kiro" / "sessions" / "cli"
+    cli.mkdir(parents=True, exist_ok=True)
+    good = cli / "good.jsonl"
+    good.write_bytes(Doc("jsonl", _kiro_jsonl_records("q")).dump())
+    good.with_suffix(".json").write_bytes(Doc("json", _kiro_jsonl_sidecar("good")).dump())
+    target = cli / "t.jsonl"
+    target.write_bytes(files["t.jsonl"])
+    target.with_suffix(".json").write_bytes(files["t.json"])
+    return Case(Agent("kiro"), home, [cli], target, {str(good): "kiro-good"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -846,6 +883,10 @@ FORMATS: dict[str, Format] = {
             "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
         }, _grok_updates_write),
         Format("kiro", Agent("kiro"), lambda: {"conversation.json": Doc("json", _kiro_state("t"))}, _kiro_write),
+        Format("kiro-jsonl", Agent("kiro"), lambda: {
+            "t.jsonl": Doc("jsonl", _kiro_jsonl_records("a question")),
+            "t.json": Doc("json", _kiro_jsonl_sidecar("t")),
+        }, _kiro_jsonl_write),
     ]
 }  # fmt: skip
 

@@ -15,7 +15,7 @@ from typing import Any
 from extractors import kiro
 from extractors.bounded import Limits
 from extractors.errors import RejectCode
-from extractors.model import Disposition, Loaded, Outcome, Rejected, Role, Source
+from extractors.model import Deferred, Disposition, Loaded, Outcome, Rejected, Role, Source
 from extractors.registry import read_source
 
 SCHEMA = (Path(__file__).parent / "agents" / "kiro" / "schema.sql").read_text(encoding="utf-8")
@@ -245,6 +245,7 @@ def test_default_roots_follow_xdg_data_home_and_name_the_macos_folders(tmp_path:
         tmp_path / "xdg" / "amazon-q",
         tmp_path / "Library" / "Application Support" / "kiro-cli",
         tmp_path / "Library" / "Application Support" / "amazon-q",
+        tmp_path / ".kiro" / "sessions" / "cli",
     ]
     assert kiro.default_roots(tmp_path, {})[0] == tmp_path / ".local" / "share" / "kiro-cli"
 
@@ -267,3 +268,74 @@ def test_a_database_of_another_program_is_source_unreadable(tmp_path: Path) -> N
         conn.commit()
     rejected = only(read(path))
     assert rejected.code is RejectCode.SOURCE_UNREADABLE and "conversations_v2" in rejected.detail
+
+
+# ---- the JSONL session files (`~/.kiro/sessions/cli/<id>.jsonl` + `<id>.json`): peer-only shape, strict reader
+def jline(kind: str, *content: dict[str, Any], at: float | None = None) -> str:
+    data: dict[str, Any] = {"content": list(content)}
+    if at is not None:
+        data["meta"] = {"timestamp": at}
+    return json.dumps({"kind": kind, "data": data})
+
+
+def session_files(folder: Path, lines: list[str], *, sidecar: dict[str, Any] | None = None, end: str = "\n") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "0b7d1f0e-0000-4000-8000-000000000001.jsonl"
+    path.write_text("\n".join(lines) + end)
+    if sidecar is not None:
+        path.with_suffix(".json").write_text(json.dumps(sidecar))
+    return path
+
+
+JSONL_LINES = [
+    jline("Prompt", {"kind": "text", "data": "what is in here"}, at=1767348001),
+    jline("AssistantMessage", {"kind": "text", "data": "Looking."},
+          {"kind": "toolUse", "data": {"toolUseId": "tu_1", "name": "read", "input": {"path": "."}}}),
+    jline("ToolResults", {"kind": "toolResult", "data": {"toolUseId": "tu_1", "status": "Success",
+                                                         "content": [{"kind": "text", "data": "a.txt"}]}}),
+    jline("AssistantMessage", {"kind": "text", "data": "One file: a.txt."}),
+]  # fmt: skip
+SIDECAR = {"session_id": "0b7d1f0e-0000-4000-8000-000000000001", "cwd": "/home/u/proj", "title": "Listing",
+           "created_at": "2026-01-02T10:00:00Z", "updated_at": "2026-01-02T10:00:09Z"}  # fmt: skip
+
+
+def test_a_jsonl_session_loads_prompts_answers_and_tool_results(tmp_path: Path) -> None:
+    folder = tmp_path / ".kiro" / "sessions" / "cli"
+    session_files(folder, JSONL_LINES, sidecar=SIDECAR)
+    [source] = list(kiro.discover(folder))
+    session = only(list(read_source(source, Limits())))
+    assert [(t.role, t.text, t.index) for t in session.turns] == [
+        (Role.USER, "what is in here", 0),
+        (Role.ASSISTANT, "Looking.", 1),
+        (Role.ASSISTANT, "One file: a.txt.", 3),
+    ]
+    assert [(c.call_id, c.turn_index, c.output, c.is_error) for c in session.tool_calls] == [
+        ("tu_1", 1, "a.txt", False)
+    ]
+    assert session.session_id == "kiro-0b7d1f0e-0000-4000-8000-000000000001"
+    assert (session.cwd, session.title) == ("/home/u/proj", "Listing")
+    assert session.started_at == datetime(2026, 1, 2, 10, 0, 1, tzinfo=UTC)
+    assert session.census[("line/ToolResults", "", Disposition.TOOL)] == 1
+
+
+def test_an_unknown_line_or_content_kind_in_a_jsonl_session_is_unsupported_format(tmp_path: Path) -> None:
+    folder = tmp_path / ".kiro" / "sessions" / "cli"
+    for odd in (jline("Compaction", {"kind": "text", "data": "x"}), jline("Prompt", {"kind": "image", "data": "x"})):
+        session_files(folder, [*JSONL_LINES, odd], sidecar=SIDECAR)
+        [source] = list(kiro.discover(folder))
+        rejected = only(list(read_source(source, Limits())))
+        assert isinstance(rejected, Rejected) and rejected.code is RejectCode.UNSUPPORTED_FORMAT
+
+
+def test_a_jsonl_session_being_written_is_deferred(tmp_path: Path) -> None:
+    folder = tmp_path / ".kiro" / "sessions" / "cli"
+    session_files(folder, [*JSONL_LINES, '{"kind": "Prom'], sidecar=SIDECAR, end="")
+    [source] = list(kiro.discover(folder))
+    outcome = only(list(read_source(source, Limits())))
+    assert isinstance(outcome, Deferred)
+
+
+def test_jsonl_files_are_discovered_only_in_a_sessions_cli_folder(tmp_path: Path) -> None:
+    session_files(tmp_path / "elsewhere", JSONL_LINES, sidecar=SIDECAR)
+    assert list(kiro.discover(tmp_path / "elsewhere")) == []
+    assert kiro.default_roots(tmp_path, {})[-1] == tmp_path / ".kiro" / "sessions" / "cli"

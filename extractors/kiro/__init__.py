@@ -1,5 +1,6 @@
 """Kiro CLI (the Amazon Q Developer CLI's successor): `data.sqlite3` (SQLite, read-only), one outcome per
-conversation; also a conversation saved with `/save` (the same ConversationState JSON), when given explicitly.
+conversation; Kiro CLI's JSONL session files (`~/.kiro/sessions/cli/<id>.jsonl`, peer-only shape: `jsonl.py`); and a
+conversation saved with `/save` (the same ConversationState JSON), when given explicitly.
 
 Units: each `data.sqlite3` directly in a root (fingerprint = database + `-wal`): Kiro CLI's own data directory and
 the Amazon Q Developer CLI's, whose `conversations` table Kiro CLI inherited. Parse rules: `extractors/kiro/parse.py`;
@@ -12,10 +13,10 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from extractors.bounded import Limits, read_json_document, sqlite_db
+from extractors.bounded import Limits, iter_jsonl, read_json_document, sqlite_db
 from extractors.discovery import skip, walk_files
 from extractors.errors import RejectCode, RejectError
-from extractors.kiro import db
+from extractors.kiro import db, jsonl
 from extractors.kiro.parse import RowFacts, build_session
 from extractors.kiro.tables import AGENT
 from extractors.model import Disposition, Loaded, Outcome, Source
@@ -53,21 +54,27 @@ SPEC = AgentSpec(
 
 def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
     """The Rust `dirs::data_local_dir()` joined with `kiro-cli` / `amazon-q`: `$XDG_DATA_HOME` (default
-    `~/.local/share`) on Linux, `~/Library/Application Support` on macOS. No I/O: the roots need not exist."""
+    `~/.local/share`) on Linux, `~/Library/Application Support` on macOS; and `~/.kiro/sessions/cli` of the JSONL
+    session files. No I/O: the roots need not exist."""
     data_home = env.get("XDG_DATA_HOME")
     linux = Path(data_home) if data_home else home / ".local" / "share"
     mac = home / "Library" / "Application Support"
-    return [base / folder for base in (linux, mac) for folder in DATA_FOLDERS]
+    databases = [base / folder for base in (linux, mac) for folder in DATA_FOLDERS]
+    return [*databases, home / ".kiro" / "sessions" / "cli"]
 
 
 def _is_database(name: str, folders: tuple[str, ...], depth: int) -> bool:
     return name == db.DATABASE_NAME and (depth == 0 or folders[-1] in DATA_FOLDERS)
 
 
+def _is_session_file(name: str, _folders: tuple[str, ...], depth: int) -> bool:
+    return depth == 0 and name.endswith(".jsonl")
+
+
 def discover(root: Path) -> Iterator[Source]:
     """`data.sqlite3` directly in `root`, or in its `kiro-cli` / `amazon-q` folder (a root given as the data home,
-    `~/.local/share`, finds both). Stat only. A unit that vanishes while it is listed is skipped and counted, never
-    an error."""
+    `~/.local/share`, finds both); in a `sessions/cli` folder, each `<id>.jsonl` (with its `<id>.json` in the
+    fingerprint). Stat only. A unit that vanishes while it is listed is skipped and counted, never an error."""
     found = walk_files(root, _is_database, max_depth=1, skip_dir=lambda name, _f, _d: name not in DATA_FOLDERS)
     for path, _ in found:
         try:
@@ -76,6 +83,16 @@ def discover(root: Path) -> Iterator[Source]:
             skip("vanished" if isinstance(exc, FileNotFoundError) else "unreadable", path, exc.strerror or "")
             continue
         yield Source(SPEC.name, str(path), size, mtime, str(root), "database")
+    if root.name != "cli" or root.parent.name != "sessions":
+        return
+    for path, st in walk_files(root, _is_session_file, max_depth=0):
+        size, mtime = st.st_size, st.st_mtime_ns
+        try:
+            side = os.stat(jsonl.sidecar_of(Path(path)))
+            size, mtime = size + side.st_size, max(mtime, side.st_mtime_ns)
+        except OSError:
+            pass  # no sidecar: the file alone
+        yield Source(SPEC.name, str(path), size, mtime, str(root), "jsonl")
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
@@ -84,6 +101,9 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     Raises RejectError / DeferError for a unit that cannot be read at all (see db.read_database)."""
     if source.path.endswith(".json"):
         yield _read_saved(source, limits)
+    elif source.path.endswith(".jsonl"):
+        path = Path(source.path)
+        yield Loaded(source, jsonl.build_jsonl_session(path, iter_jsonl(path, limits), limits))
     else:
         yield from db.read_database(source, limits)
 
