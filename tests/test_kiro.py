@@ -17,6 +17,7 @@ from extractors.bounded import Limits
 from extractors.errors import RejectCode
 from extractors.model import Deferred, Disposition, Loaded, Outcome, Rejected, Role, Source
 from extractors.registry import read_source
+from extractors.spec import Claim
 
 SCHEMA = (Path(__file__).parent / "agents" / "kiro" / "schema.sql").read_text(encoding="utf-8")
 T0 = 1767348000000  # 2026-01-02T10:00:00Z
@@ -339,3 +340,11 @@ def test_jsonl_files_are_discovered_only_in_a_sessions_cli_folder(tmp_path: Path
     session_files(tmp_path / "elsewhere", JSONL_LINES, sidecar=SIDECAR)
     assert list(kiro.discover(tmp_path / "elsewhere")) == []
     assert kiro.default_roots(tmp_path, {})[-1] == tmp_path / ".kiro" / "sessions" / "cli"
+
+
+def test_explicit_paths_are_claimed_only_in_kiros_own_folders(tmp_path: Path) -> None:
+    assert kiro.claims(tmp_path / ".local" / "share" / "kiro-cli" / "data.sqlite3") is Claim.FOLDER
+    assert kiro.claims(tmp_path / ".local" / "share" / "amazon-q" / "data.sqlite3") is Claim.FOLDER
+    assert kiro.claims(tmp_path / ".kiro" / "sessions" / "cli" / "a.jsonl") is Claim.FOLDER
+    assert kiro.claims(tmp_path / "other" / "data.sqlite3") is None
+    assert kiro.claims(tmp_path / "saved.json") is None

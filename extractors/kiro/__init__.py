@@ -28,8 +28,11 @@ DATA_FOLDERS = ("kiro-cli", "amazon-q")
 
 
 def claims(path: Path) -> Claim | None:
-    """`data.sqlite3` inside a `kiro-cli` or `amazon-q` folder is ours; a saved `.json` needs `--format kiro`."""
+    """`data.sqlite3` inside a `kiro-cli` or `amazon-q` folder, a `.jsonl` in `.kiro/sessions/cli`, are ours; a saved
+    `.json` needs `--format kiro`."""
     if path.name == db.DATABASE_NAME and path.parent.name in DATA_FOLDERS:
+        return Claim.FOLDER
+    if path.suffix == ".jsonl" and path.parent.parts[-3:] == (".kiro", "sessions", "cli"):
         return Claim.FOLDER
     return None
 
