@@ -41,6 +41,7 @@ from bench.droid_gen import droid_session
 from bench.gemini_gen import gemini_session
 from bench.goose_gen import GooseStore, goose_session
 from bench.grok_gen import grok_session
+from bench.kiro_gen import kiro_session
 from bench.material import Material, Project, ms_of
 from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
@@ -63,6 +64,7 @@ AGENTS = (
     "qwen",
     "droid",
     "goose",
+    "kiro",
 )
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
@@ -123,6 +125,7 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "qwen": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "droid": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "goose": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "kiro": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -143,6 +146,7 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "qwen": (3_000, 40_000, 1.5),
     "droid": (3_000, 40_000, 1.5),
     "goose": (3_000, 40_000, 1.5),
+    "kiro": (3_000, 40_000, 1.5),
 }
 
 
@@ -346,6 +350,7 @@ def _write(
         "amp": lambda: amp_session(material, rng, home, project, start, item.target),
         "qwen": lambda: qwen_session(material, rng, home, project, start, item.target),
         "droid": lambda: droid_session(material, rng, home, project, start, item.target),
+        "kiro": lambda: kiro_session(material, rng, home, project, start, item.target),
     }
     if agent == "goose":
         assert goose_store is not None

@@ -18,8 +18,10 @@ import functools
 import io
 import json
 import os
+import sqlite3
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -949,6 +951,121 @@ def _goose_legacy_write(home: Path, files: dict[str, bytes], _field: bool) -> Ca
     return Case(Agent("goose"), home, [folder], target, {str(good): "goose-20250101_100000"})
 
 
+# Kiro CLI: the target conversation's row in `kiro-cli/data.sqlite3` holds the (mutated) ConversationState JSON,
+# beside another conversation that must still load; the good conversation is in the Amazon Q CLI's database.
+def _kiro_state(cid: str) -> dict[str, Any]:
+    env = {"env_state": {"operating_system": "linux", "current_working_directory": "/w", "environment_variables": []}}
+    ask = {
+        "additional_context": "",
+        "env_context": env,
+        "content": {"Prompt": {"prompt": "a question"}},
+        "timestamp": "2026-01-02T10:00:00+00:00",
+        "images": None,
+    }
+    results = {
+        "ToolUseResults": {
+            "tool_use_results": [
+                {"tool_use_id": "tu_1", "content": [{"Text": "out"}, {"Json": {"ok": True}}], "status": "Success"}
+            ]
+        }
+    }
+    tool_use = {
+        "id": "tu_1",
+        "name": "execute_bash",
+        "orig_name": "execute_bash",
+        "args": {"command": "ls"},
+        "orig_args": {"command": "ls"},
+    }
+    meta = {
+        "message_id": "m",
+        "request_start_timestamp_ms": 1767348000500,
+        "stream_end_timestamp_ms": 1767348001000,
+        "model_id": "claude-sonnet-4",
+    }
+    history = [
+        {
+            "user": ask,
+            "assistant": {"ToolUse": {"message_id": "m1", "content": "looking", "tool_uses": [tool_use]}},
+            "request_metadata": meta,
+        },
+        {
+            "user": {**ask, "content": results},
+            "assistant": {"Response": {"message_id": "m2", "content": "an answer"}},
+            "request_metadata": {**meta, "stream_end_timestamp_ms": 1767348002000},
+        },
+    ]
+    return {
+        "conversation_id": cid,
+        "next_message": None,
+        "history": history,
+        "valid_history_range": [0, 2],
+        "transcript": ["> a question", "looking", "an answer"],
+        "latest_summary": None,
+    }
+
+
+def _kiro_db(path: Path, rows: list[tuple[str, bytes]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE conversations_v2 (key TEXT NOT NULL, conversation_id TEXT NOT NULL, value TEXT NOT NULL,"
+            " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (key, conversation_id))"
+        )
+        for cid, value in rows:  # TEXT from bytes: a damaged row may hold invalid UTF-8
+            conn.execute(
+                "INSERT INTO conversations_v2 VALUES ('/w', ?, CAST(? AS TEXT), 1767348000000, 1767348002000)",
+                (cid, value),
+            )
+        conn.commit()
+
+
+def _kiro_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    share = home / ".local" / "share"
+    good = share / "amazon-q" / "data.sqlite3"
+    _kiro_db(good, [("good", json.dumps(_kiro_state("good")).encode())])
+    target = share / "kiro-cli" / "data.sqlite3"
+    _kiro_db(target, [("beside", json.dumps(_kiro_state("beside")).encode()), ("t", files["conversation.json"])])
+    roots = [share / "kiro-cli", share / "amazon-q"]
+    return Case(Agent("kiro"), home, roots, target, {str(good): "kiro-good"}, {"kiro-beside"})
+
+
+# Kiro CLI's JSONL session files: `<id>.jsonl` + `<id>.json` in `~/.kiro/sessions/cli`; the good session beside it.
+def _kiro_jsonl_records(text: str) -> list[dict[str, Any]]:
+    use = {"kind": "toolUse", "data": {"toolUseId": "tu_1", "name": "read", "input": {"path": "."}}}
+    result = {
+        "kind": "toolResult",
+        "data": {"toolUseId": "tu_1", "status": "Success", "content": [{"kind": "text", "data": "a.txt"}]},
+    }
+    return [
+        {"kind": "Prompt", "data": {"content": [{"kind": "text", "data": text}], "meta": {"timestamp": 1767348001}}},
+        {"kind": "AssistantMessage", "data": {"content": [{"kind": "text", "data": "looking"}, use]}},
+        {"kind": "ToolResults", "data": {"content": [result]}},
+        {"kind": "AssistantMessage", "data": {"content": [{"kind": "text", "data": "an answer"}]}},
+    ]
+
+
+def _kiro_jsonl_sidecar(sid: str) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "cwd": "/w",
+        "title": "t",
+        "created_at": "2026-01-02T10:00:00Z",
+        "updated_at": "2026-01-02T10:00:09Z",
+    }
+
+
+def _kiro_jsonl_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    cli = home / ".kiro" / "sessions" / "cli"
+    cli.mkdir(parents=True, exist_ok=True)
+    good = cli / "good.jsonl"
+    good.write_bytes(Doc("jsonl", _kiro_jsonl_records("q")).dump())
+    good.with_suffix(".json").write_bytes(Doc("json", _kiro_jsonl_sidecar("good")).dump())
+    target = cli / "t.jsonl"
+    target.write_bytes(files["t.jsonl"])
+    target.with_suffix(".json").write_bytes(files["t.json"])
+    return Case(Agent("kiro"), home, [cli], target, {str(good): "kiro-good"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -990,6 +1107,11 @@ FORMATS: dict[str, Format] = {
         Format("goose-db", Agent("goose"), _goose_docs, _goose_write),
         Format("goose-legacy", Agent("goose"), lambda: {"session.jsonl": Doc("jsonl", _goose_legacy_records())},
                _goose_legacy_write),
+        Format("kiro", Agent("kiro"), lambda: {"conversation.json": Doc("json", _kiro_state("t"))}, _kiro_write),
+        Format("kiro-jsonl", Agent("kiro"), lambda: {
+            "t.jsonl": Doc("jsonl", _kiro_jsonl_records("a question")),
+            "t.json": Doc("json", _kiro_jsonl_sidecar("t")),
+        }, _kiro_jsonl_write),
     ]
 }  # fmt: skip
 

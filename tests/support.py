@@ -41,6 +41,7 @@ SHARED_DIRS: dict[str, Agent] = {
     "qwen": Agent("qwen"),  # no shared fixture folder: the external captures do the work
     "droid": Agent("droid"),  # no shared fixture folder: the external captures do the work
     "goose": Agent("goose"),  # no shared fixture folder: the external captures do the work
+    "kiro": Agent("kiro"),  # no shared fixture folder: the external captures do the work
 }
 
 

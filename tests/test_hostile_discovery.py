@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import sqlite3
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,6 +131,18 @@ def _aider(tmp: Path) -> Layout:
     return Layout(Agent("aider"), root, good, root / "other" / ".aider.chat.history.md")
 
 
+def _kiro(tmp: Path) -> Layout:
+    """The data home given as the root: Kiro CLI's database in `kiro-cli/`, the Amazon Q CLI's in `amazon-q/`."""
+    root = tmp / "share"
+    (root / "kiro-cli").mkdir(parents=True)
+    (root / "amazon-q").mkdir(parents=True)
+    good = root / "kiro-cli" / "data.sqlite3"
+    with closing(sqlite3.connect(good)) as conn:
+        conn.execute("CREATE TABLE conversations (key TEXT PRIMARY KEY, value TEXT)")
+        conn.commit()
+    return Layout(Agent("kiro"), root, good, root / "amazon-q" / "data.sqlite3")
+
+
 def _grok_updates(tmp: Path) -> Layout:
     """Sessions of newer Grok builds: the unit is updates.jsonl (chat_history.jsonl beside the good one)."""
     root = tmp / ".grok"
@@ -193,6 +207,7 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "qwen": _qwen,
     "droid": _droid,
     "goose": _goose,
+    "kiro": _kiro,
 }
 
 
@@ -299,6 +314,8 @@ def test_an_unreadable_folder_is_logged_and_the_rest_is_found(
     assert str(layout.good) in found
     if layout.agent in (Agent("opencode"), Agent("goose")):
         assert discovery.drain_skips() == {}  # databases sit in the root (Goose: or its sessions/): others unlisted
+    elif layout.agent == Agent("kiro"):
+        assert discovery.drain_skips() == {}  # only the `kiro-cli` / `amazon-q` folders are listed, never `blocked`
     else:
         assert discovery.drain_skips() == {"unreadable_folder": 1}
         assert "unreadable_folder" in caplog.text and str(blocked) in caplog.text
