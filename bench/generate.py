@@ -31,20 +31,41 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.aider_gen import aider_session
+from bench.amp_gen import amp_session
 from bench.claude_gen import claude_session
 from bench.cline_gen import cline_session
 from bench.codex_gen import codex_session
 from bench.copilot_gen import copilot_session
 from bench.cursor_gen import cursor_session
+from bench.droid_gen import droid_session
 from bench.gemini_gen import gemini_session
+from bench.goose_gen import GooseStore, goose_session
 from bench.grok_gen import grok_session
+from bench.kiro_gen import kiro_session
 from bench.material import Material, Project, ms_of
 from bench.opencode_gen import OpenCodeStore, opencode_session
 from bench.output import Written
 from bench.pi_gen import pi_session
+from bench.qwen_gen import qwen_session
 
 MB = 1_000_000
-AGENTS = ("claude", "codex", "grok", "gemini", "opencode", "cursor", "copilot", "pi", "cline", "aider")
+AGENTS = (
+    "claude",
+    "codex",
+    "grok",
+    "gemini",
+    "opencode",
+    "cursor",
+    "copilot",
+    "pi",
+    "cline",
+    "aider",
+    "amp",
+    "qwen",
+    "droid",
+    "goose",
+    "kiro",
+)
 START = datetime(2025, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 150  # sessions are spread over Nov 2025 .. Mar 2026 (Claude CLI v2.0.64 .. v2.1.63)
 MANIFEST = "bench-corpus.json"
@@ -100,6 +121,11 @@ SHAPES: dict[str, tuple[tuple[int, ...], float, tuple[float, float], int, int, f
     "cline": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "copilot": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
     "aider": ((), 0.01, (0.5, 2.0), 12_000, 400_000, 1.1),
+    "amp": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.3),
+    "qwen": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "droid": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "goose": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
+    "kiro": ((), 0.02, (1.0, 4.0), 16_000, 700_000, 1.5),
 }
 
 
@@ -116,6 +142,11 @@ SMALL_SHAPES: dict[str, tuple[int, int, float]] = {
     "cline": (3_000, 40_000, 1.5),
     "copilot": (3_000, 40_000, 1.5),
     "aider": (3_000, 30_000, 1.1),
+    "amp": (3_000, 40_000, 1.3),
+    "qwen": (3_000, 40_000, 1.5),
+    "droid": (3_000, 40_000, 1.5),
+    "goose": (3_000, 40_000, 1.5),
+    "kiro": (3_000, 40_000, 1.5),
 }
 
 
@@ -236,10 +267,11 @@ def generate(
         stats = summary.agents.setdefault(agent, AgentSummary())
         mid_sizes: list[tuple[int, str]] = []
         store = OpenCodeStore(out) if agent == "opencode" else None
+        goose_store = GooseStore(out) if agent == "goose" else None
         while (item := plan.next(stats.bytes_sources)) is not None:
             rng = random.Random(f"{seed}/{agent}/{item.index}")
             project = rng.choices(projects, weights=weights)[0]
-            for number, w in enumerate(_write(material, rng, out, project, item, agent, store, shape)):
+            for number, w in enumerate(_write(material, rng, out, project, item, agent, store, shape, goose_store)):
                 stats.sessions += 1 if number == 0 else 0
                 stats.files += len(w.files)
                 stats.bytes_sources += w.bytes_sources
@@ -254,6 +286,9 @@ def generate(
             stats.bytes_sources = store.close() + store.legacy_bytes
             stats.files = 1 + store.legacy_files
             stats.expected_duplicates = store.duplicates
+        if goose_store is not None:  # the database's real size, as for OpenCode
+            stats.bytes_sources = goose_store.close()
+            stats.files = 1
         if agent == "claude" and mid_sizes:
             summary.append_candidate = sorted(mid_sizes)[len(mid_sizes) // 2][1]
     summary.seconds = round(time.monotonic() - started, 2)
@@ -270,6 +305,7 @@ def _write(
     agent: str,
     store: OpenCodeStore | None = None,
     shape: str = "mixed",
+    goose_store: GooseStore | None = None,
 ) -> list[Written]:
     start = item.start_ms
     small = shape == "small"
@@ -311,7 +347,14 @@ def _write(
         ),
         "copilot": lambda: copilot_session(material, rng, home, project, start, item.target),
         "aider": lambda: aider_session(material, rng, home, project, start, item.target),
+        "amp": lambda: amp_session(material, rng, home, project, start, item.target),
+        "qwen": lambda: qwen_session(material, rng, home, project, start, item.target),
+        "droid": lambda: droid_session(material, rng, home, project, start, item.target),
+        "kiro": lambda: kiro_session(material, rng, home, project, start, item.target),
     }
+    if agent == "goose":
+        assert goose_store is not None
+        return goose_session(goose_store, material, rng, project, start, item.target, item.index)
     if agent == "opencode":
         assert store is not None
         return opencode_session(store, material, rng, project, start, item.target, item.index, ms_of(START))

@@ -30,6 +30,7 @@ for key in (
     "TRANSCRIPTS_CONFIG",
     "TRANSCRIPTS_DATA_DIR",
     "AIDER_CHAT_HISTORY_FILE",
+    "GOOSE_PATH_ROOT",
 ):
     os.environ.pop(key, None)
 # Aider's run headers are local times without a zone, read in the machine's zone (docs/agents/aider.md "Times"): the

@@ -18,8 +18,10 @@ import functools
 import io
 import json
 import os
+import sqlite3
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -32,6 +34,7 @@ from extractors.bounded import Limits
 from extractors.errors import DeferError, RejectError
 from extractors.model import Agent, Deferred, Loaded, Outcome, Rejected, Source
 from extractors.registry import extractor
+from tests import goose_support as gs
 from tests import opencode_support as oc
 from tests.claude_records import assistant, text, user
 from tests.corpus import codex_rollout, grok_session
@@ -733,6 +736,336 @@ def _grok_updates_write(home: Path, files: dict[str, bytes], _field: bool) -> Ca
     return Case(Agent("grok"), home, [home / ".grok"], folder / "updates.jsonl", {str(good): f"grok-{GROK_G}"})
 
 
+# Amp: `~/.local/share/amp/threads/T-<id>.json`, one JSON document per thread; the good session is another thread.
+AMP_T, AMP_G = "T-019b8a00-0000-7000-8000-00000000f0f1", "T-019b8a00-0000-7000-8000-00000000f0f2"
+
+
+def _amp_thread(tid: str) -> dict[str, Any]:
+    usage = {
+        "model": "gpt-5",
+        "inputTokens": 0,
+        "outputTokens": 5,
+        "cacheCreationInputTokens": 30,
+        "cacheReadInputTokens": 10,
+        "totalInputTokens": 40,
+        "timestamp": "2026-01-02T10:00:03Z",
+    }
+    return {"v": 9, "id": tid, "created": 1767348000000, "title": "fuzz",
+            "env": {"initial": {"trees": [{"displayName": "w", "uri": "file:///w"}]}},
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "list files"}],
+                 "meta": {"sentAt": 1767348001000}},
+                {"role": "assistant", "usage": usage, "content": [
+                    {"type": "thinking", "thinking": "plan"}, {"type": "text", "text": "Listing."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"cmd": "ls"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "toolUseID": "toolu_1",
+                                              "run": {"status": "done", "result": {"output": "a.txt"}}}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "One file."}], "usage": usage},
+            ],
+            "meta": {"traces": [{"name": "inference", "endTime": "2026-01-02T10:00:04Z"}]}}  # fmt: skip
+
+
+def _amp_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".local" / "share" / "amp" / "threads"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / f"{AMP_G}.json"
+    good.write_bytes(Doc("json", _amp_thread(AMP_G)).dump())
+    target = folder / f"{AMP_T}.json"
+    target.write_bytes(files["thread.json"])
+    return Case(Agent("amp"), home, [folder], target, {str(good): f"amp-{AMP_G}"})
+
+
+# Qwen Code: `projects/<cwd>/chats/<sessionId>.jsonl` (a hook context part, a tool call and its result, a rewind
+# record); the good session is another chat file beside it.
+QWEN_T, QWEN_G = "77777777-2222-4333-8444-5555555555a1", "aaaaaaaa-0000-4000-8000-0000000000a2"
+
+
+def _qwen_records(sid: str) -> list[Any]:
+    def rec(uuid: str, parent: str | None, kind: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": sid,
+            "timestamp": "2026-02-10T21:00:00.000Z",
+            "type": kind,
+            "cwd": "/w",
+            "version": "0.24.4",
+            **fields,
+        }
+
+    return [
+        rec("u1", None, "user", message={"role": "user", "parts": [
+            {"text": "a question"},
+            {"text": "<qwen:user-prompt-submit-context>\nhook\n</qwen:user-prompt-submit-context>"}]},
+            systemPayload={"displayText": "a question", "hookContext": "hook"}),
+        rec("a1", "u1", "assistant", model="qwen3-coder-plus", message={"role": "model", "parts": [
+            {"text": "thinking", "thought": True}, {"text": "an answer"},
+            {"functionCall": {"id": "c1", "name": "read_file", "args": {"path": "a"}}}]},
+            usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 2, "cachedContentTokenCount": 1}),
+        rec("t1", "a1", "tool_result", message={"role": "user", "parts": [
+            {"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "x"}}}]},
+            toolCallResult={"callId": "c1", "status": "success"}),
+        rec("r1", "t1", "system", subtype="rewind", systemPayload={"truncatedCount": 1}),
+        rec("a2", "r1", "assistant", message={"role": "model", "parts": [{"text": "done"}]}),
+    ]  # fmt: skip
+
+
+def _qwen_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    chats = home / ".qwen" / "projects" / "-w" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    good = chats / f"{QWEN_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _qwen_records(QWEN_G)).dump())
+    target = chats / f"{QWEN_T}.jsonl"
+    target.write_bytes(files["chat.jsonl"])
+    return Case(Agent("qwen"), home, [home / ".qwen" / "projects"], target, {str(good): f"qwen-{QWEN_G}"})
+
+
+# Factory Droid: `~/.factory/sessions/<cwd slug>/<id>.jsonl` + `<id>.settings.json` (read with it); the good session
+# is another file in the same folder.
+DROID_T = "5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d"
+DROID_G = "5d0c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1caa"
+
+
+def _droid_records(sid: str) -> list[Any]:
+    def message(n: int, role: str, content: Any) -> dict[str, Any]:
+        return {"type": "message", "id": f"m{n}", "timestamp": f"2026-03-02T09:00:0{n}.000Z",
+                "message": {"role": role, "content": content}}  # fmt: skip
+
+    return [
+        {"type": "session_start", "id": sid, "title": "t", "owner": "u", "version": 2, "cwd": "/w"},
+        message(1, "user", [{"type": "text", "text": "<system-reminder>ctx</system-reminder>"},
+                            {"type": "text", "text": "a question"}]),
+        message(2, "assistant", [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "an answer"},
+                                 {"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "a"}}]),
+        message(3, "user", [{"type": "tool_result", "tool_use_id": "c1", "content": "x", "is_error": False}]),
+        {"type": "todo_state", "id": "t1", "todos": []},
+    ]  # fmt: skip
+
+
+def _droid_settings() -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-5", "tokenUsage": {"inputTokens": 3, "outputTokens": 2, "cacheReadTokens": 1}}
+
+
+def _droid_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".factory" / "sessions" / "-w"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / f"{DROID_G}.jsonl"
+    good.write_bytes(Doc("jsonl", _droid_records(DROID_G)).dump())
+    target = folder / f"{DROID_T}.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    (folder / f"{DROID_T}.settings.json").write_bytes(files["settings.json"])
+    return Case(Agent("droid"), home, [home / ".factory" / "sessions"], target, {str(good): f"droid-{DROID_G}"})
+
+
+# Goose sessions.db: the target session's content_json / metadata_json hold the (mutated) JSON; a second session in
+# the same database must still load after a field mutation; the good session is in another root's database.
+def _goose_docs() -> dict[str, Doc]:
+    call = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "ls"}}}
+    result = {"status": "success", "value": {"content": [{"type": "text", "text": "a.txt"}]}}
+    rows = {
+        "u": [gs.text("a question")],
+        "a": [{"type": "thinking", "thinking": "t"}, {"type": "toolRequest", "id": "c1", "toolCall": call}],
+        "r": [{"type": "toolResponse", "id": "c1", "toolResult": result}],
+        "z": [gs.text("an answer")],
+        "meta": {"userVisible": True, "agentVisible": True},
+    }
+    return {"rows": Doc("json", rows)}
+
+
+@functools.cache
+def _goose_db_bytes(sid: str, exchanges: int) -> bytes:
+    """A database holding one session, as bytes (built once)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sessions.db"
+        conn = gs.create_db(path)
+        gs.add_session(conn, sid)
+        gs.add_exchange(conn, sid, exchanges)
+        conn.close()
+        return path.read_bytes()
+
+
+def _goose_write(home: Path, files: dict[str, bytes], field_mutation: bool) -> Case:
+    root = home / ".local" / "share" / "goose" / "sessions"
+    good_root = home / "goose-good"
+    for folder in (root, good_root):
+        folder.mkdir(parents=True, exist_ok=True)
+    (good_root / "sessions.db").write_bytes(_goose_db_bytes("good", 2))
+    good = {str(good_root / "sessions.db"): "goose-good"}
+    target = root / "sessions.db"
+    raw = files["rows"]
+    if not field_mutation:  # the bytes of the database file itself, spliced into a real one half the time
+        real = _goose_db_bytes("t", 1)
+        at = (len(raw) * 37) % len(real)
+        target.write_bytes(raw if len(raw) % 2 else real[:at] + raw + real[at + len(raw) :])
+        return Case(Agent("goose"), home, [root, good_root], target, good)
+    conn = gs.create_db(target)
+    gs.add_session(conn, "beside")
+    gs.add_exchange(conn, "beside", 1)
+    gs.add_session(conn, "t")
+    try:
+        rows = json.loads(raw.decode("utf-8", "surrogatepass"))
+        texts = {k: json.dumps(v) for k, v in rows.items()} if isinstance(rows, dict) else None
+    except (ValueError, RecursionError):
+        texts = None
+    if texts is None:  # the mutation broke the row map itself: the hostile text is one row's content
+        texts = {"u": raw.decode("utf-8", "surrogateescape")}
+    meta = texts.pop("meta", None)
+    for key, data in texts.items():
+        role = "assistant" if key in ("a", "z") else "user"
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+            " VALUES ('t', ?, CAST(? AS TEXT), ?, CAST(? AS TEXT))",
+            (
+                role,
+                data.encode("utf-8", "surrogateescape"),
+                gs.T0,
+                meta.encode("utf-8", "surrogateescape") if meta else None,
+            ),
+        )
+    conn.close()
+    return Case(Agent("goose"), home, [root, good_root], target, good, {"goose-beside"})
+
+
+# Goose legacy JSONL: `<id>.jsonl` beside where sessions.db would be (no database here); the good session is another
+# file in the same folder.
+def _goose_legacy_records() -> list[dict[str, Any]]:
+    call = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "ls"}}}
+    return [
+        {"working_dir": "/w", "description": "a title", "accumulated_input_tokens": 10},
+        {"role": "user", "created": gs.T0, "content": [gs.text("a question")]},
+        {"role": "assistant", "created": gs.T0 + 1, "content": [{"type": "toolRequest", "id": "c1", "toolCall": call}]},
+        {"role": "user", "created": gs.T0 + 2, "content": [{"type": "toolResponse", "id": "c1", "toolResult": {}}]},
+        {"role": "assistant", "created": gs.T0 + 3, "content": [gs.text("an answer")]},
+    ]
+
+
+def _goose_legacy_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    folder = home / ".local" / "share" / "goose" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / "20250101_100000.jsonl"
+    good.write_bytes(Doc("jsonl", _goose_legacy_records()).dump())
+    target = folder / "20250101_110000.jsonl"
+    target.write_bytes(files["session.jsonl"])
+    return Case(Agent("goose"), home, [folder], target, {str(good): "goose-20250101_100000"})
+
+
+# Kiro CLI: the target conversation's row in `kiro-cli/data.sqlite3` holds the (mutated) ConversationState JSON,
+# beside another conversation that must still load; the good conversation is in the Amazon Q CLI's database.
+def _kiro_state(cid: str) -> dict[str, Any]:
+    env = {"env_state": {"operating_system": "linux", "current_working_directory": "/w", "environment_variables": []}}
+    ask = {
+        "additional_context": "",
+        "env_context": env,
+        "content": {"Prompt": {"prompt": "a question"}},
+        "timestamp": "2026-01-02T10:00:00+00:00",
+        "images": None,
+    }
+    results = {
+        "ToolUseResults": {
+            "tool_use_results": [
+                {"tool_use_id": "tu_1", "content": [{"Text": "out"}, {"Json": {"ok": True}}], "status": "Success"}
+            ]
+        }
+    }
+    tool_use = {
+        "id": "tu_1",
+        "name": "execute_bash",
+        "orig_name": "execute_bash",
+        "args": {"command": "ls"},
+        "orig_args": {"command": "ls"},
+    }
+    meta = {
+        "message_id": "m",
+        "request_start_timestamp_ms": 1767348000500,
+        "stream_end_timestamp_ms": 1767348001000,
+        "model_id": "claude-sonnet-4",
+    }
+    history = [
+        {
+            "user": ask,
+            "assistant": {"ToolUse": {"message_id": "m1", "content": "looking", "tool_uses": [tool_use]}},
+            "request_metadata": meta,
+        },
+        {
+            "user": {**ask, "content": results},
+            "assistant": {"Response": {"message_id": "m2", "content": "an answer"}},
+            "request_metadata": {**meta, "stream_end_timestamp_ms": 1767348002000},
+        },
+    ]
+    return {
+        "conversation_id": cid,
+        "next_message": None,
+        "history": history,
+        "valid_history_range": [0, 2],
+        "transcript": ["> a question", "looking", "an answer"],
+        "latest_summary": None,
+    }
+
+
+def _kiro_db(path: Path, rows: list[tuple[str, bytes]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE conversations_v2 (key TEXT NOT NULL, conversation_id TEXT NOT NULL, value TEXT NOT NULL,"
+            " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (key, conversation_id))"
+        )
+        for cid, value in rows:  # TEXT from bytes: a damaged row may hold invalid UTF-8
+            conn.execute(
+                "INSERT INTO conversations_v2 VALUES ('/w', ?, CAST(? AS TEXT), 1767348000000, 1767348002000)",
+                (cid, value),
+            )
+        conn.commit()
+
+
+def _kiro_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    share = home / ".local" / "share"
+    good = share / "amazon-q" / "data.sqlite3"
+    _kiro_db(good, [("good", json.dumps(_kiro_state("good")).encode())])
+    target = share / "kiro-cli" / "data.sqlite3"
+    _kiro_db(target, [("beside", json.dumps(_kiro_state("beside")).encode()), ("t", files["conversation.json"])])
+    roots = [share / "kiro-cli", share / "amazon-q"]
+    return Case(Agent("kiro"), home, roots, target, {str(good): "kiro-good"}, {"kiro-beside"})
+
+
+# Kiro CLI's JSONL session files: `<id>.jsonl` + `<id>.json` in `~/.kiro/sessions/cli`; the good session beside it.
+def _kiro_jsonl_records(text: str) -> list[dict[str, Any]]:
+    use = {"kind": "toolUse", "data": {"toolUseId": "tu_1", "name": "read", "input": {"path": "."}}}
+    result = {
+        "kind": "toolResult",
+        "data": {"toolUseId": "tu_1", "status": "Success", "content": [{"kind": "text", "data": "a.txt"}]},
+    }
+    return [
+        {"kind": "Prompt", "data": {"content": [{"kind": "text", "data": text}], "meta": {"timestamp": 1767348001}}},
+        {"kind": "AssistantMessage", "data": {"content": [{"kind": "text", "data": "looking"}, use]}},
+        {"kind": "ToolResults", "data": {"content": [result]}},
+        {"kind": "AssistantMessage", "data": {"content": [{"kind": "text", "data": "an answer"}]}},
+    ]
+
+
+def _kiro_jsonl_sidecar(sid: str) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "cwd": "/w",
+        "title": "t",
+        "created_at": "2026-01-02T10:00:00Z",
+        "updated_at": "2026-01-02T10:00:09Z",
+    }
+
+
+def _kiro_jsonl_write(home: Path, files: dict[str, bytes], _field: bool) -> Case:
+    cli = home / ".kiro" / "sessions" / "cli"
+    cli.mkdir(parents=True, exist_ok=True)
+    good = cli / "good.jsonl"
+    good.write_bytes(Doc("jsonl", _kiro_jsonl_records("q")).dump())
+    good.with_suffix(".json").write_bytes(Doc("json", _kiro_jsonl_sidecar("good")).dump())
+    target = cli / "t.jsonl"
+    target.write_bytes(files["t.jsonl"])
+    target.with_suffix(".json").write_bytes(files["t.json"])
+    return Case(Agent("kiro"), home, [cli], target, {str(good): "kiro-good"})
+
+
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
@@ -765,6 +1098,20 @@ FORMATS: dict[str, Format] = {
             "updates.jsonl": Doc("jsonl", _grok_updates_records()),
             "summary.json": Doc("json", {"info": {"id": GROK_U}, "created_at": "2026-07-31T10:13:27.574131Z"}),
         }, _grok_updates_write),
+        Format("amp", Agent("amp"), lambda: {"thread.json": Doc("json", _amp_thread(AMP_T))}, _amp_write),
+        Format("qwen", Agent("qwen"), lambda: {"chat.jsonl": Doc("jsonl", _qwen_records(QWEN_T))}, _qwen_write),
+        Format("droid", Agent("droid"), lambda: {
+            "session.jsonl": Doc("jsonl", _droid_records(DROID_T)),
+            "settings.json": Doc("json", _droid_settings()),
+        }, _droid_write),
+        Format("goose-db", Agent("goose"), _goose_docs, _goose_write),
+        Format("goose-legacy", Agent("goose"), lambda: {"session.jsonl": Doc("jsonl", _goose_legacy_records())},
+               _goose_legacy_write),
+        Format("kiro", Agent("kiro"), lambda: {"conversation.json": Doc("json", _kiro_state("t"))}, _kiro_write),
+        Format("kiro-jsonl", Agent("kiro"), lambda: {
+            "t.jsonl": Doc("jsonl", _kiro_jsonl_records("a question")),
+            "t.json": Doc("json", _kiro_jsonl_sidecar("t")),
+        }, _kiro_jsonl_write),
     ]
 }  # fmt: skip
 

@@ -37,6 +37,11 @@ SHARED_DIRS: dict[str, Agent] = {
     "copilot": Agent("copilot"),
     "aider": Agent("aider"),
     "claude-ai": Agent("claude_ai"),  # no shared fixture folder: the external captures do the work
+    "amp": Agent("amp"),  # no shared fixture folder and no real capture found (tests/agents/amp/real_captures.toml)
+    "qwen": Agent("qwen"),  # no shared fixture folder: the external captures do the work
+    "droid": Agent("droid"),  # no shared fixture folder: the external captures do the work
+    "goose": Agent("goose"),  # no shared fixture folder: the external captures do the work
+    "kiro": Agent("kiro"),  # no shared fixture folder: the external captures do the work
 }
 
 

@@ -33,6 +33,8 @@ ALL = {
     "copilot": 0.1,
     "cline": 0.1,
     "aider": 0.1,
+    "amp": 0.1,
+    "kiro": 0.1,
 }
 
 
@@ -131,8 +133,9 @@ def test_every_generated_session_loads(tmp_path: Path, agent: Agent) -> None:
     if agent != Agent("aider"):  # Aider records no tool calls: edits are in the reply (docs/agents/aider.md "Lines")
         assert any(s.tool_calls for s in sessions)
     # Cursor's transcripts have no token counts; Grok's come from updates.jsonl, which newer builds write
-    # (docs/agents/grok.md "Token usage"), and older ones (chat_history.jsonl only) have none.
-    if agent != Agent("cursor"):
+    # (docs/agents/grok.md "Token usage"), and older ones (chat_history.jsonl only) have none. Kiro CLI's
+    # conversation state has none the reader can confirm (docs/agents/kiro.md "Tokens").
+    if agent not in (Agent("cursor"), Agent("kiro")):
         assert any(s.usage for s in sessions)
     if agent == Agent("grok"):
         assert any(not s.usage for s in sessions), "the generator writes sessions of older builds too"

@@ -234,7 +234,9 @@ def test_failure_in_pass_two_keeps_nothing_of_the_source(
         return real_stage(*args)
 
     monkeypatch.setattr(batch, "stage_tables", counted_stage)
-    monkeypatch.setattr(etl, "extraction_pool", lambda workers, apart=False, log=None: contextlib.nullcontext(None))  # spies
+    monkeypatch.setattr(
+        etl, "extraction_pool", lambda workers, apart=False, log=None: contextlib.nullcontext(None)
+    )  # spies
     data = tmp_path / "data"
     big_only = dataclasses.replace(STREAMED, stream_source_bytes=2000)
     run_etl(settings_for(home, data, big_only), as_tasks=False)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import sqlite3
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ from extractors.registry import extractor, read_source
 from flows.etl.pipeline import discover
 from flows.etl.settings import load_settings
 from tests.corpus import S1, S2, claude_exchange, write_session
+from tests.goose_support import add_exchange as goose_exchange
+from tests.goose_support import add_session as goose_session
+from tests.goose_support import create_db as goose_db
 from tests.opencode_support import add_exchange, add_session, create_db
 from tests.support import SETTLED
 
@@ -126,6 +131,18 @@ def _aider(tmp: Path) -> Layout:
     return Layout(Agent("aider"), root, good, root / "other" / ".aider.chat.history.md")
 
 
+def _kiro(tmp: Path) -> Layout:
+    """The data home given as the root: Kiro CLI's database in `kiro-cli/`, the Amazon Q CLI's in `amazon-q/`."""
+    root = tmp / "share"
+    (root / "kiro-cli").mkdir(parents=True)
+    (root / "amazon-q").mkdir(parents=True)
+    good = root / "kiro-cli" / "data.sqlite3"
+    with closing(sqlite3.connect(good)) as conn:
+        conn.execute("CREATE TABLE conversations (key TEXT PRIMARY KEY, value TEXT)")
+        conn.commit()
+    return Layout(Agent("kiro"), root, good, root / "amazon-q" / "data.sqlite3")
+
+
 def _grok_updates(tmp: Path) -> Layout:
     """Sessions of newer Grok builds: the unit is updates.jsonl (chat_history.jsonl beside the good one)."""
     root = tmp / ".grok"
@@ -136,6 +153,42 @@ def _grok_updates(tmp: Path) -> Layout:
     good.write_text("{}\n")
     (bucket / "s1" / "chat_history.jsonl").write_text("{}\n")
     return Layout(Agent("grok"), root, good, bucket / "s2" / "updates.jsonl")
+
+
+def _amp(tmp: Path) -> Layout:
+    root = tmp / ".local" / "share" / "amp"  # the threads' parent: a root above the threads folder is walked too
+    (root / "threads").mkdir(parents=True)
+    good = root / "threads" / "T-019b8a00-0000-7000-8000-000000000001.json"
+    good.write_text("{}")
+    return Layout(Agent("amp"), root, good, root / "threads" / "T-019b8a00-0000-7000-8000-000000000002.json")
+
+
+def _qwen(tmp: Path) -> Layout:
+    root = tmp / ".qwen" / "projects"
+    chats = root / "-home-u" / "chats"
+    chats.mkdir(parents=True)
+    good = chats / "aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("qwen"), root, good, chats / f"{UUID2}.jsonl")
+
+
+def _droid(tmp: Path) -> Layout:
+    root = tmp / ".factory" / "sessions"
+    folder = root / "-home-u"
+    folder.mkdir(parents=True)
+    good = folder / "aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    good.write_text("{}\n")
+    return Layout(Agent("droid"), root, good, folder / f"{UUID2}.jsonl")
+
+
+def _goose(tmp: Path) -> Layout:
+    """Goose's data folder given as the root: sessions.db in its `sessions/` (or, the odd one, directly in it)."""
+    root = tmp / "goose"
+    conn = goose_db(root / "sessions" / "sessions.db")
+    goose_session(conn, "s1")
+    goose_exchange(conn, "s1", 1)
+    conn.close()
+    return Layout(Agent("goose"), root, root / "sessions" / "sessions.db", root / "sessions.db")
 
 
 LAYOUTS: dict[str, Callable[[Path], Layout]] = {
@@ -150,6 +203,11 @@ LAYOUTS: dict[str, Callable[[Path], Layout]] = {
     "copilot": _copilot,
     "aider": _aider,
     "grok-updates": _grok_updates,
+    "amp": _amp,
+    "qwen": _qwen,
+    "droid": _droid,
+    "goose": _goose,
+    "kiro": _kiro,
 }
 
 
@@ -254,8 +312,10 @@ def test_an_unreadable_folder_is_logged_and_the_rest_is_found(
     monkeypatch.setattr(os, "scandir", refuse)
     found = listed(layout)
     assert str(layout.good) in found
-    if layout.agent == Agent("opencode"):
-        assert discovery.drain_skips() == {}  # databases sit directly in the root: a subfolder is never listed
+    if layout.agent in (Agent("opencode"), Agent("goose")):
+        assert discovery.drain_skips() == {}  # databases sit in the root (Goose: or its sessions/): others unlisted
+    elif layout.agent == Agent("kiro"):
+        assert discovery.drain_skips() == {}  # only the `kiro-cli` / `amazon-q` folders are listed, never `blocked`
     else:
         assert discovery.drain_skips() == {"unreadable_folder": 1}
         assert "unreadable_folder" in caplog.text and str(blocked) in caplog.text

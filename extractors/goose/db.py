@@ -1,0 +1,191 @@
+"""Reading Goose's `sessions.db`: one read-only snapshot, one outcome per session (docs/agents/goose.md).
+
+Opened through `extractors.bounded.sqlite_db` (read-only, confined, WAL handled without a byte written beside it,
+everything in one read transaction). Every statement is fixed text with bound values; the only variable SQL is a
+column name or `NULL AS <name>`, chosen from the fixed tables in `extractors/goose/tables.py` after reading the
+schema, since columns drift between versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from extractors.bounded import Limits, parse_json
+from extractors.bounded.sqlite_db import ReadOnlyDb, open_readonly
+from extractors.errors import RejectCode, RejectError
+from extractors.goose.parse import LedgerRow, MessageRow, SessionRow, build_session, session_id_of
+from extractors.goose.tables import LEDGER_COLUMNS, OPTIONAL_SESSION, REQUIRED
+from extractors.model import Loaded, Outcome, Rejected, Source
+
+DATABASE_NAME = "sessions.db"
+
+
+def check_schema(db: ReadOnlyDb) -> dict[str, frozenset[str]]:
+    """The columns of each table read; raises RejectError(unsupported_format) naming what is missing.
+
+    docs/agents/goose.md "Schema versions": a database without a required table or column is a Goose version (or
+    a fork) this reader does not know; it is one counted rejection, never a guess.
+    """
+    missing: list[str] = []
+    found: dict[str, frozenset[str]] = {}
+    for table, needed in REQUIRED.items():
+        columns = db.table_columns(table)
+        if columns is None:
+            missing.append(f"table {table}")
+            continue
+        missing.extend(f"{table}.{c}" for c in needed if c not in columns)
+        found[table] = columns
+    if missing:
+        raise RejectError(
+            RejectCode.UNSUPPORTED_FORMAT, f"not a Goose sessions.db this reads: missing {', '.join(missing)}"
+        )
+    ledger = db.table_columns("usage_ledger")
+    if ledger is not None and all(c in ledger for c in LEDGER_COLUMNS):
+        found["usage_ledger"] = ledger
+    return found
+
+
+def _select(names: tuple[str, ...], present: frozenset[str]) -> str:
+    return ", ".join(n if n in present else f"NULL AS {n}" for n in names)
+
+
+def _schema_version(db: ReadOnlyDb) -> str:
+    """`schema_version`'s highest version as `v<n>` (the writer version of the census), "" when it has none."""
+    columns = db.table_columns("schema_version")
+    if columns is None or "version" not in columns:
+        return ""
+    row = db.one("SELECT max(version) FROM schema_version")
+    return f"v{row[0]}" if row and isinstance(row[0], int) else ""
+
+
+def read_database(source: Source, limits: Limits) -> Iterator[Outcome]:
+    """One outcome per session row, plus one rejection per group of messages whose session row is missing.
+
+    Raises RejectError(source_unreadable | unsupported_format | limit_exceeded) for the whole database, and
+    DeferError when it is locked or moves while read.
+    """
+    root = Path(source.root) if source.root else Path(source.path).parent
+    with open_readonly(source.path, root, limits) as db:
+        tables = check_schema(db)
+        version = _schema_version(db)
+        session_sql = (
+            f"SELECT {', '.join(REQUIRED['sessions'])}, {_select(OPTIONAL_SESSION, tables['sessions'])}"
+            " FROM sessions ORDER BY created_at, id"
+        )
+        names = (*REQUIRED["sessions"], *OPTIONAL_SESSION)
+        rows = [dict(zip(names, raw, strict=True)) for raw in db.rows(session_sql)]
+        for columns in rows:
+            outcome = _read_session(db, source, columns, tables, version, limits)
+            db.verify_unchanged()
+            yield outcome
+        orphans = db.rows(
+            "SELECT session_id, count(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
+            " GROUP BY session_id ORDER BY session_id"
+        )
+        for session_id, count in orphans:
+            yield Rejected(
+                source,
+                RejectCode.INCONSISTENT_SOURCE,
+                f"{count} message rows refer to session {session_id!r}, which has no row in the sessions table",
+                session_hint=session_id_of(str(session_id)),
+            )
+
+
+def _read_session(
+    db: ReadOnlyDb,
+    source: Source,
+    columns: dict[str, Any],
+    tables: dict[str, frozenset[str]],
+    version: str,
+    limits: Limits,
+) -> Outcome:
+    native = columns["id"]
+    try:
+        if not isinstance(native, str) or not native:
+            raise RejectError(RejectCode.BAD_SHAPE, f"session id {native!r} is not text")
+        _check_size(db, native, "metadata_json" in tables["messages"], limits)
+        config = columns.get("model_config_json")
+        if isinstance(config, str):
+            try:
+                columns["model_config_json"] = parse_json(config.encode("utf-8", "surrogatepass"))
+            except RejectError:
+                columns["model_config_json"] = None  # the model name is optional; a bad config is not a bad session
+        present = tables["messages"]
+        meta = "CAST(metadata_json AS BLOB)" if "metadata_json" in present else "NULL"
+        message_id = "message_id" if "message_id" in present else "NULL"
+        messages = [
+            MessageRow(
+                mid,
+                role,
+                _payload(content, f"message {mid}"),
+                created,
+                _metadata(metadata, f"message {mid}"),
+                native_message if isinstance(native_message, str) else None,
+            )
+            for mid, role, content, created, metadata, native_message in db.rows(
+                f"SELECT id, role, CAST(content_json AS BLOB), created_timestamp, {meta}, {message_id}"
+                " FROM messages WHERE session_id = ? ORDER BY id",
+                (native,),
+            )
+        ]
+        ledger = None
+        if "usage_ledger" in tables:
+            ledger = [
+                LedgerRow(*raw)
+                for raw in db.rows(
+                    "SELECT id, created_timestamp, model, input_tokens, output_tokens, cache_read_tokens,"
+                    " cache_write_tokens, cost FROM usage_ledger WHERE session_id = ? ORDER BY id",
+                    (native,),
+                )
+            ]
+        session = build_session(SessionRow(native, columns), messages, ledger, version, limits)
+    except RejectError as exc:
+        hint = session_id_of(native) if isinstance(native, str) and native else None
+        return Rejected(source, exc.code, exc.detail, session_hint=exc.session_hint or hint)
+    return Loaded(source, session)
+
+
+def _check_size(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits) -> None:
+    """Count and measure the session's message rows in SQL (no more than max_records + 1 of them looked at).
+
+    Per row: max_document_bytes (one message's content + metadata); per session: max_records rows and
+    max_conversation_bytes of payload, counted as bytes. Raises RejectError(limit_exceeded).
+    """
+    metadata = " + coalesce(length(CAST(metadata_json AS BLOB)), 0)" if has_metadata else ""
+    found = db.one(
+        "SELECT count(*), total(n), coalesce(max(n), 0) FROM ("
+        f" SELECT length(CAST(content_json AS BLOB)){metadata} AS n FROM messages WHERE session_id = ?1 LIMIT ?2)",
+        (native, limits.max_records + 1),
+    )
+    count, total, largest = found if found else (0, 0, 0)
+    if count > limits.max_records:
+        raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} messages")
+    if largest > limits.max_document_bytes:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"a message is {largest} bytes, over max_document_bytes={limits.max_document_bytes}",
+        )
+    if total > limits.max_conversation_bytes:
+        raise RejectError(
+            RejectCode.LIMIT_EXCEEDED,
+            f"session payload is {int(total)} bytes, over max_conversation_bytes={limits.max_conversation_bytes}",
+        )
+
+
+def _payload(data: Any, what: str) -> Any:
+    if not isinstance(data, bytes):
+        raise RejectError(RejectCode.BAD_SHAPE, f"{what} has no content_json")
+    try:
+        return parse_json(data)
+    except RejectError as exc:
+        raise RejectError(exc.code, f"{what}: {exc.detail}") from exc
+
+
+def _metadata(data: Any, what: str) -> Any:
+    """metadata_json parsed; None when absent (before v3, or NULL). Unreadable metadata rejects the session: it
+    holds `userVisible`, and without it hidden text could pass for a person's turn."""
+    if data is None:
+        return None
+    return _payload(data, f"{what} metadata_json")

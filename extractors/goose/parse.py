@@ -1,0 +1,344 @@
+"""Goose rows already read -> a Session (pure: no I/O). Rules: docs/agents/goose.md.
+
+A person's turn is a `user` message's `text` blocks, unless the message's `metadata_json.userVisible` is false
+(text Goose adds for the model only: turn context, hidden summaries): that message is HARNESS whatever it holds.
+A `user` message holding only `toolResponse` blocks is tool results, never a turn. The assistant's visible answer
+is its `text` blocks; `thinking` is private. Tool calls are `toolRequest` blocks, matched to the `toolResponse`
+with the same id.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from extractors import ids
+from extractors.bounded import Limits, clip, json_text
+from extractors.bounded.numbers import OUT_OF_RANGE, fit_float, token_count
+from extractors.errors import RejectCode, RejectError
+from extractors.goose.tables import BLOCK_KINDS, ROLES
+from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+from extractors.timeutil import parse_any, parse_iso
+
+AGENT = Agent("goose")  # SPEC.name: the package imports this module before it declares SPEC
+# The keys of the untyped blocks Goose's first session files wrote (`{"text": ...}`, `{"tool_name": ...,
+# "arguments": ...}`, `{"id": ..., "tool_result": "..."}`: a real file quoted in block/goose#283, November 2024).
+FIRST_DIALECT_KEYS = frozenset({"text", "tool_name", "tool_result"})
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    columns: dict[str, Any]  # every selected column by name (NULL where the schema has none)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    id: int
+    role: Any
+    content: Any  # parsed content_json
+    created: Any  # created_timestamp (epoch seconds as Goose writes them)
+    metadata: Any  # parsed metadata_json, or None
+    message_id: str | None
+    position: int | None = None  # Turn.index: the line for a legacy file; None = the place among the rows
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    id: int
+    created: Any
+    model: Any
+    input_tokens: Any
+    output_tokens: Any
+    cache_read_tokens: Any
+    cache_write_tokens: Any
+    cost: Any
+
+
+def session_id_of(native_id: str) -> str:
+    return ids.session_id(AGENT, native_id)
+
+
+def _reject(code: RejectCode, detail: str, native_id: str) -> RejectError:
+    return RejectError(code, detail, session_hint=session_id_of(native_id))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _as_text(value: Any, limits: Limits) -> str | None:
+    if value is None:
+        return None
+    return clip(value if isinstance(value, str) else json_text(value), limits)
+
+
+def _result_text(result: dict[str, Any], limits: Limits) -> tuple[str | None, bool]:
+    """(output, is_error) of a toolResponse's `toolResult`: `{status: success, value}` or `{status: error, error}`.
+
+    `value` is `{content: [...]}` (1.x, seen in a real capture) or the content list itself (older builds): the
+    text blocks' text joined, else the value as JSON."""
+    if result.get("status") == "error":
+        return _as_text(result.get("error"), limits), True
+    value = result.get("value")
+    content = value.get("content") if isinstance(value, dict) else value
+    if isinstance(content, list):
+        texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        if len(texts) == len(content):
+            return clip("\n".join(texts), limits), False
+    return _as_text(value, limits), False
+
+
+def _attachment(block: dict[str, Any]) -> str:
+    data = block.get("data")
+    mime = block.get("mimeType") if isinstance(block.get("mimeType"), str) else "application/octet-stream"
+    payload = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else b""
+    return f"{mime} sha256:{ids.stable_hash(payload)} {len(payload)} bytes"
+
+
+def _model_of(config: Any) -> str | None:
+    """`model_config_json.model_name` (v6+), parsed by the reader; None before."""
+    return _text(_dict(config).get("model_name"))
+
+
+def _count(value: Any, census: Counter[tuple[str, str, Disposition]]) -> int | None:
+    count, bad = token_count(value)
+    if bad:
+        census[OUT_OF_RANGE] += 1
+    return count
+
+
+def _fresh_input(total: int | None, read: int | None, write: int | None) -> int | None:
+    """Goose's `input_tokens` include the cached prompt (docs/agents/goose.md "Tokens"): the uncached part is what
+    is left after the cache reads and writes, when they fit inside it."""
+    if total is None:
+        return None
+    cached = (read or 0) + (write or 0)
+    return total - cached if cached <= total else total
+
+
+def _ledger_usage(
+    ledger: list[LedgerRow],
+    assistant_at: list[tuple[datetime | None, int]],
+    last_index: int,
+    census: Counter[tuple[str, str, Disposition]],
+    version: str,
+) -> list[Usage]:
+    """One Usage per usage_ledger row (one model call each), on the last assistant message written at or before
+    it (the ledger names no message)."""
+    found: list[Usage] = []
+    for row in ledger:
+        when = parse_any(row.created)
+        index = last_index
+        for at, i in assistant_at:
+            if at is not None and when is not None and at <= when:
+                index = i
+        read = _count(row.cache_read_tokens, census)
+        write = _count(row.cache_write_tokens, census)
+        cost, bad = fit_float(row.cost) if isinstance(row.cost, int | float) else (None, False)
+        if bad:
+            census[OUT_OF_RANGE] += 1
+        usage = Usage(
+            turn_index=index,
+            model=_text(row.model),
+            input_tokens=_fresh_input(_count(row.input_tokens, census), read, write),
+            output_tokens=_count(row.output_tokens, census),
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            cost_usd=cost,
+            timestamp=when,
+            response_id=f"ledger:{row.id}",
+        )
+        census[("usage_ledger", version, Disposition.METADATA)] += 1
+        if any(v for v in (usage.input_tokens, usage.output_tokens, read, write)) or cost:
+            found.append(usage)
+    return found
+
+
+def _accumulated_usage(
+    columns: dict[str, Any], model: str | None, index: int, census: Counter[tuple[str, str, Disposition]]
+) -> list[Usage]:
+    """The session's running totals (`accumulated_*`) as ONE Usage, for a session the ledger has no row for."""
+    read = _count(columns.get("accumulated_cache_read_tokens"), census)
+    write = _count(columns.get("accumulated_cache_write_tokens"), census)
+    total_in = _count(columns.get("accumulated_input_tokens"), census)
+    out = _count(columns.get("accumulated_output_tokens"), census)
+    raw_cost = columns.get("accumulated_cost")
+    cost, bad = fit_float(raw_cost) if isinstance(raw_cost, int | float) else (None, False)
+    if bad:
+        census[OUT_OF_RANGE] += 1
+    if not any((total_in, out, read, write, cost)):
+        return []
+    return [
+        Usage(
+            turn_index=index,
+            model=model,
+            input_tokens=_fresh_input(total_in, read, write),
+            output_tokens=out,
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            cost_usd=cost,
+            response_id="accumulated",
+        )
+    ]
+
+
+def build_session(
+    row: SessionRow,
+    messages: list[MessageRow],
+    ledger: list[LedgerRow] | None,
+    version: str,
+    limits: Limits,
+) -> Session:
+    """A complete Session from one session's rows (messages in `id` order: Goose inserts them in conversation order).
+
+    Turn.index = the message's position in that order, 0-based, counted before filtering (a legacy file's line).
+    `ledger` is None when the database has no usage_ledger table.
+    Raises RejectError(bad_shape | missing_timestamp | no_conversation).
+    """
+    native = row.id
+    columns = row.columns
+    started = parse_any(columns.get("created_at"))
+    if started is None:
+        raise _reject(RejectCode.MISSING_TIMESTAMP, f"sessions.created_at is {columns.get('created_at')!r}", native)
+    if not messages:
+        raise _reject(RejectCode.NO_CONVERSATION, "session has no messages", native)
+    census: Counter[tuple[str, str, Disposition]] = Counter()
+    census[("session", version, Disposition.METADATA)] += 1
+    turns: list[Turn] = []
+    calls: list[ToolCall] = []
+    by_call: dict[str, int] = {}
+    assistant_at: list[tuple[datetime | None, int]] = []
+    for place, message in enumerate(messages):
+        index = place if message.position is None else message.position
+        if not isinstance(message.content, list):
+            raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: content_json is not a block array", native)
+        role_name = message.role if isinstance(message.role, str) else repr(message.role)
+        if role_name not in ROLES:
+            census[(f"message/{role_name}", version, Disposition.SKIPPED)] += 1
+            continue
+        role = Role.USER if role_name == "user" else Role.ASSISTANT
+        when = parse_any(message.created)
+        hidden = _dict(message.metadata).get("userVisible") is False
+        census[(f"message/{role_name}" + ("/hidden" if hidden else ""), version, Disposition.METADATA)] += 1
+        texts: list[str] = []
+        attachments: list[str] = []
+        for block in message.content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if not isinstance(kind, str):
+                if isinstance(block, dict) and FIRST_DIALECT_KEYS & block.keys():
+                    # docs/agents/goose.md "Legacy JSONL": the untyped blocks of Goose's first files (late 2024)
+                    raise _reject(
+                        RejectCode.UNSUPPORTED_FORMAT,
+                        f"message {message.id}: an untyped block of Goose's first JSONL dialect (not read)",
+                        native,
+                    )
+                raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a block without a type", native)
+            disposition = BLOCK_KINDS.get(kind, Disposition.SKIPPED)
+            if hidden and disposition is Disposition.TURN:
+                census[(f"block/{kind}/hidden", version, Disposition.HARNESS)] += 1
+                continue
+            if kind == "toolResponse":
+                matched = _attach_result(block, calls, by_call, limits)
+                census[
+                    (f"block/{kind}", version, disposition)
+                    if matched
+                    else (f"block/{kind}/orphan", version, Disposition.SKIPPED)
+                ] += 1
+                continue
+            census[(f"block/{kind}", version, disposition)] += 1
+            if kind == "text":
+                if not isinstance(block.get("text"), str):
+                    raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a text block without text", native)
+                texts.append(block["text"])
+            elif kind == "image":
+                attachments.append(_attachment(block))
+            elif kind in ("toolRequest", "frontendToolRequest"):
+                calls.append(_tool_call(block, index, message.id, limits, native, by_call, len(calls)))
+        text = "\n\n".join(texts)
+        if text.strip() or attachments:
+            turns.append(Turn(index, role, text, when, None, tuple(attachments)))
+        if role is Role.ASSISTANT:
+            assistant_at.append((when, index))
+
+    model = _model_of(columns.get("model_config_json"))
+    last_assistant = assistant_at[-1][1] if assistant_at else len(messages) - 1
+    # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
+    usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version) if ledger else []
+    if not ledger:
+        usage = _accumulated_usage(columns, model, last_assistant, census)
+    if model:
+        turns = [replace(t, model=model) if t.role is Role.ASSISTANT else t for t in turns]
+    models = [model] if model else []
+    for u in usage:
+        if u.model and u.model not in models:
+            models.append(u.model)
+
+    parent = _text(columns.get("parent_session_id"))
+    parent_sid = session_id_of(parent) if parent else None
+    title = _text(columns.get("name")) or _text(columns.get("description"))
+    ended = parse_any(columns.get("updated_at"))
+    return Session(
+        agent=AGENT,
+        session_id=session_id_of(native),
+        native_id=native,
+        started_at=started,
+        ended_at=ended if ended is not None and ended >= started else started,
+        parent_session_id=parent_sid,
+        cwd=_text(columns.get("working_dir")),
+        title=title,
+        models=tuple(models),
+        cli_versions=(version,) if version else (),
+        archived=parse_iso(columns.get("archived_at")) is not None or bool(columns.get("archived_at")),
+        turns=tuple(turns),
+        tool_calls=tuple(calls),
+        usage=tuple(usage),
+        links=(SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else (),
+        census=census,
+    )
+
+
+def _tool_call(
+    block: dict[str, Any], index: int, message_id: int, limits: Limits, native: str, by_call: dict[str, int], at: int
+) -> ToolCall:
+    call = _dict(block.get("toolCall"))
+    value = _dict(call.get("value"))
+    call_id = _text(block.get("id")) or f"msg{message_id}#{at}"
+    failed = call.get("status") == "error"
+    name = _text(value.get("name")) or ("(invalid call)" if failed else None)
+    if name is None:
+        raise _reject(RejectCode.BAD_SHAPE, f"message {message_id}: a toolRequest without a tool name", native)
+    if call_id in by_call:  # ids stay unique within the session
+        call_id = f"{call_id}#{message_id}"
+    by_call[call_id] = at
+    return ToolCall(
+        call_id=call_id,
+        turn_index=index,
+        name=name,
+        input=_as_text(value.get("arguments"), limits),
+        output=_as_text(call.get("error"), limits) if failed else None,
+        is_error=True if failed else None,
+    )
+
+
+def _attach_result(
+    block: dict[str, Any],
+    calls: list[ToolCall],
+    by_call: dict[str, int],
+    limits: Limits,
+) -> bool:
+    """Put a toolResponse's result on its call; False for a result whose call is not in the session (compacted
+    away): counted as `block/toolResponse/orphan`, never invented into a call."""
+    call_id = _text(block.get("id"))
+    at = by_call.get(call_id) if call_id else None
+    if at is None:
+        return False
+    output, is_error = _result_text(_dict(block.get("toolResult")), limits)
+    calls[at] = replace(calls[at], output=output, is_error=is_error)
+    return True
