@@ -7,7 +7,8 @@ lookup. `warehouse_log` is reached only by a run changing the warehouse in place
 checkpointed into the file (not in POINTS: a first run never gets there). `transcripts data move` (sinks/move.py)
 has its own: `move_entry` (an entry moved into the staging folder), `move_copy` (a file copied across
 filesystems), `move_renamed` (the staging folder renamed to the target, the source not yet cleared). `transcripts
-publish` (sinks/publish.py) has `team_upload` (an object sent, the manifest not yet written).
+publish` (sinks/publish.py) has `team_upload` (an object sent, the manifest not yet written). Every failpoint is
+also a pause point (`TRANSCRIPTS_PAUSEPOINT=<name>:<file>`, see `pause`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ POINTS = ("batch", "extract", "parquet", "publish", "warehouse")
 
 
 def reach(name: str) -> None:
-    """SIGKILL this process if the failpoint `name` is armed (as a real `kill -9` from outside would)."""
+    """SIGKILL this process if the failpoint `name` is armed (as a real `kill -9` from outside would); wait there if
+    it is armed as a pause point (`pause`: a test signals the process at that point)."""
+    pause(name)
     if os.environ.get("TRANSCRIPTS_FAILPOINT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
 

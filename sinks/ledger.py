@@ -174,6 +174,7 @@ class Recording:
     corpus: dict[str, Any] | None = None  # a snapshot of the corpus after the run (status reads the last one)
     started: bool = False
     skip: bool = False  # nothing happened worth a record (no data found, nothing created)
+    interrupted: str | None = None  # a stop signal came while it ran (`interrupt`): it ends interrupted, with this
 
     def begin(self) -> None:
         """Write the `started` record (creating the data directory) if it is not written yet."""
@@ -207,6 +208,15 @@ class Recording:
         append(self.data_dir, record)
 
 
+def interrupt(why: str) -> None:
+    """A stop signal came (called by its handler): every run being recorded in this process ends `interrupted`
+    (`why`), whatever the exception the signal raised becomes on its way out. It does not always stay a
+    KeyboardInterrupt or SystemExit: DuckDB turns it into RuntimeError("Query interrupted"), an import into an
+    ImportError, a process pool into BrokenProcessPool."""
+    for rec in _open.values():
+        rec.interrupted = why
+
+
 def _is_lock_busy(exc: BaseException) -> bool:
     lock = sys.modules.get("sinks.lock")
     return lock is not None and isinstance(exc, lock.LockBusy)
@@ -232,17 +242,17 @@ def recording(data_dir: Path, run_id: str, *, flow: str, mode: str, defer: bool 
     _open[run_id] = rec
     try:
         yield rec
-    except KeyboardInterrupt:
-        _end_quietly(rec, "interrupted", "interrupted (Ctrl-C)")
-        raise
-    except SystemExit as exc:  # SIGTERM arrives as SystemExit (flows.service.server.exit_on_sigterm)
-        if exc.code not in (0, None):
-            _end_quietly(rec, "interrupted", f"stopped (exit {exc.code})")
-        elif not rec.skip:
-            _end_quietly(rec, rec.outcome)
-        raise
     except BaseException as exc:
-        if _is_lock_busy(exc):
+        if rec.interrupted is not None and not _is_lock_busy(exc):
+            _end_quietly(rec, "interrupted", rec.interrupted)
+        elif isinstance(exc, KeyboardInterrupt):
+            _end_quietly(rec, "interrupted", "interrupted (Ctrl-C)")
+        elif isinstance(exc, SystemExit):  # SIGTERM arrives as SystemExit (flows.service.server.exit_on_sigterm)
+            if exc.code not in (0, None):
+                _end_quietly(rec, "interrupted", f"stopped (exit {exc.code})")
+            elif not rec.skip:
+                _end_quietly(rec, rec.outcome)
+        elif _is_lock_busy(exc):
             _end_quietly(rec, "busy", str(exc))
         else:
             _end_quietly(rec, "failed", _describe(exc), original=exc)

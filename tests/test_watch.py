@@ -297,6 +297,56 @@ def test_a_signal_during_a_load_abandons_it_whole_and_the_next_watch_loads_it(tm
     assert code == 0, err
 
 
+@pytest.fixture(scope="module")
+def home20(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 20 MB Claude home: a catch-up load of several batches, read by the extraction pool's workers."""
+    home = tmp_path_factory.mktemp("home20")
+    generate(home, 20.0, seed=3, mix={"claude": 1.0})
+    return home
+
+
+ABANDONED = "the load in progress was abandoned (the corpus is as before it; the next start loads it)."
+
+
+@pytest.mark.parametrize(
+    ("point", "signum"),
+    [
+        ("batch", signal.SIGTERM),  # in the pool's workers, reading: the watch waits on their results
+        ("extract", signal.SIGINT),  # between two batches, in the watch's process
+        ("parquet", signal.SIGTERM),  # committing: the new Parquet version half written
+        ("warehouse", signal.SIGINT),  # the Parquet version swapped in; the new warehouse built, not swapped in
+    ],
+)
+def test_a_signal_at_any_stage_of_a_load_ends_it_interrupted_with_one_line_and_the_next_watch_loads_it(
+    tmp_path: Path, home20: Path, point: str, signum: int
+) -> None:
+    """The load is held at a failpoint (TRANSCRIPTS_PAUSEPOINT) and signalled there: whatever exception the signal
+    becomes on its way out (DuckDB, the process pool), the ledger says interrupted, the terminal gets the one
+    line and nothing on stderr (no traceback of the watch, the fork server or a worker), the lock is free. Up to
+    the commit nothing of the load is in the corpus; stopped at the warehouse, its Parquet version is in and the
+    warehouse is not: the next watch brings it up to date."""
+    flag = tmp_path / "go"
+    with watching(tmp_path, home20, TRANSCRIPTS_PAUSEPOINT=f"{point}:{flag}") as w:
+        until(lambda: Path(f"{flag}.reached").exists(), f"the load held at {point}")
+        code, out, err = w.stop(signum)
+    name = signal.Signals(signum).name
+    assert code == 0, err
+    assert err == ""
+    assert out.strip().splitlines() == [f"Stopped watching ({name}); {ABANDONED}"]
+    [load] = watch_runs(w.data)
+    assert load["outcome"] == "interrupted", load
+    assert name in load["error"]
+    assert not ledger.lock_held(w.data)
+    assert not (w.data / "warehouse.duckdb").exists()
+    assert (w.data / "parquet").exists() == (point == "warehouse")
+    with watching(tmp_path, home20) as again:
+        again.loaded_once()
+        rows = query(again.data, "SELECT count(*) FROM sessions")
+        assert rows and rows[0][0] > 100
+        code, _out, err = again.stop()
+    assert code == 0, err
+
+
 def test_a_live_tail_is_deferred_then_loaded_when_its_line_ends(tmp_path: Path) -> None:
     home = small_home(tmp_path / "home")
     with watching(tmp_path, home) as w:

@@ -230,7 +230,8 @@ def load(
                 time.monotonic() - start,
             )
         except Exception as exc:
-            pipeline.record_failure(store, run_id, row, exc)
+            if record.interrupted is None:  # a stop signal's exception in disguise is no failure (ledger.interrupt)
+                pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
             _clean_up(store, run_id)

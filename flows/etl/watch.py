@@ -154,16 +154,20 @@ class Watch:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         """Stop: at once when waiting for events; in a load, by abandoning it (the commit is atomic: the corpus
-        stays as it was, the ledger records the load as interrupted, and the next start loads it again)."""
+        stays as it was, the ledger records the load as interrupted, and the next start loads it again).
+
+        The abandon is a KeyboardInterrupt raised wherever the load is, whatever the signal: the exception the
+        libraries on the way (DuckDB, concurrent.futures, the import system) are made to let through, or to turn
+        into one of their own (DuckDB's RuntimeError "Query interrupted"). Which one reaches the ledger does not
+        matter: `ledger.interrupt` marks the load interrupted first, and `_load_due` ends it quietly."""
         if self.stopped_by is not None:
             return  # a second signal: the first one's abandon is under way; let it clean up
         self.stopped_by = signal.Signals(signum).name
         self.stop.set()
         if self.working:
             self.abandoned = True
-            if signum == signal.SIGINT:
-                raise KeyboardInterrupt
-            raise SystemExit(128 + signum)
+            ledger.interrupt(f"interrupted ({self.stopped_by}: the watch was stopped during the load)")
+            raise KeyboardInterrupt
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:
@@ -318,6 +322,9 @@ class Watch:
         try:
             report = self._load(agents, taken)
         except Exception as exc:
+            if self.abandoned:  # the signal's KeyboardInterrupt, turned into another exception on its way out
+                log.info("event=watch_abandoned agents=%s error=%r", ",".join(agents), f"{type(exc).__name__}: {exc}")
+                return
             self.pending.put_back(taken)
             if isinstance(exc, LockBusy):  # taken between our look and the load: wait as for a held lock
                 self.retry_at = time.monotonic() + BUSY_RETRY_SECONDS

@@ -57,10 +57,24 @@ def extraction_pool(
     context = multiprocessing.get_context("forkserver")
     # The fork server dies with this process, and each worker with the fork server (its parent).
     context.set_forkserver_preload(PRELOAD)
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_worker_start, initargs=(log,)
-    ) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start, initargs=(log,))
+    try:
         yield pool
+    except BaseException:
+        _abandon(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """The run failed or was interrupted: its batches are not wanted. Cancel those not started and kill the workers
+    reading the others, rather than wait for them (a stopped watch would wait for every batch of its load)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            process.kill()
 
 
 def _worker_start(log: runlog.Destination | None) -> None:
