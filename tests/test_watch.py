@@ -281,8 +281,8 @@ def test_a_signal_during_a_load_abandons_it_whole_and_the_next_watch_loads_it(tm
         code, out, err = w.stop()
     assert code == 0, err
     assert out.strip().splitlines()[-1] == (
-        "Stopped watching (SIGTERM); the load in progress was abandoned (the corpus is as before it; the next start "
-        "loads it)."
+        "Stopped watching (SIGTERM); the load in progress was abandoned (nothing of it is lost or half-written; "
+        "the next start finishes it)."
     )
     assert "Traceback" not in err
     [load] = watch_runs(w.data)
@@ -305,7 +305,7 @@ def home20(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-ABANDONED = "the load in progress was abandoned (the corpus is as before it; the next start loads it)."
+ABANDONED = "the load in progress was abandoned (nothing of it is lost or half-written; the next start finishes it)."
 
 
 @pytest.mark.parametrize(

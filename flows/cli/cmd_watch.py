@@ -109,7 +109,7 @@ def _watch(
         )
     with runlog.log_to(logs, max_bytes=LOG_BYTES):
         stopped = watcher.serve()
-    ending = "; the load in progress was abandoned (the corpus is as before it; the next start loads it)"
+    ending = "; the load in progress was abandoned (nothing of it is lost or half-written; the next start finishes it)"
     said(f"Stopped watching ({stopped}){ending if watcher.abandoned else ''}.")
 
 
