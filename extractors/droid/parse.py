@@ -182,7 +182,7 @@ def parse_session_file(lines: Iterable[Line], limits: Limits, settings: Settings
 def _header(record: dict[str, Any], index: int) -> tuple[str, str, datetime | None, str | None, str | None]:
     kind = record.get("type")
     if kind != HEADER:
-        if kind in STREAM_JSON_KINDS:
+        if isinstance(kind, str) and kind in STREAM_JSON_KINDS:
             raise RejectError(
                 RejectCode.UNSUPPORTED_FORMAT,
                 f"a `droid exec` stream-json capture (first record {kind!r}), not a session file",
@@ -288,7 +288,7 @@ def _assistant(
                 text = arguments if isinstance(arguments, str) or arguments is None else _JSON.encode(arguments)
                 calls[call_id] = _Call(call_id, index, name, None if text is None else clip(text, limits), at)
             called += 1
-        elif kind in REASONING_BLOCKS:
+        elif isinstance(kind, str) and kind in REASONING_BLOCKS:
             continue
         else:
             census[(f"block/{kind if isinstance(kind, str) else '(none)'}", version, Disposition.SKIPPED)] += 1
