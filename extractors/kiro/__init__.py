@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from extractors.bounded import Limits, iter_jsonl, read_json_document, sqlite_db
-from extractors.discovery import skip, walk_files
+from extractors.discovery import sidecar_stat, skip, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.kiro import db, jsonl
 from extractors.kiro.parse import RowFacts, build_session
@@ -90,11 +90,9 @@ def discover(root: Path) -> Iterator[Source]:
         return
     for path, st in walk_files(root, _is_session_file, max_depth=0):
         size, mtime = st.st_size, st.st_mtime_ns
-        try:
-            side = os.stat(jsonl.sidecar_of(Path(path)))
+        side = sidecar_stat(str(jsonl.sidecar_of(Path(path))))  # None: no sidecar, the file alone
+        if side is not None:
             size, mtime = size + side.st_size, max(mtime, side.st_mtime_ns)
-        except OSError:
-            pass  # no sidecar: the file alone
         yield Source(SPEC.name, str(path), size, mtime, str(root), "jsonl")
 
 
