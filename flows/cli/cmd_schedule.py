@@ -156,6 +156,12 @@ def install(
             outcome = units.install_systemd(command, env)
     except units.UnitError as exc:
         raise fail(f"the unit is written but could not be enabled: {exc}", FAILED) from None
+    say_installed(outcome, command, systemd=sys.platform != "darwin")
+
+
+def say_installed(outcome: units.Outcome, command: list[str], *, systemd: bool) -> None:
+    """What `schedule install` and `watch install` print: the files written, the command the unit runs, what was
+    enabled or what to run by hand, and for a systemd user unit the lingering it needs after logout."""
     for path in outcome.files:
         console.print(f"Wrote {path}", soft_wrap=True, highlight=False)
     console.print(f"It runs: {shlex.join(command)}", soft_wrap=True, highlight=False, markup=False)
@@ -165,7 +171,7 @@ def install(
         console.print(f"Not enabled: {outcome.why_manual}. Run, in your user session:", soft_wrap=True)
         for cmd in outcome.manual:
             console.print(f"  {' '.join(cmd)}", soft_wrap=True, highlight=False)
-    if sys.platform != "darwin":
+    if systemd:
         user = os.environ.get("USER") or "$USER"
         console.print(
             "A user unit runs only while you are logged in unless lingering is on: "

@@ -4,7 +4,6 @@ keep doing so across logout and reboot (a systemd user unit, a launchd agent: th
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ import typer
 
 from flows.cli.cmd_data import check_old_corpus
 from flows.cli.cmd_run import Home, Roots, Sources, keep_sample_apart
+from flows.cli.cmd_schedule import say_installed
 from flows.cli.console import (
     FAILED,
     Config,
@@ -168,23 +168,7 @@ def install(
             outcome = units.install_systemd(command, env, service=units.WATCH)
     except units.UnitError as exc:
         raise fail(f"the unit is written but could not be enabled: {exc}", FAILED) from None
-    for path in outcome.files:
-        console.print(f"Wrote {path}", soft_wrap=True, highlight=False)
-    console.print(f"It runs: {shlex.join(command)}", soft_wrap=True, highlight=False, markup=False)
-    if outcome.ran:
-        console.print("Enabled and started it (" + "; ".join(" ".join(c) for c in outcome.ran) + ").", highlight=False)
-    if outcome.manual:
-        console.print(f"Not enabled: {outcome.why_manual}. Run, in your user session:", soft_wrap=True)
-        for cmd in outcome.manual:
-            console.print(f"  {' '.join(cmd)}", soft_wrap=True, highlight=False)
-    if kind == "systemd":
-        user = os.environ.get("USER") or "$USER"
-        console.print(
-            "A user unit runs only while you are logged in unless lingering is on: "
-            f"`loginctl enable-linger {user}` keeps it running after logout and starts it at boot.",
-            soft_wrap=True,
-            highlight=False,
-        )
+    say_installed(outcome, command, systemd=kind == "systemd")
 
 
 @watch_app.command("remove")
