@@ -19,10 +19,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from extractors import ids
-from extractors.bounded import Limits, check_source_size
-from extractors.discovery import walk_files
-from extractors.errors import RejectCode, RejectError
+from extractors import export, ids
+from extractors.bounded import Limits
+from extractors.errors import RejectError
 from extractors.model import Agent, Loaded, Outcome, Rejected, Source
 from extractors.spec import AgentSpec, Claim
 
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from extractors.bounded.json_array import Element
 
 
-EXPORT_MEMBER = "conversations.json"
+EXPORT_MEMBER = export.MEMBER
 # Files only a Claude.ai export holds beside its conversations.json (a ChatGPT export has `user.json`, singular).
 OWN_FILES = ("users.json", "projects.json")
 
@@ -86,52 +85,15 @@ def default_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
     return []
 
 
-def _is_export(name: str, _folders: tuple[str, ...], _depth: int) -> bool:
-    name = name.lower()
-    return name == EXPORT_MEMBER or name.endswith(".zip")
-
-
 def discover(root: Path) -> Iterator[Source]:
-    """The export at `root` (a `.zip` or `.json` file), or the `conversations.json` / `*.zip` directly in a folder.
-
-    Lists size and mtime only; never opens a file.
-    """
-    if root.is_file():
-        st = root.stat()
-        yield Source(SPEC.name, str(root.absolute()), st.st_size, st.st_mtime_ns, str(root.absolute().parent), "export")
-        return
-    for path, st in walk_files(root, _is_export, max_depth=0):
-        yield Source(SPEC.name, str(Path(path).absolute()), st.st_size, st.st_mtime_ns, str(root.absolute()), "export")
+    """The export at `root`, or the `conversations.json` / `*.zip` directly in a folder (extractors/export.py)."""
+    return export.discover(SPEC.name, root)
 
 
 def read(source: Source, limits: Limits) -> Iterator[Outcome]:
-    """The outcomes of each conversation of the export (its thread, then its other branches).
-
-    Raises RejectError for the (rest of the) source: source_unreadable (no conversations.json in a zip, encrypted
-    or damaged zip, unsafe member names), limit_exceeded (file or zip member too large, zip bomb), invalid_json,
-    invalid_utf8, bad_shape (top level not an array/object), truncated_tail, no_conversation (empty array);
-    DeferError(changed_during_read).
-    """
-    from extractors.bounded.json_array import iter_json_elements, iter_json_file  # here: `status` needs no reader
-    from extractors.bounded.zip_member import looks_like_zip, open_member
-
-    check_source_size(source.path, limits)
-    if looks_like_zip(source.path):
-        with open_member(source.path, EXPORT_MEMBER, limits) as member:
-            yield from _outcomes(source, iter_json_elements(member, limits), limits)
-    elif source.path.lower().endswith(".zip"):
-        raise RejectError(RejectCode.SOURCE_UNREADABLE, "named .zip but not a zip archive")
-    else:
-        yield from _outcomes(source, iter_json_file(source.path, limits), limits)
-
-
-def _outcomes(source: Source, elements: Iterator[Element], limits: Limits) -> Iterator[Outcome]:
-    count = 0
-    for element in elements:
-        count += 1
-        yield from outcomes_of(source, element, limits)
-    if count == 0:
-        raise RejectError(RejectCode.NO_CONVERSATION, "the export holds no conversation (empty array)")
+    """The outcomes of each conversation of the export: its thread, then its other branches (extractors/export.py
+    reads the export)."""
+    return export.read(source, limits, outcomes_of)
 
 
 def outcomes_of(source: Source, element: Element, limits: Limits) -> list[Outcome]:
