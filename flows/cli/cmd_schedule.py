@@ -181,6 +181,18 @@ def say_installed(outcome: units.Outcome, command: list[str], *, systemd: bool) 
         )
 
 
+def say_removed(outcome: units.Outcome) -> None:
+    """What `schedule remove` and `watch remove` print: the files removed, or what to run by hand."""
+    for path in outcome.files:
+        console.print(f"Removed {path}", soft_wrap=True, highlight=False)
+    if outcome.manual:
+        console.print(f"No service manager answers ({outcome.why_manual}); run, in your user session:", soft_wrap=True)
+        for cmd in outcome.manual:
+            console.print(f"  {' '.join(cmd)}", soft_wrap=True, highlight=False)
+    if not outcome.files:
+        console.print("No unit was installed.", highlight=False)
+
+
 @schedule_app.command("status")
 @reported("schedule status")
 def status(data_dir: DataDir = None, config: Config = None, as_json: Json = False) -> None:
@@ -269,14 +281,7 @@ def remove() -> None:
         outcome = units.remove_launchd() if sys.platform == "darwin" else units.remove_systemd()
     except units.UnitError as exc:
         raise fail(f"the unit could not be disabled: {exc}", FAILED) from None
-    for path in outcome.files:
-        console.print(f"Removed {path}", soft_wrap=True, highlight=False)
-    if outcome.manual:
-        console.print(f"No service manager answers ({outcome.why_manual}); run, in your user session:", soft_wrap=True)
-        for cmd in outcome.manual:
-            console.print(f"  {' '.join(cmd)}", soft_wrap=True, highlight=False)
-    if not outcome.files:
-        console.print("No unit was installed.", highlight=False)
+    say_removed(outcome)
     with server.prefect_api() as api:
         deployment = find_deployment(api.url)
         if deployment is None:

@@ -12,7 +12,7 @@ import typer
 
 from flows.cli.cmd_data import check_old_corpus
 from flows.cli.cmd_run import Home, Roots, Sources, keep_sample_apart
-from flows.cli.cmd_schedule import say_installed
+from flows.cli.cmd_schedule import say_installed, say_removed
 from flows.cli.console import (
     FAILED,
     Config,
@@ -183,14 +183,7 @@ def remove() -> None:
             outcome = units.remove_systemd(service=units.WATCH)
     except units.UnitError as exc:
         raise fail(f"the unit could not be disabled: {exc}", FAILED) from None
-    for path in outcome.files:
-        console.print(f"Removed {path}", soft_wrap=True, highlight=False)
-    if outcome.manual:
-        console.print(f"No service manager answers ({outcome.why_manual}); run, in your user session:", soft_wrap=True)
-        for cmd in outcome.manual:
-            console.print(f"  {' '.join(cmd)}", soft_wrap=True, highlight=False)
-    if not outcome.files:
-        console.print("No unit was installed.", highlight=False)
+    say_removed(outcome)
 
 
 def register(app: typer.Typer) -> None:
