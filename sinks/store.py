@@ -222,6 +222,10 @@ class Store:
     def cleanup(self) -> None:
         """Remove what killed runs left: staging folders and versions other than the current and previous."""
         remove_tree(self.staging)
+        self.remove_old_versions()
+
+    def remove_old_versions(self) -> None:
+        """Remove the versions other than the current and the previous one (and those a reader pins)."""
         if not self.versions.is_dir():
             return
         keep = self.current_number()

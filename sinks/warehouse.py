@@ -4,7 +4,11 @@ A run builds the warehouse new beside the old file, or applies its change in one
 the filesystem can), checkpoints, and renames it over `warehouse.duckdb`. DuckDB refuses a writer while any reader
 holds the file, so this is what lets people keep a DuckDB shell or notebook open during the nightly run: the reader
 keeps its snapshot, new connections see the new file. A big warehouse that cannot be cloned is changed in place
-instead when no one has it open (`_open_to_change`): copying gigabytes every night is what that avoids.
+instead when no one has it open (`_open_to_change`): copying gigabytes every night is what that avoids. A change
+made in place is committed to DuckDB's log beside the file (`warehouse.duckdb.wal`) and left there: every reader
+replays it, and DuckDB folds the log into the file once it passes `LOG_THRESHOLD`. A checkpoint per change cost most
+of a one-session change of a 5 GB corpus (0.2-0.5 s of ~1.3 s). A copy or clone takes the log with it
+(`_take_copy`).
 
 The corpus figures `status` shows (rows per table and agent, rejections, redaction, unpriced usage) are kept in the
 file's meta table beside the data they describe, and a run that replaces a few sessions updates them from those
@@ -49,6 +53,12 @@ VERSION_ERROR = "Trying to read a database file with version number"
 # 200 MB corpus's append took 0.53 s in place against 0.8-1.0 s copied (medians of 8). Smaller ones are copied:
 # there the copy costs little, and it never keeps a reader out, even for a moment.
 IN_PLACE_BYTES = 64 * 1024 * 1024
+# A change made in place stays in DuckDB's log until the log passes this size; then the COMMIT that passed it folds
+# the log into the file (DuckDB's `checkpoint_threshold`, 16 MiB by default). Every reader replays the log when it
+# opens the file: at 5 GB of transcripts a one-session change adds ~130 kB to it, and opening the file with a 2 MiB
+# log took 60-70 ms against 12-15 ms without (a 16 MiB log would cost every `transcripts sql` about half a second).
+# Folding a 2 MiB log there took ~0.5 s, once per ~15 such changes, against 0.2-0.5 s for a checkpoint per change.
+LOG_THRESHOLD = "2MiB"
 
 log = logging.getLogger("transcripts.warehouse")
 T = TypeVar("T")
@@ -155,13 +165,14 @@ def _read_figures(path: Path) -> str | None:
     return text
 
 
-# The meta table the last run wrote, per warehouse path: (file identity, meta). A file with the same device, inode,
-# size and mtime holds exactly that meta: a run replaces the file by a rename, or changes it in place and then
-# remembers its new identity, and any other write gives it a new mtime. Kept in this process and, for the next one,
-# in MEMO beside the price cache: a nightly run with nothing to do then need not open the warehouse at all (~50 ms)
+# The meta table the last run wrote, per warehouse path: (identity, meta), the identity being the file's and its log's
+# (`_identity_of`). A file and log with the same device, inode, size and mtime hold exactly that meta: a run replaces
+# the file by a rename, or changes it in place and then remembers their new identity, and any other write gives one
+# of them a new mtime (a run killed after its COMMIT grew the log). Kept in this process and, for the next one, in MEMO
+# beside the price cache: a nightly run with nothing to do then need not open the warehouse at all (~50 ms)
 # to see that it is current. The memo names the DuckDB that wrote the file; after an upgrade it is not believed, so
 # the file is opened and, if the new DuckDB cannot read it, rebuilt as before.
-_written: dict[str, tuple[tuple[int, int, int, int], dict[str, str]]] = {}
+_written: dict[str, tuple[list[int], dict[str, str]]] = {}
 MEMO = "warehouse-meta.json"
 
 
@@ -170,9 +181,9 @@ def _memo_path(warehouse: Path) -> Path:
 
 
 def _remember(warehouse: Path, meta: dict[str, str]) -> None:
-    identity = _identity(warehouse.stat())
+    identity = _identity_of(warehouse, warehouse.stat())
     _written[str(warehouse)] = (identity, meta)
-    text = json.dumps({"identity": list(identity), "engine": duckdb.__version__, "meta": meta})
+    text = json.dumps({"identity": identity, "engine": duckdb.__version__, "meta": meta})
     try:
         write_private_atomic(_memo_path(warehouse), lambda tmp: tmp.write_text(text, encoding="utf-8"))
     except OSError as exc:  # only a read saved: the next process opens the warehouse instead
@@ -180,18 +191,16 @@ def _remember(warehouse: Path, meta: dict[str, str]) -> None:
 
 
 def _recalled(warehouse: Path, st: os.stat_result) -> dict[str, str] | None:
-    """The meta table of `warehouse` as the run that wrote it left it, when the file is still that one."""
-    if os.path.exists(f"{warehouse}.wal"):
-        return None  # a change committed to the log after the memo was written (a run killed before its checkpoint)
+    """The meta table of `warehouse` as the run that wrote it left it, when the file and its log are still those."""
     known = _written.get(str(warehouse))
     if known is not None:
-        return known[1] if known[0] == _identity(st) else None
+        return known[1] if known[0] == _identity_of(warehouse, st) else None
     try:
         found = json.loads(_memo_path(warehouse).read_text(encoding="utf-8"))
         identity, engine, meta = found["identity"], found["engine"], found["meta"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or not one we wrote: the warehouse itself is read
-    if identity != list(_identity(st)) or not isinstance(meta, dict):
+    if identity != _identity_of(warehouse, st) or not isinstance(meta, dict):
         return None
     if engine != duckdb.__version__:
         return None  # another DuckDB may not open the file at all: only opening it says (and a rebuild follows)
@@ -202,6 +211,15 @@ def _recalled(warehouse: Path, st: os.stat_result) -> dict[str, str] | None:
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _identity_of(warehouse: Path, st: os.stat_result) -> list[int]:
+    """The identity of the warehouse (`st`, its stat) and of the log beside it, if any (a change made in place)."""
+    try:
+        log_st = os.stat(f"{warehouse}.wal")
+    except FileNotFoundError:
+        return list(_identity(st))
+    return [*_identity(st), *_identity(log_st)]
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: Table) -> dict[str, int]:
@@ -671,7 +689,6 @@ def _refresh(
     target = warehouse_path(data_dir)
     for stale in (tmp, Path(f"{tmp}.wal")):
         stale.unlink(missing_ok=True)
-    _fold_log(target, data_dir)
     incremental = in_place = False
     flushing: threading.Thread | None = None
     con: duckdb.DuckDBPyConnection | None = None
@@ -702,8 +719,10 @@ def _refresh(
                 con, store, version, number, replaced or {}, zone, before_commit=before_commit, sources=sources
             )
             if in_place:
-                failpoints.reach("warehouse_log")  # committed: the change is in the log, not yet in the file
-            con.execute("CHECKPOINT")
+                # Committed: the change is in the log, where it stays (see the module's docstring).
+                failpoints.reach("warehouse_log")
+            else:
+                con.execute("CHECKPOINT")  # the copy is swapped in whole, without a log
         finally:
             con.close()  # a change that failed is rolled back: in place, the file is as the last run left it
         if in_place:
@@ -720,29 +739,23 @@ def _refresh(
         flushing.join()
     os.chmod(tmp, FILE_MODE)
     failpoints.reach("warehouse")
-    # A log beside the old file is the old file's (a change committed in place, not yet checkpointed, that
-    # `_fold_log` could not fold while a reader held the file): DuckDB would replay it onto the new file. Removed
-    # first, so that a reader opening in between sees the old file as of its last checkpoint, never a mix.
+    # A log beside the old file is the old file's (changes made in place, which the copy took, or which a rebuild
+    # made anew): DuckDB would replay it onto the new file. Removed first, so that a reader opening in between sees
+    # the old file as of its last checkpoint, never a mix.
     Path(f"{target}.wal").unlink(missing_ok=True)
     replace_releasing(tmp, target)
     _remember(target, meta)
 
 
-def _fold_log(target: Path, data_dir: Path) -> None:
-    """Checkpoint a log DuckDB left beside the warehouse into it (a run killed after the COMMIT of an in-place change
-    and before its checkpoint), so that a copy of the file holds what readers see. Left as it is when the file is
-    held or cannot be opened: the run then rebuilds or copies, and the swap removes the log."""
-    if not os.path.exists(f"{target}.wal") or not target.exists():
-        return
-    try:
-        con = _connect(target, data_dir)
-    except duckdb.Error as exc:
-        log.info("event=warehouse_log_left reason=%r", readonly.first_line(exc))
-        return
-    try:
-        con.execute("CHECKPOINT")
-    finally:
-        con.close()
+def _take_copy(take: Callable[[Path, Path], Any], target: Path, tmp: Path) -> Any:
+    """`take(target, tmp)` (a clone or a copy) with the log beside `target`, if any, taken to `tmp`'s log the same
+    way: DuckDB replays it when the copy is opened, so the copy holds what readers of the warehouse see. The log is
+    taken after the file (DuckDB only appends to it, and no writer runs: the writer lock is held)."""
+    taken = take(target, tmp)
+    log_path = Path(f"{target}.wal")
+    if taken is not False and log_path.exists() and not take(log_path, Path(f"{tmp}.wal")):
+        copy(log_path, Path(f"{tmp}.wal"))
+    return taken
 
 
 def _open_to_change(
@@ -759,14 +772,18 @@ def _open_to_change(
     """
     flushing: threading.Thread | None = None
     try:
-        if clone(target, tmp):
+        if _take_copy(clone, target, tmp):
             return _connect(tmp, data_dir), False, None
         if target.stat().st_size >= IN_PLACE_BYTES:
             try:
-                return _connect(target, data_dir), True, None
+                con = _connect(target, data_dir)
             except duckdb.Error as exc:  # held open (the lock), or not writable: a copy; damaged: the copy says so
                 log.info("event=warehouse_copy reason=%r", readonly.first_line(exc))
-        copy(target, tmp)
+            else:
+                con.execute("PRAGMA disable_checkpoint_on_shutdown")  # the change stays in the log (see above)
+                con.execute(f"SET checkpoint_threshold = '{LOG_THRESHOLD}'")
+                return con, True, None
+        _take_copy(copy, target, tmp)
         # The copy's pages are written back while the change is applied, instead of all at once when the
         # CHECKPOINT syncs the file (on ext4, ~1 ms per MB of warehouse).
         flushing = threading.Thread(target=_flush, args=(tmp,), name="warehouse-flush", daemon=True)

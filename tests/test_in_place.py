@@ -39,12 +39,47 @@ def test_a_big_warehouse_no_one_holds_is_changed_in_place_into_what_a_clean_run_
     report = run(settings_for(home, data))
     assert report.committed.sessions_loaded == 1
     assert path.stat().st_ino == inode, "changed in place: no copy swapped in"
-    assert not Path(f"{path}.wal").exists(), "checkpointed: the file alone holds the change"
+    assert Path(f"{path}.wal").exists(), "the change is left in DuckDB's log (no checkpoint per change)"
     clean = tmp_path / "clean"
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
     assert leftovers(data) == []
     # The memo left for the next run describes the file as it is now: a no-op run believes it.
+    version = int(warehouse._recalled(path, path.stat())["parquet_version"])  # type: ignore[index]
+    assert warehouse.is_current(data, version, None)
+
+
+def test_changes_made_in_place_stay_in_the_log_until_it_passes_its_threshold_and_then_are_folded_into_the_file(
+    tmp_path: Path, in_place: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    path = data / "warehouse.duckdb"
+    log = Path(f"{path}.wal")
+    sizes = []
+    for n in (2, 3):
+        write_session(home, S1, claude_exchange(S1, n, start_minute=30 * n), append=True)
+        run(settings_for(home, data))
+        sizes.append(log.stat().st_size)
+    assert sizes[0] < sizes[1], "the second change was appended to the log"
+    for reader in (readonly.connect(path), duckdb.connect(str(path), read_only=True)):  # readers replay it
+        try:
+            assert reader.execute("SELECT count(*) FROM turns WHERE session_id = ?", [f"claude-{S1}"]).fetchone()
+        finally:
+            reader.close()
+    assert leftovers(data) == []
+    warehouse._written.clear()  # as a later process: the memo describes the file and its log as the run left them
+    assert warehouse._recalled(path, path.stat()) is not None
+    mtime = path.stat().st_mtime_ns
+    monkeypatch.setattr(warehouse, "LOG_THRESHOLD", "1KiB")
+    write_session(home, S1, claude_exchange(S1, 4, start_minute=120), append=True)
+    run(settings_for(home, data))
+    assert not log.exists(), "past the threshold, the COMMIT folded the log into the file"
+    assert path.stat().st_mtime_ns != mtime
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
     version = int(warehouse._recalled(path, path.stat())["parquet_version"])  # type: ignore[index]
     assert warehouse.is_current(data, version, None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -150,6 +151,7 @@ def load(
         row = pipeline.run_row(run_id, settings, flow=flow_name, mode=mode, started=datetime.now(UTC))
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
+        sweeper: threading.Thread | None = None
         try:
             _progress("planning", (0, 0), (0, 0))
             given = explicit if explicit is not None else discovered
@@ -215,6 +217,7 @@ def load(
             _progress("committing", (read, sources), (done, total))
             committed = commit_step(big(run), big(plan), big(results), big(row))
             replaced = committed.replaced if previous_version else None
+            sweeper = _sweep_old_versions(store)
             _progress("loading the warehouse", (read, sources), (done, total))
             load_step(big(run), previous_version, big(replaced), big(committed.sources_changed))
             pipeline.save_listing(settings, found)
@@ -234,6 +237,8 @@ def load(
                 pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
+            if sweeper is not None:
+                sweeper.join()
             _clean_up(store, run_id)
     return pipeline.RunReport(
         run_id=run_id,
@@ -243,6 +248,22 @@ def load(
         flow_run_id=flow_run_id,
         redacted=settings.redact,
     )
+
+
+def _sweep_old_versions(store: Store) -> threading.Thread:
+    """Remove the version the commit made old (an unlink per Parquet file of the corpus: ~0.1 s at 5 GB) on a thread,
+    while the warehouse loads from the new one; `load` waits for it before its `_clean_up`, which removes what it
+    could not (and a killed run's next run does: `pipeline.prepare`)."""
+
+    def sweep() -> None:
+        try:
+            store.remove_old_versions()
+        except OSError as exc:
+            log.debug("event=sweep_left error=%r", str(exc))
+
+    sweeper = threading.Thread(target=sweep, name="old-versions", daemon=True)
+    sweeper.start()
+    return sweeper
 
 
 def _clean_up(store: Store, run_id: str, attempts: int = 5) -> None:
