@@ -22,7 +22,18 @@ from extractors.bounded import GLUED_LINE_KIND, Limits, LineFields, clip, json_t
 from extractors.cursor import tables
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id
-from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn
+from extractors.model import (
+    Agent,
+    Disposition,
+    LinkKind,
+    Role,
+    Session,
+    SessionLink,
+    ToolCall,
+    Turn,
+    new_tool_call,
+    new_turn,
+)
 from extractors.timeutil import in_range, parse_iso
 
 AGENT = Agent("cursor")
@@ -148,7 +159,7 @@ class _Assembler:
         of its first row, when any of them had text."""
         if self.reply_index is not None and self.reply_texts:
             text = clip("\n\n".join(self.reply_texts), self.limits)
-            self.turns.append(Turn(self.reply_index, Role.ASSISTANT, text, None, None, ()))  # every field: faster
+            self.turns.append(new_turn(self.reply_index, Role.ASSISTANT, text, None, None, ()))
         self.reply_index = None
         self.reply_texts.clear()  # the same list: `parse_jsonl` holds it
 
@@ -170,7 +181,9 @@ class _Assembler:
         if reply is None:
             reply = self.reply_index = index
         for position, name, arguments in calls:
-            self.calls.append(ToolCall(f"{index}.{position}", reply, name, arguments))
+            self.calls.append(
+                new_tool_call(f"{index}.{position}", reply, name, arguments, None, None, None, None, None)
+            )
         if results:
             self.join(results)
         text = _visible(texts)
@@ -247,7 +260,7 @@ class _Assembler:
             return
         if len(text) * 4 > self.limits.max_field_bytes:  # `clip`'s own first test, without the call
             text = clip(text, self.limits)
-        self.turns.append(Turn(index, Role.USER, text, when, None, attachments))
+        self.turns.append(new_turn(index, Role.USER, text, when, None, attachments))
         self.census[(kind, self.facts.version, Disposition.TURN)] += 1
 
     def join(self, results: Sequence[Result]) -> None:
@@ -410,8 +423,9 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                                 arguments = json_text(raw)
                             if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
                                 arguments = clip(arguments, limits)
-                        # every field given: a frozen dataclass's defaults cost more than passing them
-                        call = ToolCall(f"{index}.{position}", reply, name, arguments, None, None, None, None, None)
+                        call = new_tool_call(
+                            f"{index}.{position}", reply, name, arguments, None, None, None, None, None
+                        )
                         if new is None:
                             new = [call]
                         else:
