@@ -7,6 +7,7 @@ assistant rows are one reply, tool calls get ids from their line and block posit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -97,23 +98,49 @@ def tag_time(body: str) -> datetime | None:
     m = _WALL_CLOCK.match(body)
     if m is None:
         return parse_iso(body)
-    month_name, day, year, hour_text, minute, second, ampm, sign, oh, om = m.groups()
-    month = _MONTHS.get(month_name[:3].lower())
+    month_name, day_text, year_text, hour_text, minute_text, second_text, ampm, sign, oh, om = m.groups()
     hour = int(hour_text)
-    if month is None or hour > 23:
-        return None
     if ampm:
         if not 1 <= hour <= 12:
             return None
         hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
-    zone = _zone(sign, oh, om)
-    if zone is None:
+    elif hour > 23:
         return None
+    day = _local_day(year_text, month_name, day_text, sign, oh, om)
+    if day is None:
+        return None
+    year, month, day_of_month, zone, midnight = day
+    minute, second = int(minute_text), int(second_text or 0)
+    if midnight is not None and minute < 60 and second < 60:
+        return midnight + timedelta(0, hour * 3600 + minute * 60 + second)  # what the lines below make of it
     try:
-        local = datetime(int(year), month, int(day), hour, int(minute), int(second or 0), 0, zone)
+        local = datetime(year, month, day_of_month, hour, minute, second, 0, zone)
     except ValueError:
         return None
     return in_range(local.astimezone(UTC))
+
+
+# A local day of these years is, whatever its offset (under a day), a UTC time `in_range` keeps.
+_PLAIN_YEARS = range(1991, 2199)
+
+
+@functools.lru_cache(maxsize=4096)  # the prompts of a session fall on a few days: each day and zone is read once
+def _local_day(
+    year_text: str, month_name: str, day_text: str, sign: str | None, oh: str | None, om: str | None
+) -> tuple[int, int, int, timezone, datetime | None] | None:
+    """(year, month, day, zone, the UTC time of the day's local midnight) of a tag's date and offset, the midnight
+    only for a valid date of `_PLAIN_YEARS` (a tag's time is then that midnight plus its time of day); None for an
+    unknown month or an offset of a day or more."""
+    month = _MONTHS.get(month_name[:3].lower())
+    zone = _zone(sign, oh, om)
+    if month is None or zone is None:
+        return None
+    year, day = int(year_text), int(day_text)
+    midnight: datetime | None = None
+    if year in _PLAIN_YEARS:
+        with contextlib.suppress(ValueError):  # not a date: `tag_time` reads the tag as None through `datetime`
+            midnight = datetime(year, month, day, 0, 0, 0, 0, zone).astimezone(UTC)
+    return year, month, day, zone, midnight
 
 
 @functools.cache  # at most 3 signs x 100 hours x 101 minutes: one zone object each, not one per tag
