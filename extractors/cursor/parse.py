@@ -162,6 +162,8 @@ _TURN, _TOOL, _SKIPPED = Disposition.TURN, Disposition.TOOL, Disposition.SKIPPED
 _NO_RESULTS: tuple[Result, ...] = ()
 _STAMP_OPENING, _STAMP_CLOSING = tables.TIMESTAMP
 _QUERY_OPENING, _QUERY_CLOSING = tables.USER_QUERY
+# their lengths, once (each prompt asks them six times)
+_STAMP_SKIP, _QUERY_SKIP, _QUERY_CLOSING_SKIP = len(_STAMP_OPENING), len(_QUERY_OPENING), len(_QUERY_CLOSING)
 _REPLY = "assistant"  # an assistant row with text
 _CALLS = "assistant/tool_use"  # one with tool calls and no text
 
@@ -259,9 +261,9 @@ class _Assembler:
         when = None
         start = raw.find(_STAMP_OPENING)
         if start >= 0:
-            end = raw.find(_STAMP_CLOSING, start + len(_STAMP_OPENING))
+            end = raw.find(_STAMP_CLOSING, start + _STAMP_SKIP)
             if end >= 0:
-                when = tag_time(raw[start + len(_STAMP_OPENING) : end])
+                when = tag_time(raw[start + _STAMP_SKIP : end])
                 if when is not None:
                     self.times.append(when)
         if self.facts.parent is not None and self.prompts == 1:
@@ -270,10 +272,10 @@ class _Assembler:
             self.count("user/subagent_prompt", Disposition.HARNESS)
             return
         start = raw.find(_QUERY_OPENING)
-        end = raw.find(_QUERY_CLOSING, start + len(_QUERY_OPENING)) if start >= 0 else -1
-        if end >= 0 and raw.find(_QUERY_OPENING, end + len(_QUERY_CLOSING)) < 0:
+        end = raw.find(_QUERY_CLOSING, start + _QUERY_SKIP) if start >= 0 else -1
+        if end >= 0 and raw.find(_QUERY_OPENING, end + _QUERY_CLOSING_SKIP) < 0:
             # the rule: one prompt (what `_tagged` finds, here without its list and the generators below)
-            body = raw[start + len(_QUERY_OPENING) : end]
+            body = raw[start + _QUERY_SKIP : end]
             text, kind = body.replace(tables.REDACTED, "").strip(), "user/user_query"
         else:
             queries = _tagged(raw, tables.USER_QUERY)
@@ -435,7 +437,7 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                     kind = block.get("type")
                     if kind == "text":
                         piece = block.get("text")
-                        if isinstance(piece, str):
+                        if type(piece) is str:  # orjson's strings are never a subclass
                             if text is None:
                                 text = piece
                             elif texts is None:
@@ -444,7 +446,7 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                                 texts.append(piece)
                     elif kind == "tool_use":
                         name = block.get("name")
-                        if not isinstance(name, str) or not name:
+                        if type(name) is not str or not name:
                             break
                         raw = block.get("input")
                         if raw is None:
@@ -496,7 +498,7 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                 block = content[0]
                 if type(block) is dict and block.get("type") == "text":
                     piece = block.get("text")
-                    if isinstance(piece, str):
+                    if type(piece) is str:  # orjson's strings are never a subclass
                         prompt(index, piece)
                         continue
             texts_, _, results, attachments, _ = _blocks(record, index, role, limits)
