@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from extractors import cursor
-from extractors.cursor.parse import tag_time
+from extractors.cursor.parse import _CURSOR_CLOCK, _WALL_CLOCK, tag_time
 from extractors.errors import DeferCode, RejectCode
 from extractors.model import Agent, Deferred, Disposition, LinkKind, Loaded, Outcome, Rejected, Session, Source
 from extractors.registry import detect_format, read_source
@@ -260,6 +260,23 @@ def test_a_tag_time_is_the_same_instant_whichever_way_it_is_computed(body: str, 
     got = tag_time(body)
     assert got == expected
     assert got is None or got.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Sunday, Sep 20, 2026, 12:31 AM (UTC+3)",
+        "Monday, Jun 22, 2026, 9:09 PM (UTC-12)",
+        "Friday, Aug 21, 2026, 02:00 PM (UTC)",
+        "Sun, September 31, 2026, 13:00 PM (UTC-24)",  # groups of a time that is then no time: None either way
+    ],
+)
+def test_the_form_cursor_writes_is_read_to_the_groups_of_the_general_pattern(body: str) -> None:
+    fast, general = _CURSOR_CLOCK.fullmatch(body), _WALL_CLOCK.match(body)
+    assert fast is not None and general is not None
+    month, day, year, hour, minute, second, ampm, sign, oh, om = general.groups()
+    assert second is None and om is None
+    assert fast.groups() == (month, day, year, hour, minute, ampm, sign, oh)
 
 
 def test_turn_times_and_the_session_times_come_only_from_the_tags(tmp_path: Path) -> None:

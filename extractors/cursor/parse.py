@@ -83,6 +83,12 @@ _WALL_CLOCK = re.compile(
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?\s*(?P<ampm>[AaPp][Mm])?\s*"
     r"\(\s*(?:UTC|GMT)\s*(?:(?P<sign>[+-])\s*(?P<oh>\d{1,2})(?::?(?P<om>\d{2}))?)?\s*\)$"
 )
+# The form Cursor writes (`Sunday, Sep 20, 2026, 12:31 AM (UTC+3)`), at half `_WALL_CLOCK`'s cost (0.47 us, not
+# 0.96): on a string it matches whole, `_WALL_CLOCK` finds the same groups on its first path (each part it allows more
+# of is here exactly one form), with no second and no offset minutes. Anything else is read by `_WALL_CLOCK`.
+_CURSOR_CLOCK = re.compile(
+    r"[A-Za-z]+, ([A-Za-z]+) (\d{1,2}), (\d{4}), (\d{1,2}):(\d{2}) ([AP]M) \(UTC(?:([+-])(\d{1,2}))?\)"
+)
 _MONTHS = {
     name: n
     for n, name in enumerate(
@@ -95,10 +101,15 @@ def tag_time(body: str) -> datetime | None:
     """The time of a `<timestamp>` tag's text: `Sunday, Sep 20, 2026, 12:31 AM (UTC+3)` (local wall clock with its
     UTC offset; docs/agents/cursor.md "Times"), or an ISO 8601 string; None when it is neither."""
     body = body.strip()
-    m = _WALL_CLOCK.match(body)
-    if m is None:
-        return parse_iso(body)
-    month_name, day_text, year_text, hour_text, minute_text, second_text, ampm, sign, oh, om = m.groups()
+    m = _CURSOR_CLOCK.fullmatch(body)
+    if m is not None:
+        month_name, day_text, year_text, hour_text, minute_text, ampm, sign, oh = m.groups()
+        second_text = om = None
+    else:
+        m = _WALL_CLOCK.match(body)
+        if m is None:
+            return parse_iso(body)
+        month_name, day_text, year_text, hour_text, minute_text, second_text, ampm, sign, oh, om = m.groups()
     hour = int(hour_text)
     if ampm:
         if not 1 <= hour <= 12:
