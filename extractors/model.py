@@ -6,11 +6,11 @@ Nothing here knows a source format; nothing here does I/O.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import NewType
+from typing import NewType, cast
 
 from extractors.errors import DeferCode, RejectCode
 
@@ -81,6 +81,77 @@ class ToolCall:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     spawned_session_id: str | None = None  # the session this call started (a subagent), where the source says
+
+
+# --- made fast, for the readers of many small records -----------------------------------------------------------
+# A frozen dataclass's __init__ sets each field through `object.__setattr__` (it must get past the frozen
+# `__setattr__`): ~0.95 us for a ToolCall, ~7x a plain class's. A reader that makes tens of thousands of turns or calls
+# a run (Cursor: 46k calls, 21k turns in 50 MB) makes each with `new_turn` / `new_tool_call`: an instance of a plain
+# class with the same slots, whose __init__ sets them and then makes it the frozen class's (`__class__` assignment,
+# allowed between classes of the same slots: the result is a `Turn` / `ToolCall` in every way, equal, hashable,
+# frozen and pickled as one made by its own __init__). Every field is given, in order; tests/test_model_fast.py
+# checks that each maker sets every field of its class.
+
+
+class _TurnMaker:
+    __slots__ = Turn.__slots__
+
+    def __init__(
+        self,
+        index: int,
+        role: Role,
+        text: str,
+        timestamp: datetime | None,
+        model: str | None,
+        attachments: tuple[str, ...],
+    ) -> None:
+        self.index = index
+        self.role = role
+        self.text = text
+        self.timestamp = timestamp
+        self.model = model
+        self.attachments = attachments
+        self.__class__ = Turn  # type: ignore[assignment]
+
+
+class _ToolCallMaker:
+    __slots__ = ToolCall.__slots__
+
+    def __init__(
+        self,
+        call_id: str,
+        turn_index: int,
+        name: str,
+        input: str | None,
+        output: str | None,
+        is_error: bool | None,
+        started_at: datetime | None,
+        ended_at: datetime | None,
+        spawned_session_id: str | None,
+    ) -> None:
+        self.call_id = call_id
+        self.turn_index = turn_index
+        self.name = name
+        self.input = input
+        self.output = output
+        self.is_error = is_error
+        self.started_at = started_at
+        self.ended_at = ended_at
+        self.spawned_session_id = spawned_session_id
+        self.__class__ = ToolCall  # type: ignore[assignment]
+
+
+# `Turn(...)` / `ToolCall(...)` with every field given, positional: the same value, made ~4x faster.
+new_turn = cast(
+    Callable[[int, Role, str, datetime | None, str | None, tuple[str, ...]], Turn],
+    _TurnMaker,
+)
+new_tool_call = cast(
+    Callable[
+        [str, int, str, str | None, str | None, bool | None, datetime | None, datetime | None, str | None], ToolCall
+    ],
+    _ToolCallMaker,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from extractors import cursor
-from extractors.cursor.parse import tag_time
+from extractors.cursor.parse import _CURSOR_CLOCK, _WALL_CLOCK, tag_time
 from extractors.errors import DeferCode, RejectCode
 from extractors.model import Agent, Deferred, Disposition, LinkKind, Loaded, Outcome, Rejected, Session, Source
 from extractors.registry import detect_format, read_source
@@ -234,6 +234,49 @@ def test_there_is_no_usage_and_no_model(tmp_path: Path) -> None:
 )
 def test_the_timestamp_tag_is_the_local_wall_clock_with_its_offset(body: str, expected: datetime | None) -> None:
     assert tag_time(body) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # a day's local midnight is read once and the time of day added (years 1991-2198): the same instants
+        ("Mon, Dec 31, 2198, 11:59:59 PM (UTC-23:59)", datetime(2199, 1, 1, 23, 58, 59, tzinfo=UTC)),
+        ("Tue, Jan 1, 1991, 12:00 AM (UTC+23:59)", datetime(1990, 12, 31, 0, 1, tzinfo=UTC)),
+        ("Thu, Feb 29, 2024, 1:05 PM (GMT-05:30)", datetime(2024, 2, 29, 18, 35, tzinfo=UTC)),
+        ("Thu, Feb 29, 2025, 1:05 PM (UTC)", None),  # not a date
+        ("Thu, Feb 28, 2025, 1:60 PM (UTC)", None),  # not a time
+        ("Thu, Feb 28, 2025, 1:05:60 PM (UTC)", None),
+        ("Thu, Feb 28, 2025, 13:05 PM (UTC)", None),
+        ("Thu, Feb 28, 2025, 13:05 (UTC+24)", None),
+        # other years go through `datetime` whole: kept when their instant lies in the usable years
+        ("Mon, Jan 1, 1990, 10:00 AM (UTC+3)", datetime(1990, 1, 1, 7, 0, tzinfo=UTC)),
+        ("Mon, Jan 1, 1990, 1:00 AM (UTC+3)", None),
+        ("Wed, Dec 31, 2199, 11:00 PM (UTC+3)", datetime(2199, 12, 31, 20, 0, tzinfo=UTC)),
+        ("Wed, Dec 31, 2199, 11:00 PM (UTC-3)", None),
+        ("Mon, Jan 1, 0001, 10:00 AM (UTC+3)", None),
+    ],
+)
+def test_a_tag_time_is_the_same_instant_whichever_way_it_is_computed(body: str, expected: datetime | None) -> None:
+    got = tag_time(body)
+    assert got == expected
+    assert got is None or got.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Sunday, Sep 20, 2026, 12:31 AM (UTC+3)",
+        "Monday, Jun 22, 2026, 9:09 PM (UTC-12)",
+        "Friday, Aug 21, 2026, 02:00 PM (UTC)",
+        "Sun, September 31, 2026, 13:00 PM (UTC-24)",  # groups of a time that is then no time: None either way
+    ],
+)
+def test_the_form_cursor_writes_is_read_to_the_groups_of_the_general_pattern(body: str) -> None:
+    fast, general = _CURSOR_CLOCK.fullmatch(body), _WALL_CLOCK.match(body)
+    assert fast is not None and general is not None
+    month, day, year, hour, minute, second, ampm, sign, oh, om = general.groups()
+    assert second is None and om is None
+    assert fast.groups() == (month, day, year, hour, minute, ampm, sign, oh)
 
 
 def test_turn_times_and_the_session_times_come_only_from_the_tags(tmp_path: Path) -> None:

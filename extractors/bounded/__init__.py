@@ -332,8 +332,9 @@ def iter_jsonl_fields(
         max_line_bytes = limits.max_line_bytes
         max_records = limits.max_records
         loads = orjson.loads
+        cap = max_line_bytes + 1
         while True:
-            raw = readline(max_line_bytes + 1)
+            raw = readline(cap)
             if not raw:
                 break
             size = len(raw)
@@ -344,7 +345,9 @@ def iter_jsonl_fields(
                     line=index,
                     offset=offset,
                 )
-            if not raw.isspace():  # `raw` is not empty here; `strip()` copied every line to ask this
+            # `raw` is not empty here; `strip()` copied every line to ask whether it is blank. A line opening with
+            # `{` (123), as nearly every record does, is not: asked by one byte, not a method call.
+            if raw[0] == 123 or not raw.isspace():
                 records += 1
                 if records > max_records:
                     raise RejectError(
@@ -354,7 +357,7 @@ def iter_jsonl_fields(
                         offset=offset,
                     )
                 values: list[Any] | None = None
-                if raw.endswith(b"\n"):
+                if raw[-1] == 10:  # ends with b"\n"
                     if size in known_sizes and raw in known:
                         value = known[raw]
                     else:
