@@ -336,6 +336,39 @@ def sidecar_stat(path: str) -> os.stat_result | None:
     return st
 
 
+def plain_files(folder: str, wanted: Callable[[str], bool]) -> list[tuple[str, os.stat_result]] | None:
+    """The regular files directly in `folder` whose names `wanted` takes, (path, stat) sorted by path: what
+    `walk_files(folder, ..., max_depth=0)` yields for a folder of plain entries (regular files and folders: no
+    symlink, FIFO or other odd entry, no file under two names), with one stat per file taken, nothing else.
+
+    None when the folder holds anything else, cannot be listed, or a `listing` block is on (the record is used
+    there): the caller walks it with `walk_files`, which handles every case. For units spread over many small
+    folders (OpenCode's legacy storage: one folder per message), where a general walk per folder costs more than
+    the stats it takes."""
+    if _listings is not None:
+        return None
+    found: list[tuple[str, os.stat_result]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    return None
+                if entry.is_file(follow_symlinks=False):
+                    if wanted(entry.name):
+                        st = entry.stat()
+                        if not stat.S_ISREG(st.st_mode):
+                            return None
+                        found.append((entry.path, st))
+                elif not entry.is_dir(follow_symlinks=False):
+                    return None
+    except OSError:
+        return None
+    if len({(st.st_dev, st.st_ino) for _, st in found}) != len(found):
+        return None  # a second name for one file: `once_per_file` decides which is listed
+    found.sort(key=itemgetter(0))
+    return found
+
+
 def _scan(folder: str) -> dict[str, Entry]:
     """The names in `folder` by kind, from the listing alone (no stat where the file system gives the type)."""
     entries: dict[str, Entry] = {}
