@@ -108,21 +108,23 @@ def _read_session(db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: 
             time_updated,
             time_archived,
         )
-        messages = [
-            MessageRow(_id(mid, "message"), created, _payload(data, f"message {mid}"))
-            for mid, created, data in db.rows(
-                "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ?"
-                " ORDER BY time_created, id",
-                (native,),
-            )
-        ]
-        parts = [
-            PartRow(_id(pid, "part"), _id(mid, "part message"), _payload(data, f"part {pid}"))
-            for pid, mid, data in db.rows(
-                "SELECT id, message_id, CAST(data AS BLOB) FROM part WHERE session_id = ? ORDER BY message_id, id",
-                (native,),
-            )
-        ]
+        messages = []
+        for mid, created, data in db.rows(
+            "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
+            (native,),
+        ):
+            if type(mid) is not str:
+                _id(mid, "message")  # raises
+            messages.append(MessageRow(mid, created, _payload(data, "message", mid)))
+        parts = []
+        for pid, mid, data in db.rows(
+            "SELECT id, message_id, CAST(data AS BLOB) FROM part WHERE session_id = ? ORDER BY message_id, id",
+            (native,),
+        ):
+            if type(pid) is not str or type(mid) is not str:
+                _id(pid, "part")  # raises, as does
+                _id(mid, "part message")
+            parts.append(PartRow(pid, mid, _payload(data, "part", pid)))
         return Loaded(source, build_session(row, messages, parts, limits))
     except RejectError as exc:
         return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint or hint)
@@ -165,13 +167,13 @@ def _check_size(db: ReadOnlyDb, native: str, limits: Limits) -> None:
         )
 
 
-def _payload(data: Any, what: str) -> Any:
-    if not isinstance(data, bytes):
-        raise RejectError(RejectCode.BAD_SHAPE, f"{what} has no data")
+def _payload(data: Any, table: str, row_id: Any) -> Any:
+    if type(data) is not bytes:
+        raise RejectError(RejectCode.BAD_SHAPE, f"{table} {row_id} has no data")
     try:
         return parse_json(data)
     except RejectError as exc:
-        raise RejectError(exc.code, f"{what}: {exc.detail}") from exc
+        raise RejectError(exc.code, f"{table} {row_id}: {exc.detail}") from exc
 
 
 def contains_session(root: Path, native_id: str, limits: Limits) -> bool:
