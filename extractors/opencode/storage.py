@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors.bounded import Limits, read_json_document
-from extractors.discovery import confined, plain_files, suffix, walk_files
+from extractors.discovery import confined, plain_files, plainly_inside, suffix, walk_files
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from extractors.model import Loaded, Outcome, Rejected, Source
 from extractors.opencode import db
@@ -145,6 +145,11 @@ class Listing:
         return {m: [(Path(p), st) for p, st in files] for m, files in self.part_files.items()}
 
 
+def _inside(folder: str, root: Path) -> bool:
+    """`confined(folder, root)`, without resolving both paths when `folder` lies plainly under `root`."""
+    return plainly_inside(folder, str(root)) or confined(folder, root)
+
+
 def _stem(path: str) -> str:
     """`Path(path).stem` of a listed `<id>.json` file."""
     return os.path.basename(path)[:-5]
@@ -157,15 +162,15 @@ def list_unit(unit: Unit, root: Path) -> Listing:
     """
     st = os.stat(unit.session_file)
     size, newest = st.st_size, st.st_mtime_ns
-    message_root, part_root = unit.message_root(), unit.part_root()
-    messages, folder_mtime = _folder_files(str(message_root), unit.native_id, confined(message_root, root), root)
+    message_root, part_root = str(unit.message_root()), str(unit.part_root())
+    messages, folder_mtime = _folder_files(message_root, unit.native_id, _inside(message_root, root), root)
     folders = [folder_mtime]
     parts: dict[str, list[tuple[str, os.stat_result]]] = {}
-    part_base, part_inside = str(part_root), confined(part_root, root)
+    part_inside = _inside(part_root, root)
     for path, mst in messages:
         size, newest = size + mst.st_size, max(newest, mst.st_mtime_ns)
         message_id = _stem(path)
-        parts[message_id], folder_mtime = _folder_files(part_base, message_id, part_inside, root)
+        parts[message_id], folder_mtime = _folder_files(part_root, message_id, part_inside, root)
         folders.append(folder_mtime)
         for _, pst in parts[message_id]:
             size, newest = size + pst.st_size, max(newest, pst.st_mtime_ns)
