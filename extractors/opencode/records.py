@@ -12,6 +12,7 @@ The assistant's visible text is its non-synthetic `text` parts (`reasoning` is p
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -171,14 +172,11 @@ def _model_of(data: dict[str, Any]) -> str | None:
     return nested if isinstance(nested, str) and nested else None
 
 
-# The token fields of `tokens` (and its `cache`), in the order of the Usage columns they total.
-_TOKEN_FIELDS = (("input", False), ("output", False), ("read", True), ("write", True), ("reasoning", False))
-
-
 def _usage(
     index: int,
     message_id: str,
     data: dict[str, Any],
+    model: str | None,
     steps: list[dict[str, Any]],
     when: datetime | None,
     census: Counter[tuple[str, str, Disposition]],
@@ -189,41 +187,57 @@ def _usage(
     numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null. A NaN or infinite count or
     cost (`1e400`), or a count past int64, in any step makes that field's total null, counted in the census as
     `usage/out_of_range` (`extractors.bounded.numbers`); a total of in-range steps too large for its column is
-    nulled and counted when rows are built.
+    nulled and counted when rows are built. (`model` is `_model_of(data)`.)
     """
-    sources = [(_dict(s.get("tokens")), s.get("cost")) for s in steps] or [
-        (_dict(data.get("tokens")), data.get("cost"))
-    ]
-    totals: list[int | None] = [None] * 5
-    broken = [False] * 5
+    totals: list[int | None] = [None, None, None, None, None]
+    broken: list[bool] | None = None
     cost: float | None = None
     cost_broken = False
-    for tokens, step_cost in sources:
-        cache = _dict(tokens.get("cache"))
-        for i, (name, cached) in enumerate(_TOKEN_FIELDS):
-            value = cache.get(name) if cached else tokens.get(name)
+    for source in steps or (data,):
+        tokens = source.get("tokens")
+        if not isinstance(tokens, dict):
+            tokens = {}
+        cache = tokens.get("cache")
+        if not isinstance(cache, dict):
+            cache = {}
+        fields = (
+            tokens.get("input"),
+            tokens.get("output"),
+            cache.get("read"),
+            cache.get("write"),
+            tokens.get("reasoning"),
+        )
+        for i, value in enumerate(fields):
             if value is None:
                 continue
             if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:  # else token_count's (value, False)
                 value, bad = token_count(value)
-                broken[i] = broken[i] or bad
+                if bad:
+                    broken = broken or [False] * 5
+                    broken[i] = True
                 if value is None:
                     continue
-            totals[i] = (totals[i] or 0) + value
-        if _number(step_cost) is not None:
+            total = totals[i]
+            totals[i] = value if total is None else total + value
+        step_cost = source.get("cost")
+        if type(step_cost) is float and math.isfinite(step_cost):  # else fit_float decides, as below
+            cost = (cost or 0.0) + step_cost
+        elif _number(step_cost) is not None:
             step_usd, bad = fit_float(step_cost)
             cost_broken = cost_broken or bad
             if step_usd is not None:
                 cost = (cost or 0.0) + step_usd
-    if any(broken) or cost_broken:
-        census[OUT_OF_RANGE] += sum(broken) + cost_broken
-    totals = [None if bad else total for total, bad in zip(totals, broken, strict=True)]
-    cost = None if cost_broken else cost
-    if all(v is None for v in totals) and cost is None:
+    if broken or cost_broken:
+        census[OUT_OF_RANGE] += sum(broken or ()) + cost_broken
+    if broken:
+        totals = [None if bad else total for total, bad in zip(totals, broken, strict=True)]
+    if cost_broken:
+        cost = None
+    if cost is None and totals.count(None) == 5:
         return None
     return Usage(
         turn_index=index,
-        model=_model_of(data),
+        model=model,
         input_tokens=totals[0],
         output_tokens=totals[1],
         cache_read_tokens=totals[2],
@@ -351,7 +365,7 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
         if text.strip():
             turns.append(Turn(index, role, text, when, model, tuple(attachments)))
         if role is Role.ASSISTANT:
-            found_usage = _usage(index, message.id, data, steps, when, census)
+            found_usage = _usage(index, message.id, data, model, steps, when, census)
             if found_usage is not None:
                 usage.append(found_usage)
     for orphans in by_message.values():  # parts whose message is not in this session
