@@ -359,10 +359,10 @@ def sidecar_stat(path: str) -> os.stat_result | None:
     return st
 
 
-def plain_files(folder: str, wanted: Callable[[str], bool]) -> list[tuple[str, os.stat_result]] | None:
-    """The regular files directly in `folder` whose names `wanted` takes, (path, stat) sorted by path: what
-    `walk_files(folder, ..., max_depth=0)` yields for a folder of plain entries (regular files and folders: no
-    symlink, FIFO or other odd entry, no file under two names), with one stat per file taken, nothing else.
+def plain_files(folder: str, ending: str) -> list[tuple[str, os.stat_result]] | None:
+    """The regular files directly in `folder` whose `suffix` is `ending` (a dot and no other: `.json`), (path, stat)
+    sorted by path: what `walk_files(folder, ..., max_depth=0)` yields for a folder of plain entries (regular files
+    and folders: no symlink, FIFO or other odd entry, no file under two names), with one stat per file, nothing else.
 
     None when the folder holds anything else, cannot be listed, or a `listing` block is on (the record is used
     there): the caller walks it with `walk_files`, which handles every case. For units spread over many small
@@ -371,13 +371,15 @@ def plain_files(folder: str, wanted: Callable[[str], bool]) -> list[tuple[str, o
     if _listings is not None:
         return None
     found: list[tuple[str, os.stat_result]] = []
+    size = len(ending)
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_symlink():
                     return None
                 if entry.is_file(follow_symlinks=False):
-                    if wanted(entry.name):
+                    name = entry.name
+                    if name.endswith(ending) and len(name) > size:  # suffix(name) == ending
                         st = entry.stat()
                         if not stat.S_ISREG(st.st_mode):
                             return None

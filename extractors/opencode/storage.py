@@ -87,14 +87,10 @@ def session_files(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
         yield Path(path), st
 
 
-def _is_json(name: str) -> bool:
-    return suffix(name) == ".json"
-
-
 def _json_files(folder: Path, root: Path) -> list[tuple[str, os.stat_result]]:
     if not folder.is_dir() or not confined(folder, root):
         return []
-    return list(walk_files(folder, lambda name, _f, _d: _is_json(name), max_depth=0))
+    return list(walk_files(folder, lambda name, _f, _d: suffix(name) == ".json", max_depth=0))
 
 
 def _folder_files(
@@ -118,7 +114,7 @@ def _folder_files(
         if st is not None and not stat.S_ISLNK(st.st_mode):
             if not stat.S_ISDIR(st.st_mode):
                 return [], st.st_mtime_ns
-            files = plain_files(folder, _is_json)
+            files = plain_files(folder, ".json")
             if files is not None:
                 return files, st.st_mtime_ns
     path = Path(parent) / name  # as the unit names it (`Path` drops a `.`)
