@@ -94,7 +94,7 @@ def plainly_inside(path: str, root: str) -> bool:
     if not path.startswith(prefix):
         return False
     names = path[len(prefix) :].split("/")
-    if any(name in ("", ".", "..") for name in names):
+    if "" in names or "." in names or ".." in names:
         return False
     current = root
     for name in names:
@@ -371,20 +371,18 @@ def plain_files(folder: str, ending: str) -> list[tuple[str, os.stat_result]] | 
     if _listings is not None:
         return None
     found: list[tuple[str, os.stat_result]] = []
-    size = len(ending)
+    size, is_regular = len(ending), stat.S_ISREG
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.is_symlink():
-                    return None
-                if entry.is_file(follow_symlinks=False):
+                if entry.is_file(follow_symlinks=False):  # a regular file, not a symlink to one
                     name = entry.name
                     if name.endswith(ending) and len(name) > size:  # suffix(name) == ending
                         st = entry.stat()
-                        if not stat.S_ISREG(st.st_mode):
+                        if not is_regular(st.st_mode):  # replaced since it was listed
                             return None
                         found.append((entry.path, st))
-                elif not entry.is_dir(follow_symlinks=False):
+                elif not entry.is_dir(follow_symlinks=False):  # a symlink, FIFO, socket, device
                     return None
     except OSError:
         return None
