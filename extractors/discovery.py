@@ -342,6 +342,11 @@ def listing(listings: Listings | None) -> Iterator[Listings | None]:
         _listings = before
 
 
+def listing_on() -> bool:
+    """Whether a `listing` block is on (walks use the record): a caller's own fast path should not run then."""
+    return _listings is not None
+
+
 def sidecar_stat(path: str) -> os.stat_result | None:
     """The stat of a file beside a source (Grok's summary.json, Copilot's workspace.yaml, Cline's sidecars), links
     followed, or None when there is none; from the record when its folder was not listed again and it is cold."""

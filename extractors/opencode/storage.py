@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors.bounded import Limits, read_json_document
-from extractors.discovery import confined, plain_files, plainly_inside, suffix, walk_files
+from extractors.discovery import confined, listing_on, plain_files, plainly_inside, suffix, walk_files
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from extractors.model import Loaded, Outcome, Rejected, Source
 from extractors.opencode import db
@@ -102,7 +102,7 @@ def _folder_files(
     The fast path: when `parent` resolves inside the root (`parent_inside`) and `name` is a plain name that is no
     symlink, the folder resolves inside the root too, so `confined` need not resolve it again; a folder of plain
     files is then listed by `discovery.plain_files` (one stat per file). Anything else (a symlink, `.` or `..`, an
-    odd entry, an error, a `listing` block) takes the general walk, as before."""
+    odd entry, an error; `parent_inside` False in a `listing` block) takes the general walk, as before."""
     folder = f"{parent}/{name}"
     if parent_inside and name not in ("", ".", ".."):
         try:
@@ -159,10 +159,11 @@ def list_unit(unit: Unit, root: Path) -> Listing:
     st = os.stat(unit.session_file)
     size, newest = st.st_size, st.st_mtime_ns
     message_root, part_root = str(unit.message_root()), str(unit.part_root())
-    messages, folder_mtime = _folder_files(message_root, unit.native_id, _inside(message_root, root), root)
+    fast = not listing_on()  # in a listing block (the nightly discovery) every folder takes the recorded walk
+    messages, folder_mtime = _folder_files(message_root, unit.native_id, fast and _inside(message_root, root), root)
     folders = [folder_mtime]
     parts: dict[str, list[tuple[str, os.stat_result]]] = {}
-    part_inside = _inside(part_root, root)
+    part_inside = fast and _inside(part_root, root)
     for path, mst in messages:
         size, newest = size + mst.st_size, max(newest, mst.st_mtime_ns)
         message_id = _stem(path)
