@@ -86,6 +86,29 @@ def confined(path: Path | str, root: Path | str) -> bool:
     return real == real_root or real.is_relative_to(real_root)
 
 
+def plainly_inside(path: str, root: str) -> bool:
+    """True when `path` is `root` joined with plain names (no `.` or `..`), none of them a symlink: it then resolves
+    inside `root`, whatever `root` itself resolves to, so `confined` holds without resolving either (one lstat per
+    name instead of one per part of both paths). False decides nothing: ask `confined`."""
+    prefix = os.path.join(root, "")
+    if not path.startswith(prefix):
+        return False
+    names = path[len(prefix) :].split("/")
+    if "" in names or "." in names or ".." in names:
+        return False
+    current = root
+    for name in names:
+        current = os.path.join(current, name)
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return False
+        except FileNotFoundError:
+            return True  # nothing there: the rest is taken as written, as `realpath` takes it
+        except OSError:
+            return False
+    return True
+
+
 def identity(st: os.stat_result) -> tuple[int, int]:
     """What makes two paths the same file."""
     return (st.st_dev, st.st_ino)
@@ -319,6 +342,11 @@ def listing(listings: Listings | None) -> Iterator[Listings | None]:
         _listings = before
 
 
+def listing_on() -> bool:
+    """Whether a `listing` block is on (walks use the record): a caller's own fast path should not run then."""
+    return _listings is not None
+
+
 def sidecar_stat(path: str) -> os.stat_result | None:
     """The stat of a file beside a source (Grok's summary.json, Copilot's workspace.yaml, Cline's sidecars), links
     followed, or None when there is none; from the record when its folder was not listed again and it is cold."""
@@ -334,6 +362,39 @@ def sidecar_stat(path: str) -> os.stat_result | None:
     if listings is not None:
         listings.note(path, st)
     return st
+
+
+def plain_files(folder: str, ending: str) -> list[tuple[str, os.stat_result]] | None:
+    """The regular files directly in `folder` whose `suffix` is `ending` (a dot and no other: `.json`), (path, stat)
+    sorted by path: what `walk_files(folder, ..., max_depth=0)` yields for a folder of plain entries (regular files
+    and folders: no symlink, FIFO or other odd entry, no file under two names), with one stat per file, nothing else.
+
+    None when the folder holds anything else, cannot be listed, or a `listing` block is on (the record is used
+    there): the caller walks it with `walk_files`, which handles every case. For units spread over many small
+    folders (OpenCode's legacy storage: one folder per message), where a general walk per folder costs more than
+    the stats it takes."""
+    if _listings is not None:
+        return None
+    found: list[tuple[str, os.stat_result]] = []
+    size, is_regular = len(ending), stat.S_ISREG
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False):  # a regular file, not a symlink to one
+                    name = entry.name
+                    if name.endswith(ending) and len(name) > size:  # suffix(name) == ending
+                        st = entry.stat()
+                        if not is_regular(st.st_mode):  # replaced since it was listed
+                            return None
+                        found.append((entry.path, st))
+                elif not entry.is_dir(follow_symlinks=False):  # a symlink, FIFO, socket, device
+                    return None
+    except OSError:
+        return None
+    if len({(st.st_dev, st.st_ino) for _, st in found}) != len(found):
+        return None  # a second name for one file: `once_per_file` decides which is listed
+    found.sort(key=itemgetter(0))
+    return found
 
 
 def _scan(folder: str) -> dict[str, Entry]:

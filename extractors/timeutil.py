@@ -83,8 +83,14 @@ def from_epoch_seconds(value: Any) -> datetime | None:
         return None
 
 
+# Integer milliseconds a second or more inside the usable years: converted without the checks, which they pass.
+_MS_INSIDE = (int(_MIN.timestamp()) * 1000 + 1000, int(_MAX.timestamp()) * 1000 - 1000)
+
+
 def from_epoch_ms(value: Any) -> datetime | None:
     """Integer milliseconds since the epoch (OpenCode `time_created`) -> UTC; None when null or absurd."""
+    if type(value) is int and _MS_INSIDE[0] <= value <= _MS_INSIDE[1]:  # the usual case, as the general one
+        return datetime.fromtimestamp(value / 1000.0, tz=UTC)
     millis = _finite(value)
     return None if millis is None else from_epoch_seconds(millis / 1000.0)
 

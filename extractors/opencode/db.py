@@ -69,12 +69,13 @@ def read_database(source: Source, limits: Limits) -> Iterator[Outcome]:
     """
     with open_readonly(source.path, _root_of(source), limits) as db:
         present = _check_schema(db)
+        part_ids_unique = _unique_part_ids(db)
         optional = ", ".join(c if c in present else f"NULL AS {c}" for c in OPTIONAL_SESSION)
         sessions = list(
             db.rows(f"SELECT id, parent_id, time_created, {optional} FROM session ORDER BY time_created, id")
         )
         for raw in sessions:
-            outcome = _read_session(db, source, raw, limits)
+            outcome = _read_session(db, source, raw, limits, part_ids_unique)
             db.verify_unchanged()  # immutable reads: nothing handed out from a file that moved under us
             yield outcome
         orphans = db.rows(
@@ -90,7 +91,9 @@ def read_database(source: Source, limits: Limits) -> Iterator[Outcome]:
             )
 
 
-def _read_session(db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: Limits) -> Outcome:
+def _read_session(
+    db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: Limits, part_ids_unique: bool
+) -> Outcome:
     native = raw[0]
     hint = session_id_of(str(native))
     try:
@@ -108,24 +111,45 @@ def _read_session(db: ReadOnlyDb, source: Source, raw: tuple[Any, ...], limits: 
             time_updated,
             time_archived,
         )
-        messages = [
-            MessageRow(_id(mid, "message"), created, _payload(data, f"message {mid}"))
-            for mid, created, data in db.rows(
-                "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ?"
-                " ORDER BY time_created, id",
-                (native,),
-            )
-        ]
-        parts = [
-            PartRow(_id(pid, "part"), _id(mid, "part message"), _payload(data, f"part {pid}"))
-            for pid, mid, data in db.rows(
-                "SELECT id, message_id, CAST(data AS BLOB) FROM part WHERE session_id = ? ORDER BY message_id, id",
-                (native,),
-            )
-        ]
+        messages = []
+        for mid, created, data in db.rows(
+            "SELECT id, time_created, CAST(data AS BLOB) FROM message WHERE session_id = ? ORDER BY time_created, id",
+            (native,),
+        ):
+            if type(mid) is not str:
+                _id(mid, "message")  # raises
+            messages.append(MessageRow(mid, created, _payload(data, "message", mid)))
+        parts = None
+        if part_ids_unique:  # build_session orders the parts: SQLite need not sort them (and their payloads)
+            try:
+                parts = _parts(db, PARTS_AS_STORED, native)
+            except RejectError:
+                parts = None  # read again in order: the row named is the first bad one in that order, as always
+        if parts is None:
+            parts = _parts(db, PARTS_IN_ORDER, native)
         return Loaded(source, build_session(row, messages, parts, limits))
     except RejectError as exc:
         return Rejected(source, exc.code, exc.detail, exc.line, exc.offset, exc.session_hint or hint)
+
+
+PARTS_IN_ORDER = "SELECT id, message_id, CAST(data AS BLOB) FROM part WHERE session_id = ? ORDER BY message_id, id"
+PARTS_AS_STORED = "SELECT id, message_id, CAST(data AS BLOB) FROM part WHERE session_id = ?"
+
+
+def _parts(db: ReadOnlyDb, sql: str, native: str) -> list[PartRow]:
+    parts = []
+    for pid, mid, data in db.rows(sql, (native,)):
+        if type(pid) is not str or type(mid) is not str:
+            _id(pid, "part")  # raises, as does
+            _id(mid, "part message")
+        parts.append(PartRow(pid, mid, _payload(data, "part", pid)))
+    return parts
+
+
+def _unique_part_ids(db: ReadOnlyDb) -> bool:
+    """Whether `part.id` is the table's whole primary key (OpenCode's schema): two parts then never share an id, so
+    build_session's (message_id, id) order is one order whatever order the rows come in."""
+    return [r[0] for r in db.rows("SELECT name FROM pragma_table_info(?) WHERE pk > 0", ("part",))] == ["id"]
 
 
 def _id(value: Any, what: str) -> str:
@@ -165,13 +189,13 @@ def _check_size(db: ReadOnlyDb, native: str, limits: Limits) -> None:
         )
 
 
-def _payload(data: Any, what: str) -> Any:
-    if not isinstance(data, bytes):
-        raise RejectError(RejectCode.BAD_SHAPE, f"{what} has no data")
+def _payload(data: Any, table: str, row_id: Any) -> Any:
+    if type(data) is not bytes:
+        raise RejectError(RejectCode.BAD_SHAPE, f"{table} {row_id} has no data")
     try:
         return parse_json(data)
     except RejectError as exc:
-        raise RejectError(exc.code, f"{what}: {exc.detail}") from exc
+        raise RejectError(exc.code, f"{table} {row_id}: {exc.detail}") from exc
 
 
 def contains_session(root: Path, native_id: str, limits: Limits) -> bool:

@@ -12,14 +12,16 @@ The assistant's visible text is its non-synthetic `text` parts (`reasoning` is p
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from extractors import ids
 from extractors.bounded import Limits, clip, json_text
-from extractors.bounded.numbers import OUT_OF_RANGE, fit_float, token_count
+from extractors.bounded.numbers import INT64_MAX, INT64_MIN, OUT_OF_RANGE, fit_float, token_count
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
 from extractors.timeutil import from_epoch_ms
@@ -110,15 +112,15 @@ class SessionRow:
     time_archived: Any
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRow:
+class MessageRow(NamedTuple):
+    """One message (a NamedTuple, not a frozen dataclass: tens of thousands are made per database)."""
+
     id: str
     time_created: Any  # epoch ms: the `time_created` column, or `time.created` in a JSON file
     data: Any  # the parsed message JSON (should be an object)
 
 
-@dataclass(frozen=True, slots=True)
-class PartRow:
+class PartRow(NamedTuple):
     id: str
     message_id: str
     data: Any
@@ -170,18 +172,11 @@ def _model_of(data: dict[str, Any]) -> str | None:
     return nested if isinstance(nested, str) and nested else None
 
 
-def _usage_fields(tokens: dict[str, Any]) -> tuple[tuple[int | None, bool], ...]:
-    """(count, out of range) per token field (`extractors.bounded.numbers.token_count`: range-checked before
-    summing)."""
-    cache = _dict(tokens.get("cache"))
-    fields = (tokens.get("input"), tokens.get("output"), cache.get("read"), cache.get("write"), tokens.get("reasoning"))
-    return tuple(token_count(value) for value in fields)
-
-
 def _usage(
     index: int,
     message_id: str,
     data: dict[str, Any],
+    model: str | None,
     steps: list[dict[str, Any]],
     when: datetime | None,
     census: Counter[tuple[str, str, Disposition]],
@@ -192,34 +187,57 @@ def _usage(
     numbers (a hand-written fixture writes `cost: {"usd": ...}`) are stored as null. A NaN or infinite count or
     cost (`1e400`), or a count past int64, in any step makes that field's total null, counted in the census as
     `usage/out_of_range` (`extractors.bounded.numbers`); a total of in-range steps too large for its column is
-    nulled and counted when rows are built.
+    nulled and counted when rows are built. (`model` is `_model_of(data)`.)
     """
-    sources = [(_dict(s.get("tokens")), s.get("cost")) for s in steps] or [
-        (_dict(data.get("tokens")), data.get("cost"))
-    ]
-    totals: list[int | None] = [None] * 5
-    broken = [False] * 5
+    totals: list[int | None] = [None, None, None, None, None]
+    broken: list[bool] | None = None
     cost: float | None = None
     cost_broken = False
-    for tokens, step_cost in sources:
-        for i, (value, bad) in enumerate(_usage_fields(tokens)):
-            broken[i] = broken[i] or bad
-            if value is not None:
-                totals[i] = (totals[i] or 0) + value
-        if _number(step_cost) is not None:
+    for source in steps or (data,):
+        tokens = source.get("tokens")
+        if not isinstance(tokens, dict):
+            tokens = {}
+        cache = tokens.get("cache")
+        if not isinstance(cache, dict):
+            cache = {}
+        fields = (
+            tokens.get("input"),
+            tokens.get("output"),
+            cache.get("read"),
+            cache.get("write"),
+            tokens.get("reasoning"),
+        )
+        for i, value in enumerate(fields):
+            if value is None:
+                continue
+            if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:  # else token_count's (value, False)
+                value, bad = token_count(value)
+                if bad:
+                    broken = broken or [False] * 5
+                    broken[i] = True
+                if value is None:
+                    continue
+            total = totals[i]
+            totals[i] = value if total is None else total + value
+        step_cost = source.get("cost")
+        if type(step_cost) is float and math.isfinite(step_cost):  # else fit_float decides, as below
+            cost = (cost or 0.0) + step_cost
+        elif _number(step_cost) is not None:
             step_usd, bad = fit_float(step_cost)
             cost_broken = cost_broken or bad
             if step_usd is not None:
                 cost = (cost or 0.0) + step_usd
-    if any(broken) or cost_broken:
-        census[OUT_OF_RANGE] += sum(broken) + cost_broken
-    totals = [None if bad else total for total, bad in zip(totals, broken, strict=True)]
-    cost = None if cost_broken else cost
-    if all(v is None for v in totals) and cost is None:
+    if broken or cost_broken:
+        census[OUT_OF_RANGE] += sum(broken or ()) + cost_broken
+    if broken:
+        totals = [None if bad else total for total, bad in zip(totals, broken, strict=True)]
+    if cost_broken:
+        cost = None
+    if cost is None and totals.count(None) == 5:
         return None
     return Usage(
         turn_index=index,
-        model=_model_of(data),
+        model=model,
         input_tokens=totals[0],
         output_tokens=totals[1],
         cache_read_tokens=totals[2],
@@ -255,6 +273,10 @@ def _tool_call(part: PartRow, data: dict[str, Any], index: int, limits: Limits, 
     )
 
 
+_message_order = attrgetter("time_created", "id")  # (time_created, id), as OpenCode's index orders them
+_part_order = attrgetter("message_id", "id")
+
+
 def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartRow], limits: Limits) -> Session:
     """A complete Session from one session's rows.
 
@@ -271,13 +293,21 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
     for message in messages:
         if _number(message.time_created) is None:
             raise _reject(RejectCode.BAD_SHAPE, f"message {message.id} has no numeric time_created", native)
-    ordered = sorted(messages, key=lambda m: (m.time_created, m.id))
+    ordered = sorted(messages, key=_message_order)
     by_message: dict[str, list[PartRow]] = {}
-    for part in sorted(parts, key=lambda p: (p.message_id, p.id)):
-        by_message.setdefault(part.message_id, []).append(part)
+    for part in sorted(parts, key=_part_order):
+        found = by_message.get(part.message_id)
+        if found is None:
+            by_message[part.message_id] = [part]
+        else:
+            found.append(part)
 
     version = row.version or ""
     census: Counter[tuple[str, str, Disposition]] = Counter()
+    # census keys by part kind, made once per session (the census counts in the order kinds are first met)
+    part_keys: dict[str, tuple[str, str, Disposition]] = {
+        kind: (f"part/{kind}", version, disposition) for kind, disposition in PART_KINDS.items()
+    }
     turns: list[Turn] = []
     calls: list[ToolCall] = []
     usage: list[Usage] = []
@@ -285,35 +315,38 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
     seen_calls: set[str] = set()
     for index, message in enumerate(ordered):
         data = message.data
-        if not isinstance(data, dict) or not isinstance(data.get("role"), str):
+        if not isinstance(data, dict) or not isinstance(role_name := data.get("role"), str):
             raise _reject(RejectCode.BAD_SHAPE, f"message {message.id} is not an object with a role", native)
-        role = MESSAGE_ROLES.get(data["role"])
-        census[(f"message/{data['role']}", version, Disposition.METADATA if role else Disposition.SKIPPED)] += 1
-        when = from_epoch_ms(message.time_created)
+        role = MESSAGE_ROLES.get(role_name)
+        census[(f"message/{role_name}", version, Disposition.METADATA if role else Disposition.SKIPPED)] += 1
         model = _model_of(data)
         if model and model not in models:
             models.append(model)
         texts: list[str] = []
         attachments: list[str] = []
         steps: list[dict[str, Any]] = []
-        for part in by_message.pop(message.id, []):
+        for part in by_message.pop(message.id, ()):
             pdata = part.data
-            if not isinstance(pdata, dict) or not isinstance(pdata.get("type"), str):
+            if not isinstance(pdata, dict) or not isinstance(kind := pdata.get("type"), str):
                 raise _reject(RejectCode.BAD_SHAPE, f"part {part.id} is not an object with a type", native)
-            kind = pdata["type"]
-            if role is None or kind not in PART_KINDS:
+            key = part_keys.get(kind) if role is not None else None
+            if key is None:
                 census[(f"part/{kind}", version, Disposition.SKIPPED)] += 1
                 continue
-            disposition = PART_KINDS[kind]
             if kind == "text":
-                if not isinstance(pdata.get("text"), str):
+                text = pdata.get("text")
+                if not isinstance(text, str):
                     raise _reject(RejectCode.BAD_SHAPE, f"text part {part.id} without text", native)
-                flag = next((f for f in TEXT_FLAGS if pdata.get(f) is True), None)
+                flag = None
+                for name in TEXT_FLAGS:
+                    if pdata.get(name) is True:
+                        flag = name
+                        break
                 if flag:
-                    named = synthetic_kind(pdata["text"]) if flag == "synthetic" else flag
+                    named = synthetic_kind(text) if flag == "synthetic" else flag
                     census[(f"part/text/{named}", version, Disposition.HARNESS)] += 1
                     continue
-                texts.append(pdata["text"])
+                texts.append(text)
             elif kind == "file":
                 attachments.append(_attachment(pdata, native))
             elif kind == "tool":
@@ -324,14 +357,17 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
                 calls.append(call)
             elif kind == "step-finish":
                 steps.append(pdata)
-            census[(f"part/{kind}", version, disposition)] += 1
+            census[key] += 1
+        if role is None:
+            continue
+        when = from_epoch_ms(message.time_created)
         text = "\n\n".join(texts)
-        if role is not None and text.strip():
+        if text.strip():
             turns.append(Turn(index, role, text, when, model, tuple(attachments)))
         if role is Role.ASSISTANT:
-            found = _usage(index, message.id, data, steps, when, census)
-            if found is not None:
-                usage.append(found)
+            found_usage = _usage(index, message.id, data, model, steps, when, census)
+            if found_usage is not None:
+                usage.append(found_usage)
     for orphans in by_message.values():  # parts whose message is not in this session
         census[("part/orphan", version, Disposition.SKIPPED)] += len(orphans)
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from extractors.bounded import Limits, read_json_document
-from extractors.discovery import confined, suffix, walk_files
+from extractors.discovery import confined, listing_on, plain_files, plainly_inside, suffix, walk_files
 from extractors.errors import DeferCode, DeferError, RejectCode, RejectError
 from extractors.model import Loaded, Outcome, Rejected, Source
 from extractors.opencode import db
@@ -54,15 +55,13 @@ class Unit:
             older=session_file.parent.name == OLDER_LAYOUT_DIR,
         )
 
-    def message_dir(self) -> Path:
-        if self.older:
-            return self.storage / "session" / "message" / self.native_id
-        return self.storage / "message" / self.native_id
+    def message_root(self) -> Path:
+        """The folder of every session's message folder."""
+        return self.storage / "session" / "message" if self.older else self.storage / "message"
 
-    def part_dir(self, message_id: str) -> Path:
-        if self.older:
-            return self.storage / "session" / "part" / self.native_id / message_id
-        return self.storage / "part" / message_id
+    def part_root(self) -> Path:
+        """The folder of this session's part folders (one per message)."""
+        return self.storage / "session" / "part" / self.native_id if self.older else self.storage / "part"
 
 
 def storage_dir(root: Path) -> Path | None:
@@ -88,22 +87,68 @@ def session_files(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
         yield Path(path), st
 
 
-def _json_files(folder: Path, root: Path) -> list[tuple[Path, os.stat_result]]:
+def _json_files(folder: Path, root: Path) -> list[tuple[str, os.stat_result]]:
     if not folder.is_dir() or not confined(folder, root):
         return []
-    return [(Path(p), st) for p, st in walk_files(folder, lambda name, _f, _d: suffix(name) == ".json", max_depth=0)]
+    return list(walk_files(folder, lambda name, _f, _d: suffix(name) == ".json", max_depth=0))
+
+
+def _folder_files(
+    parent: str, name: str, parent_inside: bool, root: Path
+) -> tuple[list[tuple[str, os.stat_result]], int | str | None]:
+    """The JSON files of the folder `parent/name` (as `_json_files` lists them) and its mtime: an int when the
+    folder was stat'd here, its path when it is to be stat'd after the listing, None when there is no such folder.
+
+    The fast path: when `parent` resolves inside the root (`parent_inside`) and `name` is a plain name that is no
+    symlink, the folder resolves inside the root too, so `confined` need not resolve it again; a folder of plain
+    files is then listed by `discovery.plain_files` (one stat per file). Anything else (a symlink, `.` or `..`, an
+    odd entry, an error; `parent_inside` False in a `listing` block) takes the general walk, as before."""
+    folder = f"{parent}/{name}"
+    if parent_inside and name not in ("", ".", ".."):
+        try:
+            st: os.stat_result | None = os.lstat(folder)
+        except FileNotFoundError:
+            return [], None
+        except OSError:
+            st = None
+        if st is not None and not stat.S_ISLNK(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):
+                return [], st.st_mtime_ns
+            files = plain_files(folder, ".json")
+            if files is not None:
+                return files, st.st_mtime_ns
+    path = Path(parent) / name  # as the unit names it (`Path` drops a `.`)
+    return _json_files(path, root), str(path)
 
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    messages: list[tuple[Path, os.stat_result]]
-    parts: dict[str, list[tuple[Path, os.stat_result]]]  # message id -> its part files
+    message_files: list[tuple[str, os.stat_result]]
+    part_files: dict[str, list[tuple[str, os.stat_result]]]  # message id -> its part files
     size: int
     mtime_ns: int
 
     @property
     def records(self) -> int:
-        return len(self.messages) + sum(len(p) for p in self.parts.values())
+        return len(self.message_files) + sum(len(p) for p in self.part_files.values())
+
+    @property
+    def messages(self) -> list[tuple[Path, os.stat_result]]:
+        return [(Path(p), st) for p, st in self.message_files]
+
+    @property
+    def parts(self) -> dict[str, list[tuple[Path, os.stat_result]]]:
+        return {m: [(Path(p), st) for p, st in files] for m, files in self.part_files.items()}
+
+
+def _inside(folder: str, root: Path) -> bool:
+    """`confined(folder, root)`, without resolving both paths when `folder` lies plainly under `root`."""
+    return plainly_inside(folder, str(root)) or confined(folder, root)
+
+
+def _stem(path: str) -> str:
+    """`Path(path).stem` of a listed `<id>.json` file (`os.path.basename`, inline: once per file per listing)."""
+    return path[path.rfind("/") + 1 : -5]
 
 
 def list_unit(unit: Unit, root: Path) -> Listing:
@@ -113,18 +158,25 @@ def list_unit(unit: Unit, root: Path) -> Listing:
     """
     st = os.stat(unit.session_file)
     size, newest = st.st_size, st.st_mtime_ns
-    messages = _json_files(unit.message_dir(), root)
-    parts: dict[str, list[tuple[Path, os.stat_result]]] = {}
-    folders = [unit.message_dir()]
+    message_root, part_root = str(unit.message_root()), str(unit.part_root())
+    fast = not listing_on()  # in a listing block (the nightly discovery) every folder takes the recorded walk
+    messages, folder_mtime = _folder_files(message_root, unit.native_id, fast and _inside(message_root, root), root)
+    folders = [folder_mtime]
+    parts: dict[str, list[tuple[str, os.stat_result]]] = {}
+    part_inside = fast and _inside(part_root, root)
     for path, mst in messages:
         size, newest = size + mst.st_size, max(newest, mst.st_mtime_ns)
-        folders.append(unit.part_dir(path.stem))
-        parts[path.stem] = _json_files(folders[-1], root)
-        for _, pst in parts[path.stem]:
+        message_id = _stem(path)
+        parts[message_id], folder_mtime = _folder_files(part_root, message_id, part_inside, root)
+        folders.append(folder_mtime)
+        for _, pst in parts[message_id]:
             size, newest = size + pst.st_size, max(newest, pst.st_mtime_ns)
     for folder in folders:
-        with contextlib.suppress(FileNotFoundError):  # a session with no messages yet has no folder
-            newest = max(newest, os.stat(folder).st_mtime_ns)
+        if isinstance(folder, str):
+            with contextlib.suppress(FileNotFoundError):  # a session with no messages yet has no folder
+                newest = max(newest, os.stat(folder).st_mtime_ns)
+        elif folder is not None:
+            newest = max(newest, folder)
     return Listing(messages, parts, size, newest)
 
 
@@ -165,11 +217,12 @@ def read_storage_session(source: Source, limits: Limits) -> Iterator[Outcome]:
         session = _object(read_json_document(unit.session_file, limits), "session file")
         messages = []
         parts = []
-        for path, _ in listing.messages:
-            data = _object(read_json_document(path, limits), f"message {path.stem}")
-            messages.append(MessageRow(path.stem, _dict(data.get("time")).get("created"), data))
-            for part_path, _ in listing.parts[path.stem]:
-                parts.append(PartRow(part_path.stem, path.stem, read_json_document(part_path, limits)))
+        for path, _ in listing.message_files:
+            message_id = _stem(path)
+            data = _object(read_json_document(path, limits), f"message {message_id}")
+            messages.append(MessageRow(message_id, _dict(data.get("time")).get("created"), data))
+            for part_path, _ in listing.part_files[message_id]:
+                parts.append(PartRow(_stem(part_path), message_id, read_json_document(part_path, limits)))
     except RejectError as exc:
         raise RejectError(exc.code, exc.detail, line=exc.line, offset=exc.offset, session_hint=hint) from exc
     after = list_unit(unit, root)
