@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 from flows.etl.workers import extraction_pool
 
@@ -21,3 +24,33 @@ def test_the_pool_workers_leave_ctrl_c_and_sigterm_to_the_run() -> None:
         assert pool is not None
         assert {pool.submit(stop_dispositions).result(timeout=120) for _ in range(4)} == {"ignored"}
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == before  # the run still takes them
+
+
+EXITS_WITH_A_SEMAPHORE_REGISTERED = """
+import os, sys
+from flows.etl.workers import extraction_pool
+with extraction_pool(2) as pool:
+    pool.submit(os.getpid).result(timeout=120)
+    pool._mp_context.Semaphore(1)  # as a pool being abandoned leaves its queues' semaphores when the run exits
+    sys.stdout.flush()
+    os._exit(0)
+"""
+
+
+def test_a_run_that_exits_with_its_pools_semaphores_registered_prints_nothing_from_the_resource_tracker(
+    tmp_path: Path,
+) -> None:
+    """Stopped during a batch, a run exits while its abandoned pool's semaphores are still registered: the resource
+    tracker removes them (right) and warned about each on the terminal, beside the run's one line (seen in a stopped
+    `transcripts watch`). The run starts it with its warnings off."""
+    done = subprocess.run(
+        [sys.executable, "-c", EXITS_WITH_A_SEMAPHORE_REGISTERED],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=False,
+    )
+    # The tracker writes after the run is gone, on the stderr it inherited: read to its end, which waits for it too.
+    assert done.returncode == 0
+    assert done.stderr == ""

@@ -13,6 +13,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -31,6 +32,18 @@ def die_with_parent() -> None:
 
 
 PRELOAD = ["flows.etl._forkserver_init", "flows.etl.batch"]
+# multiprocessing's resource tracker (a process of its own, started with the fork server or the first pool) removes
+# the pool's semaphores when the run exits; a run stopped while its pool was being abandoned (a signal during a
+# batch) exits with them still registered, and the tracker, removing them, warned about each on the terminal (seen
+# once in a full test run, a stopped watch). The cleanup is right and the run's one line says what happened: the
+# tracker is started with its warnings off (it takes the interpreter's -W options).
+QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _quiet_tracker() -> None:
+    """Give the resource tracker, when it is started from now on, the -W option QUIET_TRACKER."""
+    if QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(QUIET_TRACKER)
 
 
 def start_fork_server() -> None:
@@ -40,6 +53,7 @@ def start_fork_server() -> None:
     from multiprocessing import forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    _quiet_tracker()
     forkserver.ensure_running()
 
 
@@ -57,6 +71,7 @@ def extraction_pool(
     context = multiprocessing.get_context("forkserver")
     # The fork server dies with this process, and each worker with the fork server (its parent).
     context.set_forkserver_preload(PRELOAD)
+    _quiet_tracker()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start, initargs=(log,))
     try:
         yield pool
