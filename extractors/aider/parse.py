@@ -158,6 +158,7 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
 # model's quote, a `# aider` line, a reasoning tag that opens nothing (`> Tokens: ` without the hard break is not one).
 _NEWLINE = ord("\n")
 _SCALES = {"": 1, "k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}  # TOKEN_FIGURE's scales
+_BYTE_SCALES = {scale.encode(): factor for scale, factor in _SCALES.items()}
 _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 
@@ -176,6 +177,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     reply: list[tuple[int, int]] | None = None  # the open reply's slices of `text`; None: no reply is open
     reasoning = False
     spaces = 0  # lines of spaces alone (blank, not empty)
+    empties = 0  # empty lines
     pend = text.find(b"\n") + 1  # where the lines not taken yet start
     ln = base + 1  # the number of the line at `pend`
     last = len(text) - 1  # the newline that ends the last line
@@ -191,10 +193,12 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 previous = ""
                 ln += 1
                 pend += 1
+                empties += 1
             while pend <= at:
                 end = find(b"\n", pend)
                 if end == pend:
                     previous = ""
+                    empties += 1
                 else:
                     if run.prompt:
                         _close_prompt(run, limits)
@@ -212,8 +216,10 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             continue  # one of the reply's lines
         if pend <= at and (reply is not None or reasoning):
             lines = count(b"\n", pend, at + 1)
+            empty = _empty_lines(text, pend, at + 1)
+            empties += empty
             if reasoning:
-                said = lines - _empty_lines(text, pend, at + 1)
+                said = lines - empty
                 if said:
                     kinds["reasoning"] += said
                 previous = "" if text[at - 1] == _NEWLINE else "reasoning"
@@ -224,7 +230,86 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
         pend = at + 1
         if group is None:
             break
-        if kind == "prompt":
+        if kind == "exchange":
+            # The usual exchange (tables.EXCHANGE): taken as the walk takes its groups one by one.
+            if previous == "prompt":
+                raise _Unusual
+            reasoning = False
+            if reply is not None:
+                _close_pieces(run, text, reply, limits)
+                reply = None
+            if run.prompt:
+                _close_prompt(run, limits)
+            end = group.end()
+            typed = group.group(t.TYPED)
+            if typed is None:  # a command and its echo alone
+                _typed(run, [group.group(t.ALONE).decode()], ln, limits)
+                run.command_args = None
+                echoed = count(b"\n", group.start(t.ALONE_ECHO), end) + 1
+                kinds["tool_output"] += echoed
+                run.pending_usage = None
+                previous = "tool_output"
+                ln += 1 + echoed
+                pend = end + 1
+                continue
+            said = 0  # the lines that are not empty
+            command = group.group(t.COMMAND)
+            if command is not None:  # a command of one line and aider's echo of it: its output
+                _typed(run, [command.decode()], ln, limits)
+                run.command_args = None
+                echoed = count(b"\n", group.start(t.ECHO), group.end(t.ECHO)) + 1
+                kinds["tool_output"] += echoed
+                said += 1 + echoed
+            typed_at = group.start(t.TYPED)
+            person = t.PROMPT_TEXT.findall(typed.decode())
+            _typed(run, person, ln + count(b"\n", at + 1, typed_at), limits)
+            run.command_args = None
+            said += len(person)
+            thought, thought_end = group.span(t.THOUGHT)
+            if thought >= 0:
+                thought_lines = count(b"\n", thought, thought_end) - _empty_lines(text, thought + 1, thought_end + 1)
+                kinds["reasoning"] += thought_lines + 2
+                said += thought_lines + 2
+            reply_start, reply_end = group.span(t.REPLY)
+            reply_at = ln + count(b"\n", at + 1, reply_start)
+            kinds.setdefault("assistant", 0)
+            answer = text[reply_start:reply_end]
+            answer_lines = answer.split(b"\n")
+            said += len(answer_lines) - answer_lines.count(b"")
+            words = answer.decode()
+            run.turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
+            run.last_reply = reply_at
+            run.last_answer = words
+            run.last_answer_first = words[0]
+            kinds["tokens"] += 1
+            sent, sent_scale, received, received_scale, cost = group.group(
+                t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
+            )
+            run.usage.append(
+                Usage(
+                    reply_at,
+                    run.model,
+                    round(float(sent) * _BYTE_SCALES[sent_scale]),
+                    round(float(received) * _BYTE_SCALES[received_scale]),
+                    None,
+                    None,
+                    None,
+                    float(cost),
+                )
+            )
+            run.pending_usage = None
+            after = count(b"\n", reply_end, end)  # the lines after the reply's last
+            output = after - count(b"\n", reply_end, group.start(t.OUTPUT))  # aider's lines after the report
+            if output:
+                kinds["tool_output"] += output
+                previous = "tool_output"
+            else:
+                previous = "tokens"
+            said += 1 + output
+            new_ln = reply_at + len(answer_lines) + after
+            empties += new_ln - ln - said
+            ln = new_ln
+        elif kind == "prompt":
             if previous == "prompt":
                 raise _Unusual  # `####` lines right after `####` lines, each group its own
             reasoning = False  # aider's own line ends a reply whose reasoning never closed (an interrupted reply)
@@ -304,7 +389,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     if reply is not None:
         _close_pieces(run, text, reply, limits)
     # The reply's lines: every line not blank, less those counted as another kind (each line is counted once).
-    said = (ln - base - 1) - _empty_lines(text, text.find(b"\n") + 1, len(text)) - spaces
+    said = (ln - base - 1) - empties - spaces
     said -= sum(kinds.values()) - kinds["header"]
     if said > 0:
         kinds["assistant"] = said  # where the first reply opened put it in the census
@@ -551,6 +636,11 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
         return
     lines, at = run.prompt, run.prompt_at
     run.prompt, run.prompt_at = [], -1
+    _typed(run, lines, at, limits)
+
+
+def _typed(run: _Run, lines: list[str], at: int, limits: Limits) -> None:
+    """The person's `####` lines `lines` (the first at line `at`): a person's turn, a command, or aider's echo."""
     run.last_reply = None
     text = "\n".join(lines).strip()
     if len(lines) == 1 and t.CONFIRM_START in lines[0] and t.CONFIRM.search(lines[0]):

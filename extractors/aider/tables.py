@@ -112,12 +112,64 @@ SPACE_BYTES = (
     rb"(?:[\t\x0b\x0c\r\x1c-\x1f ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
     rb"|\xe2\x81\x9f|\xe3\x80\x80)"
 )
+# The usual exchange, taken in one match where the group-at-a-time walk takes four or five groups (each pattern is
+# stricter than the walk: whatever it does not take, the walk takes as before). The person's `####` lines, then
+# either aider's echo of a command (`> Added x to the chat  `: `>` lines that are none of AIDER_LINE_STARTS) right
+# after them, or the model's reply: empty lines, maybe its reasoning (`<thinking-content-…>` … `</…>` alone on
+# their lines), the reply's lines, empty lines, and the usual usage report (`> Tokens: 18k sent, 460 received. Cost:
+# $0.0624 message, $0.1247 session.  `) with aider's lines after it (`> Applied edit to x  `).
+_OUTPUT = (
+    rb">(?! Aider v| Main model: | Model: | Editor model: | Weak model: | Cur working dir: | Git working dir: "
+    rb"| Tokens: )[^\n]*  "
+)  # a line of aider's output that is none of AIDER_LINE_STARTS
+_SPACE_LIKE = rb"\t\x0b\x0c\r\x1c-\x1f \x80-\xbf\xc2\xe1\xe2\xe3"  # every byte a line of spaces alone can hold
+# A line of a reply that no group takes (and not empty): it starts with a byte no group starts with; or with `#` and
+# is no `####` line of aider's and no marker; or with `<` and is no reasoning tag; or with a space and holds a byte
+# no space is made of.
+_REPLY_FIRST = (
+    rb"(?:[^#<>\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3\n]"
+    rb"|#(?!###[^\n]*  \n| aider )"
+    rb"|<(?!/?think)"
+    rb"|[\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3][" + _SPACE_LIKE + rb"]*[^" + _SPACE_LIKE + rb"\n]"
+    rb")[^\n]*"
+)
+# Any other line of a reply, or of its reasoning: also a marker, and the model's quote (a `>` line without the hard
+# break that is no usage report).
+_REPLY_LINE = rb"(?:" + _REPLY_FIRST + rb"|# aider [^\n]*|>(?! Tokens: )(?:[^\n]*[^\n ])? ?(?=\n))"
+_FIGURE = rb"(\d+(?:\.\d+)?)"  # a figure TOKEN_FIGURE and MESSAGE_COST read the same (no `,`, no other digits)
+_TYPED = rb"####[^\n]*  (?:\n####[^\n]*  )*"  # a group of `####` lines
+_ECHO = rb"#### ?([^\n]*)  \n(" + _OUTPUT + rb"(?:\n" + _OUTPUT + rb")*)"  # a command of one line, aider's echo
+EXCHANGE = (
+    rb"(?P<exchange>(?:" + _ECHO + rb"\n+)?(" + _TYPED + rb")"
+    rb"\n*(?:\n<(?:thinking-content-[0-9a-f]+|think)>((?:\n(?:" + _REPLY_LINE + rb")?)*)"
+    rb"\n</(?:thinking-content-[0-9a-f]+|think)>\n*)?"
+    rb"\n(" + _REPLY_FIRST + rb"(?:\n+" + _REPLY_LINE + rb")*)\n+"
+    rb"> Tokens: "
+    + _FIGURE
+    + rb"([kKmM]?) sent, "
+    + _FIGURE
+    + rb"([kKmM]?) received\. Cost: \$"
+    + _FIGURE
+    + rb" (?:message|request), \$[\d.]+ session\.  ((?:\n"
+    + _OUTPUT
+    + rb")*)"
+    rb"|" + _ECHO + rb")"
+)
+# EXCHANGE's groups, numbered in LINE_GROUP: the command and its echo, the person's lines, the reasoning's lines (from
+# the newline after the opening tag to the one before the closing tag), the reply, the usage report's sent and
+# received figures with their scales and the cost, aider's lines after the report; a command and its echo alone.
+(COMMAND, ECHO, TYPED, THOUGHT, REPLY, SENT, SENT_SCALE, RECEIVED, RECEIVED_SCALE, COST, OUTPUT, ALONE, ALONE_ECHO) = (
+    range(2, 15)
+)
 # The lines a run's text (UTF-8) is cut at, after the newline before each, everything else being taken a span at a
-# time: aider's `####` lines (a person's input, hard break; consecutive ones together), aider's `>` lines (hard break;
-# consecutive ones together), any other `>` line (a quote, or the first line of a message of aider's of several
-# lines), a `# aider ` marker, a reasoning tag (REASONING_OPEN, REASONING_CLOSE), a line of spaces alone.
+# time: the usual exchange (EXCHANGE, tried first), aider's `####` lines (a person's input, hard break; consecutive
+# ones together), aider's `>` lines (hard break; consecutive ones together), any other `>` line (a quote, or the first
+# line of a message of aider's of several lines), a `# aider ` marker, a reasoning tag (REASONING_OPEN,
+# REASONING_CLOSE), a line of spaces alone.
 LINE_GROUP = re.compile(
     rb"\n(?=[#<>\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3])(?:"  # what such a line can start with, checked first
+    + EXCHANGE
+    + rb"|"
     rb"(?P<aider>>[^\n]*  (?:\n>[^\n]*  )*)"
     rb"|(?P<prompt>####[^\n]*  (?:\n####[^\n]*  )*)"
     rb"|(?P<quote>>[^\n]*)"
