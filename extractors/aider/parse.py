@@ -80,7 +80,12 @@ def started_at(stamp: str, zone: tzinfo | None) -> datetime:
 
     Raises RejectError(missing_timestamp) for a time that is not one (`2026-13-40 …`)."""
     try:
-        naive = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
+        if stamp.isascii():  # `tables.HEADER`'s digits in their places: read as strptime reads them, without its regex
+            naive = datetime(
+                int(stamp[:4]), int(stamp[5:7]), int(stamp[8:10]), int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:])
+            )
+        else:  # other digits than ASCII's (`\d` takes them): strptime says which it reads
+            naive = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
     except ValueError as exc:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, f"the run's header time {stamp!r} is no date") from exc
     local = naive.replace(tzinfo=zone) if zone is not None else naive.astimezone()
@@ -182,6 +187,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     ln = base + 1  # the number of the line at `pend`
     last = len(text) - 1  # the newline that ends the last line
     find, count, starts = text.find, text.count, text.startswith
+    turns, usage = run.turns, run.usage
     for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
         if group is None:
             kind, at = "end", last
@@ -241,8 +247,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             if run.prompt:
                 _close_prompt(run, limits)
             end = group.end()
-            typed = group.group(t.TYPED)
-            if typed is None:  # a command and its echo alone
+            typed_at = group.start(t.TYPED)
+            if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
                 echoed = count(b"\n", group.start(t.ALONE_ECHO), end) + 1
@@ -252,32 +258,37 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 ln += 1 + echoed
                 pend = end + 1
                 continue
+            # The lines' numbers from where each part starts: between the parts there are only empty lines.
+            prompt_at = ln
             said = 0  # the lines that are not empty
-            command = group.group(t.COMMAND)
-            if command is not None:  # a command of one line and aider's echo of it: its output
-                _typed(run, [command.decode()], ln, limits)
+            if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
+                _typed(run, [group.group(t.COMMAND).decode()], ln, limits)
                 run.command_args = None
-                echoed = count(b"\n", group.start(t.ECHO), group.end(t.ECHO)) + 1
+                echo_start, echo_end = group.span(t.ECHO)
+                echoed = count(b"\n", echo_start, echo_end) + 1
                 kinds["tool_output"] += echoed
-                said += 1 + echoed
-            typed_at = group.start(t.TYPED)
-            person = t.PROMPT_TEXT.findall(typed.decode())
-            _typed(run, person, ln + count(b"\n", at + 1, typed_at), limits)
+                said = 1 + echoed
+                prompt_at = ln + said + typed_at - echo_end - 1
+            typed_end = group.end(t.TYPED)
+            person = t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode())
+            _typed(run, person, prompt_at, limits)
             run.command_args = None
             said += len(person)
+            reply_start, reply_end = group.span(t.REPLY)
             thought, thought_end = group.span(t.THOUGHT)
-            if thought >= 0:
+            if thought < 0:
+                reply_at = prompt_at + len(person) - 1 + reply_start - typed_end
+            else:
+                reply_at = prompt_at + count(b"\n", typed_at, reply_start)
                 thought_lines = count(b"\n", thought, thought_end) - _empty_lines(text, thought + 1, thought_end + 1)
                 kinds["reasoning"] += thought_lines + 2
                 said += thought_lines + 2
-            reply_start, reply_end = group.span(t.REPLY)
-            reply_at = ln + count(b"\n", at + 1, reply_start)
             kinds.setdefault("assistant", 0)
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
             words = answer.decode()
-            run.turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
+            turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
             run.last_reply = reply_at
             run.last_answer = words
             run.last_answer_first = words[0]
@@ -285,7 +296,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             sent, sent_scale, received, received_scale, cost = group.group(
                 t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
             )
-            run.usage.append(
+            usage.append(
                 Usage(
                     reply_at,
                     run.model,
@@ -298,15 +309,17 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 )
             )
             run.pending_usage = None
-            after = count(b"\n", reply_end, end)  # the lines after the reply's last
-            output = after - count(b"\n", reply_end, group.start(t.OUTPUT))  # aider's lines after the report
-            if output:
+            output_start = group.start(t.OUTPUT)
+            tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
+            if output_start < end:  # aider's lines after the report
+                output = count(b"\n", output_start, end)
                 kinds["tool_output"] += output
                 previous = "tool_output"
             else:
+                output = 0
                 previous = "tokens"
             said += 1 + output
-            new_ln = reply_at + len(answer_lines) + after
+            new_ln = tokens_at + output + 1
             empties += new_ln - ln - said
             ln = new_ln
         elif kind == "prompt":
