@@ -262,8 +262,21 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             prompt_at = ln
             said = 0  # the lines that are not empty
             if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
-                _typed(run, [group.group(t.COMMAND).decode()], ln, limits)
-                run.command_args = None
+                command = group.group(t.COMMAND).decode()
+                words = command.strip()
+                if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
+                    words
+                    and run.command_args is None
+                    and words != t.BLANK_INPUT
+                    and t.CONFIRM_START not in command
+                    and (run.last_answer is None or words[0] != run.last_answer_first)
+                ):
+                    kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
+                    turns.append(Turn(ln, Role.USER, clip(words, limits)))
+                    run.last_answer = None
+                else:
+                    _typed(run, [command], ln, limits)
+                    run.command_args = None
                 echo_start, echo_end = group.span(t.ECHO)
                 echoed = count(b"\n", echo_start, echo_end) + 1
                 kinds["tool_output"] += echoed
@@ -271,8 +284,20 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 prompt_at = ln + said + typed_at - echo_end - 1
             typed_end = group.end(t.TYPED)
             person = t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode())
-            _typed(run, person, prompt_at, limits)
-            run.command_args = None
+            words = "\n".join(person).strip()
+            if (  # as above
+                words
+                and run.command_args is None
+                and words != t.BLANK_INPUT
+                and (len(person) > 1 or t.CONFIRM_START not in words)
+                and (run.last_answer is None or words[0] != run.last_answer_first)
+            ):
+                kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += len(person)
+                turns.append(Turn(prompt_at, Role.USER, clip(words, limits)))
+                run.last_answer = None
+            else:
+                _typed(run, person, prompt_at, limits)
+                run.command_args = None
             said += len(person)
             reply_start, reply_end = group.span(t.REPLY)
             thought, thought_end = group.span(t.THOUGHT)
@@ -291,7 +316,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
             run.last_reply = reply_at
             run.last_answer = words
-            run.last_answer_first = words[0]
+            first = words[0]  # the first character that is not a space (an indented first line has them before)
+            run.last_answer_first = words.lstrip()[0] if first.isspace() else first
             kinds["tokens"] += 1
             sent, sent_scale, received, received_scale, cost = group.group(
                 t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
