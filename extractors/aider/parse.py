@@ -283,26 +283,31 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 said = 1 + echoed
                 prompt_at = ln + said + typed_at - echo_end - 1
             typed_end = group.end(t.TYPED)
-            person = t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode())
-            words = "\n".join(person).strip()
+            if find(b"\n", typed_at, typed_end) < 0:  # one line: its words are what is between `####` and `  `
+                typed_lines = 1
+                words = text[typed_at + 4 : typed_end - 2].decode().strip()
+            else:
+                person = t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode())
+                typed_lines = len(person)
+                words = "\n".join(person).strip()
             if (  # as above
                 words
                 and run.command_args is None
                 and words != t.BLANK_INPUT
-                and (len(person) > 1 or t.CONFIRM_START not in words)
+                and (typed_lines > 1 or t.CONFIRM_START not in words)
                 and (run.last_answer is None or words[0] != run.last_answer_first)
             ):
-                kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += len(person)
+                kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
                 turns.append(Turn(prompt_at, Role.USER, clip(words, limits)))
                 run.last_answer = None
             else:
-                _typed(run, person, prompt_at, limits)
+                _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
                 run.command_args = None
-            said += len(person)
+            said += typed_lines
             reply_start, reply_end = group.span(t.REPLY)
             thought, thought_end = group.span(t.THOUGHT)
             if thought < 0:
-                reply_at = prompt_at + len(person) - 1 + reply_start - typed_end
+                reply_at = prompt_at + typed_lines - 1 + reply_start - typed_end
             else:
                 reply_at = prompt_at + count(b"\n", typed_at, reply_start)
                 thought_lines = count(b"\n", thought, thought_end) - _empty_lines(text, thought + 1, thought_end + 1)
