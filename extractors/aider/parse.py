@@ -170,11 +170,11 @@ _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     """Take the run's lines (UTF-8, each followed by `\\n`; the header, line `base`, first) into `run` as
-    `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds, and
-    takes the lines between at once (a reply: a slice of `text`, decoded; its reasoning: counted), or one by one
-    (blank lines and aider's unprefixed lines before a reply). A reply's lines are counted once, at the end: the
-    lines that are not blank, less all the others counted. Returns how many lines `text` has. Raises _Unusual for a
-    message of aider's of several lines.
+    `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds (the
+    usual exchange: all of it at once), and takes the lines between at once (a reply: a slice of `text`, decoded;
+    its reasoning: counted), or one by one (blank lines and aider's unprefixed lines before a reply). A reply's lines
+    are counted once, at the end: the lines that are not blank (the empty ones counted as the walk goes), less all
+    the others counted. Returns how many lines `text` has. Raises _Unusual for a message of aider's of several lines.
     """
     kinds = run.kinds
     kinds["header"] += 1
