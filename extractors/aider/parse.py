@@ -280,6 +280,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 echo_start, echo_end = group.span(t.ECHO)
                 echoed = count(b"\n", echo_start, echo_end) + 1
                 kinds["tool_output"] += echoed
+                run.pending_usage = None
                 said = 1 + echoed
                 prompt_at = ln + said + typed_at - echo_end - 1
             typed_end = group.end(t.TYPED)
@@ -317,40 +318,52 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
-            words = answer.decode()
-            turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
-            run.last_reply = reply_at
-            run.last_answer = words
-            first = words[0]  # the first character that is not a space (an indented first line has them before)
-            run.last_answer_first = words.lstrip()[0] if first.isspace() else first
-            kinds["tokens"] += 1
-            sent, sent_scale, received, received_scale, cost = group.group(
-                t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
-            )
-            usage.append(
-                Usage(
-                    reply_at,
-                    run.model,
-                    round(float(sent) * _BYTE_SCALES[sent_scale]),
-                    round(float(received) * _BYTE_SCALES[received_scale]),
-                    None,
-                    None,
-                    None,
-                    float(cost),
-                )
-            )
-            run.pending_usage = None
             output_start = group.start(t.OUTPUT)
-            tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
-            if output_start < end:  # aider's lines after the report
-                output = count(b"\n", output_start, end)
-                kinds["tool_output"] += output
-                previous = "tool_output"
+            if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
+                reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
+                run.reply_at = reply_at
+                previous = "" if end > reply_end else "assistant"
+                new_ln = reply_at + len(answer_lines) + end - reply_end
             else:
-                output = 0
-                previous = "tokens"
-            said += 1 + output
-            new_ln = tokens_at + output + 1
+                words = answer.decode()
+                turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
+                run.last_reply = reply_at
+                run.last_answer = words
+                first = words[0]  # the first character that is not a space (an indented first line has them before)
+                run.last_answer_first = words.lstrip()[0] if first.isspace() else first
+                kinds["tokens"] += 1
+                tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
+                sent, sent_scale, received, received_scale, cost = group.group(
+                    t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
+                )
+                if sent is not None:  # the usual report: its figures as `_add_usage` reads them
+                    usage.append(
+                        Usage(
+                            reply_at,
+                            run.model,
+                            round(float(sent) * _BYTE_SCALES[sent_scale]),
+                            round(float(received) * _BYTE_SCALES[received_scale]),
+                            None,
+                            None,
+                            None,
+                            float(cost),
+                        )
+                    )
+                    run.pending_usage = None
+                else:  # any other report (cache figures, no cost): read as the walk reads it
+                    report_start, report_end = group.span(t.REPORT)
+                    run.pending_usage = None
+                    _add_usage(run, tokens_at, text[report_start : report_end - 2].decode())
+                if output_start < end:  # aider's lines after the report
+                    output = count(b"\n", output_start, end)
+                    kinds["tool_output"] += output
+                    run.pending_usage = None
+                    previous = "tool_output"
+                else:
+                    output = 0
+                    previous = "tokens"
+                said += 1 + output
+                new_ln = tokens_at + output + 1
             empties += new_ln - ln - said
             ln = new_ln
         elif kind == "prompt":

@@ -117,7 +117,8 @@ SPACE_BYTES = (
 # either aider's echo of a command (`> Added x to the chat  `: `>` lines that are none of AIDER_LINE_STARTS) right
 # after them, or the model's reply: empty lines, maybe its reasoning (`<thinking-content-…>` … `</…>` alone on
 # their lines), the reply's lines, empty lines, and the usual usage report (`> Tokens: 18k sent, 460 received. Cost:
-# $0.0624 message, $0.1247 session.  `) with aider's lines after it (`> Applied edit to x  `).
+# $0.0624 message, $0.1247 session.  `) with aider's lines after it (`> Applied edit to x  `), or else the reply's
+# empty lines after it, the reply left open for the walk.
 _OUTPUT = (
     rb">(?! Aider v| Main model: | Model: | Editor model: | Weak model: | Cur working dir: | Git working dir: "
     rb"| Tokens: )[^\n]*  "
@@ -139,28 +140,32 @@ _REPLY_LINE = rb"(?:" + _REPLY_FIRST + rb"|# aider [^\n]*|>(?! Tokens: )(?:[^\n]
 _FIGURE = rb"(\d+(?:\.\d+)?)"  # a figure TOKEN_FIGURE and MESSAGE_COST read the same (no `,`, no other digits)
 _TYPED = rb"####[^\n]*  (?:\n####[^\n]*  )*"  # a group of `####` lines
 _ECHO = rb"#### ?([^\n]*)  \n(" + _OUTPUT + rb"(?:\n" + _OUTPUT + rb")*)"  # a command of one line, aider's echo
+# The most lines of a reply, or of its reasoning, one match takes (`re` keeps a step back for each): the walk goes on.
+_MOST_LINES = rb"{0,4000}"
+_THOUGHT = (
+    rb"\n<(?:thinking-content-[0-9a-f]+|think)>((?:\n(?:" + _REPLY_LINE + rb")?)" + _MOST_LINES + rb")"
+    rb"\n</(?:thinking-content-[0-9a-f]+|think)>\n*"
+)
+_USUAL_REPORT = (
+    rb"> Tokens: " + _FIGURE + rb"([kKmM]?) sent, " + _FIGURE + rb"([kKmM]?) received\. "
+    rb"Cost: \$" + _FIGURE + rb" (?:message|request), \$[\d.]+ session\.  "
+)
 EXCHANGE = (
-    rb"(?P<exchange>(?:" + _ECHO + rb"\n+)?(" + _TYPED + rb")"
-    rb"\n*(?:\n<(?:thinking-content-[0-9a-f]+|think)>((?:\n(?:" + _REPLY_LINE + rb")?)*)"
-    rb"\n</(?:thinking-content-[0-9a-f]+|think)>\n*)?"
-    rb"\n(" + _REPLY_FIRST + rb"(?:\n+" + _REPLY_LINE + rb")*)\n+"
-    rb"> Tokens: "
-    + _FIGURE
-    + rb"([kKmM]?) sent, "
-    + _FIGURE
-    + rb"([kKmM]?) received\. Cost: \$"
-    + _FIGURE
-    + rb" (?:message|request), \$[\d.]+ session\.  ((?:\n"
-    + _OUTPUT
-    + rb")*)"
+    # `(?=(…))\4` (group 4: TYPED): the `####` lines taken whole, never given back one by one (a lookahead is never
+    # gone back into), as an atomic group would, which Python before 3.11.5 gets wrong; no line after fewer of them
+    # could follow.
+    rb"(?P<exchange>(?:" + _ECHO + rb"\n+)?(?=(" + _TYPED + rb"))\4\n*(?:" + _THOUGHT + rb")?"
+    rb"\n(" + _REPLY_FIRST + rb"(?:\n+" + _REPLY_LINE + rb")" + _MOST_LINES + rb")"
+    rb"(?:\n+(?:" + _USUAL_REPORT + rb"|(> Tokens: [^\n]*  ))((?:\n" + _OUTPUT + rb")*)"
+    rb"|\n*)"  # any other line after the reply (or more of it): the walk reads on from there, the reply still open
     rb"|" + _ECHO + rb")"
 )
 # EXCHANGE's groups, numbered in LINE_GROUP: the command and its echo, the person's lines, the reasoning's lines (from
-# the newline after the opening tag to the one before the closing tag), the reply, the usage report's sent and
-# received figures with their scales and the cost, aider's lines after the report; a command and its echo alone.
-(COMMAND, ECHO, TYPED, THOUGHT, REPLY, SENT, SENT_SCALE, RECEIVED, RECEIVED_SCALE, COST, OUTPUT, ALONE, ALONE_ECHO) = (
-    range(2, 15)
-)
+# the newline after the opening tag to the one before the closing tag), the reply, the usual usage report's sent and
+# received figures with their scales and its cost, any other usage report (its line), aider's lines after the report;
+# a command and its echo alone.
+(COMMAND, ECHO, TYPED, THOUGHT, REPLY, SENT, SENT_SCALE, RECEIVED, RECEIVED_SCALE, COST, REPORT, OUTPUT) = range(2, 14)
+ALONE, ALONE_ECHO = 14, 15
 # The lines a run's text (UTF-8) is cut at, after the newline before each, everything else being taken a span at a
 # time: the usual exchange (EXCHANGE, tried first), aider's `####` lines (a person's input, hard break; consecutive
 # ones together), aider's `>` lines (hard break; consecutive ones together), any other `>` line (a quote, or the first
