@@ -112,13 +112,13 @@ SPACE_BYTES = (
     rb"(?:[\t\x0b\x0c\r\x1c-\x1f ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
     rb"|\xe2\x81\x9f|\xe3\x80\x80)"
 )
-# The usual exchange, taken in one match where the group-at-a-time walk takes four or five groups (each pattern is
-# stricter than the walk: whatever it does not take, the walk takes as before). The person's `####` lines, then
-# either aider's echo of a command (`> Added x to the chat  `: `>` lines that are none of AIDER_LINE_STARTS) right
-# after them, or the model's reply: empty lines, maybe its reasoning (`<thinking-content-…>` … `</…>` alone on
-# their lines), the reply's lines, empty lines, and the usual usage report (`> Tokens: 18k sent, 460 received. Cost:
-# $0.0624 message, $0.1247 session.  `) with aider's lines after it (`> Applied edit to x  `), or else the reply's
-# empty lines after it, the reply left open for the walk.
+# The usual exchange, taken in one match where the group-at-a-time walk takes four or five groups (each part is
+# stricter than the walk: whatever the match does not take, the walk takes as before): maybe a command of one line
+# with aider's echo right after it (`> Added x to the chat  `: `>` lines that are none of AIDER_LINE_STARTS), the
+# person's `####` lines, empty lines, maybe the reasoning (`<thinking-content-…>` … `</…>` alone on their lines), the
+# reply's lines, and then either a usage report (`> Tokens: 18k sent, 460 received. Cost: $0.0624 message, $0.1247
+# session.  `, the usual one read here) with aider's lines after it (`> Applied edit to x  `), or the empty lines
+# after the reply, the reply left open for the walk to read on. Or a command and its echo alone.
 _OUTPUT = (
     rb">(?! Aider v| Main model: | Model: | Editor model: | Weak model: | Cur working dir: | Git working dir: "
     rb"| Tokens: )[^\n]*  "
