@@ -273,7 +273,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 ):
                     kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
                     turns.append(Turn(ln, Role.USER, clip(words, limits)))
-                    run.last_answer = None
+                    run.last_answer = run.last_reply = None
                 else:
                     _typed(run, [command], ln, limits)
                     run.command_args = None
@@ -300,7 +300,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             ):
                 kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
                 turns.append(Turn(prompt_at, Role.USER, clip(words, limits)))
-                run.last_answer = None
+                run.last_answer = run.last_reply = None
             else:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
                 run.command_args = None
