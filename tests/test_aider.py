@@ -91,6 +91,16 @@ def test_the_architects_reply_handed_to_the_editor_is_not_a_persons_turn(tmp_pat
     assert census(session, "architect_handoff") == (Disposition.HARNESS, 4)
 
 
+def test_a_hand_off_of_a_reply_whose_first_line_is_indented_is_not_a_persons_turn(tmp_path: Path) -> None:
+    # The usual exchange (a usage report with its cost after the reply) is taken in one match: its reply's first
+    # character that is not a space is what a hand-off is told by, as for a reply read a line at a time.
+    usage = f"> Tokens: 1.0k sent, 20 received. Cost: $0.01 message, $0.02 session.{H}"
+    body = f"\n#### plan it{H}\n\n\t- add the flag\n\n{usage}\n\n#### \t- add the flag{H}\n\nDone.\n\n"
+    session = only(history(tmp_path, run(body=body)))
+    assert said(session) == [("user", "plan it"), ("assistant", "\t- add the flag"), ("assistant", "Done.")]
+    assert census(session, "architect_handoff") == (Disposition.HARNESS, 1)
+
+
 def test_the_message_of_a_command_logged_again_is_not_a_second_turn(tmp_path: Path) -> None:
     body = f"\n#### /code add a flag{H}\n\n#### add a flag{H}\n\nDone.\n\n#### add a flag{H}\n\nAgain.\n"
     session = only(history(tmp_path, run(body=body)))

@@ -10,8 +10,9 @@ discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSC
 The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits, UTF-8 checked; a file whose
 last line is still being written is deferred) and taken as the chunk's bytes, never split into lines: the runs are cut
 at their headers (`bytes.find`); what each line is: `tables`; one run -> a Session: `parse`, which stops only at the
-lines that matter (`tables.LINE_GROUP`: aider's `####` and `>` lines, a group at a time, markers, reasoning tags,
-blank lines of spaces) and takes the lines between as slices (a reply: one slice, decoded once).
+lines that matter (`tables.LINE_GROUP`: the usual exchange, from the person's `####` lines through the reply and its
+usage report, in one match; else aider's `####` and `>` lines, a group at a time, markers, reasoning tags, blank lines
+of spaces) and takes the lines between as slices (a reply: one slice, decoded once).
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     all: not an aider history), invalid_utf8, limit_exceeded (the file, a line or the line count over the limits),
     source_unreadable; DeferError: write_in_progress, changed_during_read.
     """
-    run: list[bytes] = []  # the open run's lines (UTF-8), a block's slice at a time, its header first
+    run: list[
+        tuple[bytes, int, int]
+    ] = []  # the open run's lines (UTF-8): (a block's bytes, start, end), its header first
     head = -1  # the open run's header line (-1: no run open yet)
     head_offset = 0
     run_bytes = 0
@@ -123,12 +126,14 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                     run_bytes += block.offset_at(at) - block.offset_at(position)
                     if not oversized and run_bytes > limits.max_conversation_bytes:
                         oversized = True  # its lines are let go; the run is rejected when it ends
-                        dropped = sum(piece.count(b"\n") for piece in run)
+                        dropped = sum(piece.count(b"\n", start, end) for piece, start, end in run)
                         del run[1:]
                     if oversized:
                         dropped += raw.count(b"\n", position, at)
+                    elif run[-1][0] is raw and run[-1][2] == position:  # the lines right after: one slice later
+                        run[-1] = (raw, run[-1][1], at)
                     else:
-                        run.append(raw[position:at])
+                        run.append((raw, position, at))
                     if not block.complete and at == len(raw):
                         cut_tail = _last_line(block)
             if at == len(raw):
@@ -143,7 +148,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                 head = block.index + raw.count(b"\n", 0, at)
             end = raw.find(b"\n", at) + 1 or len(raw)  # after the header line
             head_offset = block.offset_at(at)
-            run, run_bytes, oversized, cut_tail = [raw[at:end]], block.offset_at(end) - head_offset, False, None
+            run, run_bytes, oversized, cut_tail = [(raw, at, end)], block.offset_at(end) - head_offset, False, None
             if not block.complete and end == len(raw):
                 cut_tail = _last_line(block)
             position = end
@@ -192,7 +197,7 @@ def _orphans(source: Source, first: TextLine) -> Rejected:
 
 def _outcome(
     source: Source,
-    run: list[bytes],
+    run: list[tuple[bytes, int, int]],
     head: int,
     offset: int,
     cut_tail: TextLine | None,
@@ -205,7 +210,11 @@ def _outcome(
     if oversized:
         detail = f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}"
         return Rejected(source, RejectCode.LIMIT_EXCEEDED, detail, line=head, offset=offset), dropped
-    raw = b"".join(run)
+    if len(run) == 1:  # a run within one read chunk: one copy of its bytes
+        piece, start, end = run[0]
+        raw = piece[start:end]
+    else:
+        raw = b"".join([piece[start:end] for piece, start, end in run])
     if not raw.endswith(b"\n"):
         raw += b"\n"  # the file's last line, cut
     native = native_id(raw)

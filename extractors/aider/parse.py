@@ -80,7 +80,12 @@ def started_at(stamp: str, zone: tzinfo | None) -> datetime:
 
     Raises RejectError(missing_timestamp) for a time that is not one (`2026-13-40 …`)."""
     try:
-        naive = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
+        if stamp.isascii():  # `tables.HEADER`'s digits in their places: read as strptime reads them, without its regex
+            naive = datetime(
+                int(stamp[:4]), int(stamp[5:7]), int(stamp[8:10]), int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:])
+            )
+        else:  # other digits than ASCII's (`\d` takes them): strptime says which it reads
+            naive = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
     except ValueError as exc:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, f"the run's header time {stamp!r} is no date") from exc
     local = naive.replace(tzinfo=zone) if zone is not None else naive.astimezone()
@@ -158,17 +163,18 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
 # model's quote, a `# aider` line, a reasoning tag that opens nothing (`> Tokens: ` without the hard break is not one).
 _NEWLINE = ord("\n")
 _SCALES = {"": 1, "k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}  # TOKEN_FIGURE's scales
+_BYTE_SCALES = {scale.encode(): factor for scale, factor in _SCALES.items()}
 _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 
 
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     """Take the run's lines (UTF-8, each followed by `\\n`; the header, line `base`, first) into `run` as
-    `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds, and
-    takes the lines between at once (a reply: a slice of `text`, decoded; its reasoning: counted), or one by one
-    (blank lines and aider's unprefixed lines before a reply). A reply's lines are counted once, at the end: the
-    lines that are not blank, less all the others counted. Returns how many lines `text` has. Raises _Unusual for a
-    message of aider's of several lines.
+    `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds (the
+    usual exchange: all of it at once), and takes the lines between at once (a reply: a slice of `text`, decoded;
+    its reasoning: counted), or one by one (blank lines and aider's unprefixed lines before a reply). A reply's lines
+    are counted once, at the end: the lines that are not blank (the empty ones counted as the walk goes), less all
+    the others counted. Returns how many lines `text` has. Raises _Unusual for a message of aider's of several lines.
     """
     kinds = run.kinds
     kinds["header"] += 1
@@ -176,10 +182,12 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     reply: list[tuple[int, int]] | None = None  # the open reply's slices of `text`; None: no reply is open
     reasoning = False
     spaces = 0  # lines of spaces alone (blank, not empty)
+    empties = 0  # empty lines
     pend = text.find(b"\n") + 1  # where the lines not taken yet start
     ln = base + 1  # the number of the line at `pend`
     last = len(text) - 1  # the newline that ends the last line
     find, count, starts = text.find, text.count, text.startswith
+    turns, usage = run.turns, run.usage
     for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
         if group is None:
             kind, at = "end", last
@@ -191,10 +199,12 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 previous = ""
                 ln += 1
                 pend += 1
+                empties += 1
             while pend <= at:
                 end = find(b"\n", pend)
                 if end == pend:
                     previous = ""
+                    empties += 1
                 else:
                     if run.prompt:
                         _close_prompt(run, limits)
@@ -212,8 +222,10 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             continue  # one of the reply's lines
         if pend <= at and (reply is not None or reasoning):
             lines = count(b"\n", pend, at + 1)
+            empty = _empty_lines(text, pend, at + 1)
+            empties += empty
             if reasoning:
-                said = lines - _empty_lines(text, pend, at + 1)
+                said = lines - empty
                 if said:
                     kinds["reasoning"] += said
                 previous = "" if text[at - 1] == _NEWLINE else "reasoning"
@@ -224,7 +236,137 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
         pend = at + 1
         if group is None:
             break
-        if kind == "prompt":
+        if kind == "exchange":
+            # The usual exchange (tables.EXCHANGE): taken as the walk takes its groups one by one.
+            if previous == "prompt":
+                raise _Unusual
+            reasoning = False
+            if reply is not None:
+                _close_pieces(run, text, reply, limits)
+                reply = None
+            if run.prompt:
+                _close_prompt(run, limits)
+            end = group.end()
+            typed_at = group.start(t.TYPED)
+            if typed_at < 0:  # a command and its echo alone
+                _typed(run, [group.group(t.ALONE).decode()], ln, limits)
+                run.command_args = None
+                echoed = count(b"\n", group.start(t.ALONE_ECHO), end) + 1
+                kinds["tool_output"] += echoed
+                run.pending_usage = None
+                previous = "tool_output"
+                ln += 1 + echoed
+                pend = end + 1
+                continue
+            # The lines' numbers from where each part starts: between the parts there are only empty lines.
+            prompt_at = ln
+            said = 0  # the lines that are not empty
+            if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
+                command = group.group(t.COMMAND).decode()
+                words = command.strip()
+                if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
+                    words
+                    and run.command_args is None
+                    and words != t.BLANK_INPUT
+                    and t.CONFIRM_START not in command
+                    and (run.last_answer is None or words[0] != run.last_answer_first)
+                ):
+                    kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
+                    turns.append(Turn(ln, Role.USER, clip(words, limits)))
+                    run.last_answer = run.last_reply = None
+                else:
+                    _typed(run, [command], ln, limits)
+                    run.command_args = None
+                echo_start, echo_end = group.span(t.ECHO)
+                echoed = count(b"\n", echo_start, echo_end) + 1
+                kinds["tool_output"] += echoed
+                run.pending_usage = None
+                said = 1 + echoed
+                prompt_at = ln + said + typed_at - echo_end - 1
+            typed_end = group.end(t.TYPED)
+            if find(b"\n", typed_at, typed_end) < 0:  # one line: its words are what is between `####` and `  `
+                typed_lines = 1
+                words = text[typed_at + 4 : typed_end - 2].decode().strip()
+            else:
+                person = t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode())
+                typed_lines = len(person)
+                words = "\n".join(person).strip()
+            if (  # as above
+                words
+                and run.command_args is None
+                and words != t.BLANK_INPUT
+                and (typed_lines > 1 or t.CONFIRM_START not in words)
+                and (run.last_answer is None or words[0] != run.last_answer_first)
+            ):
+                kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
+                turns.append(Turn(prompt_at, Role.USER, clip(words, limits)))
+                run.last_answer = run.last_reply = None
+            else:
+                _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
+                run.command_args = None
+            said += typed_lines
+            reply_start, reply_end = group.span(t.REPLY)
+            thought, thought_end = group.span(t.THOUGHT)
+            if thought < 0:
+                reply_at = prompt_at + typed_lines - 1 + reply_start - typed_end
+            else:
+                reply_at = prompt_at + count(b"\n", typed_at, reply_start)
+                thought_lines = count(b"\n", thought, thought_end) - _empty_lines(text, thought + 1, thought_end + 1)
+                kinds["reasoning"] += thought_lines + 2
+                said += thought_lines + 2
+            kinds.setdefault("assistant", 0)
+            answer = text[reply_start:reply_end]
+            answer_lines = answer.split(b"\n")
+            said += len(answer_lines) - answer_lines.count(b"")
+            output_start = group.start(t.OUTPUT)
+            if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
+                reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
+                run.reply_at = reply_at
+                previous = "" if end > reply_end else "assistant"
+                new_ln = reply_at + len(answer_lines) + end - reply_end
+            else:
+                words = answer.decode()
+                turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
+                run.last_reply = reply_at
+                run.last_answer = words
+                first = words[0]  # the first character that is not a space (an indented first line has them before)
+                run.last_answer_first = words.lstrip()[0] if first.isspace() else first
+                kinds["tokens"] += 1
+                tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
+                sent, sent_scale, received, received_scale, cost = group.group(
+                    t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
+                )
+                if sent is not None:  # the usual report: its figures as `_add_usage` reads them
+                    usage.append(
+                        Usage(
+                            reply_at,
+                            run.model,
+                            round(float(sent) * _BYTE_SCALES[sent_scale]),
+                            round(float(received) * _BYTE_SCALES[received_scale]),
+                            None,
+                            None,
+                            None,
+                            float(cost),
+                        )
+                    )
+                    run.pending_usage = None
+                else:  # any other report (cache figures, no cost): read as the walk reads it
+                    report_start, report_end = group.span(t.REPORT)
+                    run.pending_usage = None
+                    _add_usage(run, tokens_at, text[report_start : report_end - 2].decode())
+                if output_start < end:  # aider's lines after the report
+                    output = count(b"\n", output_start, end)
+                    kinds["tool_output"] += output
+                    run.pending_usage = None
+                    previous = "tool_output"
+                else:
+                    output = 0
+                    previous = "tokens"
+                said += 1 + output
+                new_ln = tokens_at + output + 1
+            empties += new_ln - ln - said
+            ln = new_ln
+        elif kind == "prompt":
             if previous == "prompt":
                 raise _Unusual  # `####` lines right after `####` lines, each group its own
             reasoning = False  # aider's own line ends a reply whose reasoning never closed (an interrupted reply)
@@ -304,7 +446,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     if reply is not None:
         _close_pieces(run, text, reply, limits)
     # The reply's lines: every line not blank, less those counted as another kind (each line is counted once).
-    said = (ln - base - 1) - _empty_lines(text, text.find(b"\n") + 1, len(text)) - spaces
+    said = (ln - base - 1) - empties - spaces
     said -= sum(kinds.values()) - kinds["header"]
     if said > 0:
         kinds["assistant"] = said  # where the first reply opened put it in the census
@@ -551,6 +693,11 @@ def _close_prompt(run: _Run, limits: Limits) -> None:
         return
     lines, at = run.prompt, run.prompt_at
     run.prompt, run.prompt_at = [], -1
+    _typed(run, lines, at, limits)
+
+
+def _typed(run: _Run, lines: list[str], at: int, limits: Limits) -> None:
+    """The person's `####` lines `lines` (the first at line `at`): a person's turn, a command, or aider's echo."""
     run.last_reply = None
     text = "\n".join(lines).strip()
     if len(lines) == 1 and t.CONFIRM_START in lines[0] and t.CONFIRM.search(lines[0]):

@@ -112,12 +112,69 @@ SPACE_BYTES = (
     rb"(?:[\t\x0b\x0c\r\x1c-\x1f ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
     rb"|\xe2\x81\x9f|\xe3\x80\x80)"
 )
+# The usual exchange, taken in one match where the group-at-a-time walk takes four or five groups (each part is
+# stricter than the walk: whatever the match does not take, the walk takes as before): maybe a command of one line
+# with aider's echo right after it (`> Added x to the chat  `: `>` lines that are none of AIDER_LINE_STARTS), the
+# person's `####` lines, empty lines, maybe the reasoning (`<thinking-content-…>` … `</…>` alone on their lines), the
+# reply's lines, and then either a usage report (`> Tokens: 18k sent, 460 received. Cost: $0.0624 message, $0.1247
+# session.  `, the usual one read here) with aider's lines after it (`> Applied edit to x  `), or the empty lines
+# after the reply, the reply left open for the walk to read on. Or a command and its echo alone.
+_OUTPUT = (
+    rb">(?! Aider v| Main model: | Model: | Editor model: | Weak model: | Cur working dir: | Git working dir: "
+    rb"| Tokens: )[^\n]*  "
+)  # a line of aider's output that is none of AIDER_LINE_STARTS
+_SPACE_LIKE = rb"\t\x0b\x0c\r\x1c-\x1f \x80-\xbf\xc2\xe1\xe2\xe3"  # every byte a line of spaces alone can hold
+# A line of a reply that no group takes (and not empty): it starts with a byte no group starts with; or with `#` and
+# is no `####` line of aider's and no marker; or with `<` and is no reasoning tag; or with a space and holds a byte
+# no space is made of.
+_REPLY_FIRST = (
+    rb"(?:[^#<>\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3\n]"
+    rb"|#(?!###[^\n]*  \n| aider )"
+    rb"|<(?!/?think)"
+    rb"|[\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3][" + _SPACE_LIKE + rb"]*[^" + _SPACE_LIKE + rb"\n]"
+    rb")[^\n]*"
+)
+# Any other line of a reply, or of its reasoning: also a marker, and the model's quote (a `>` line without the hard
+# break that is no usage report).
+_REPLY_LINE = rb"(?:" + _REPLY_FIRST + rb"|# aider [^\n]*|>(?! Tokens: )(?:[^\n]*[^\n ])? ?(?=\n))"
+_FIGURE = rb"(\d+(?:\.\d+)?)"  # a figure TOKEN_FIGURE and MESSAGE_COST read the same (no `,`, no other digits)
+_TYPED = rb"####[^\n]*  (?:\n####[^\n]*  )*"  # a group of `####` lines
+_ECHO = rb"#### ?([^\n]*)  \n(" + _OUTPUT + rb"(?:\n" + _OUTPUT + rb")*)"  # a command of one line, aider's echo
+# The most lines of a reply, or of its reasoning, one match takes (`re` keeps a step back for each): the walk goes on.
+_MOST_LINES = rb"{0,4000}"
+_THOUGHT = (
+    rb"\n<(?:thinking-content-[0-9a-f]+|think)>((?:\n(?:" + _REPLY_LINE + rb")?)" + _MOST_LINES + rb")"
+    rb"\n</(?:thinking-content-[0-9a-f]+|think)>\n*"
+)
+_USUAL_REPORT = (
+    rb"> Tokens: " + _FIGURE + rb"([kKmM]?) sent, " + _FIGURE + rb"([kKmM]?) received\. "
+    rb"Cost: \$" + _FIGURE + rb" (?:message|request), \$[\d.]+ session\.  "
+)
+EXCHANGE = (
+    # `(?=(…))\4` (group 4: TYPED): the `####` lines taken whole, never given back one by one (a lookahead is never
+    # gone back into), as an atomic group would, which Python before 3.11.5 gets wrong; no line after fewer of them
+    # could follow.
+    rb"(?P<exchange>(?:" + _ECHO + rb"\n+)?(?=(" + _TYPED + rb"))\4\n*(?:" + _THOUGHT + rb")?"
+    rb"\n(" + _REPLY_FIRST + rb"(?:\n+" + _REPLY_LINE + rb")" + _MOST_LINES + rb")"
+    rb"(?:\n+(?:" + _USUAL_REPORT + rb"|(> Tokens: [^\n]*  ))((?:\n" + _OUTPUT + rb")*)"
+    rb"|\n*)"  # any other line after the reply (or more of it): the walk reads on from there, the reply still open
+    rb"|" + _ECHO + rb")"
+)
+# EXCHANGE's groups, numbered in LINE_GROUP: the command and its echo, the person's lines, the reasoning's lines (from
+# the newline after the opening tag to the one before the closing tag), the reply, the usual usage report's sent and
+# received figures with their scales and its cost, any other usage report (its line), aider's lines after the report;
+# a command and its echo alone.
+(COMMAND, ECHO, TYPED, THOUGHT, REPLY, SENT, SENT_SCALE, RECEIVED, RECEIVED_SCALE, COST, REPORT, OUTPUT) = range(2, 14)
+ALONE, ALONE_ECHO = 14, 15
 # The lines a run's text (UTF-8) is cut at, after the newline before each, everything else being taken a span at a
-# time: aider's `####` lines (a person's input, hard break; consecutive ones together), aider's `>` lines (hard break;
-# consecutive ones together), any other `>` line (a quote, or the first line of a message of aider's of several
-# lines), a `# aider ` marker, a reasoning tag (REASONING_OPEN, REASONING_CLOSE), a line of spaces alone.
+# time: the usual exchange (EXCHANGE, tried first), aider's `####` lines (a person's input, hard break; consecutive
+# ones together), aider's `>` lines (hard break; consecutive ones together), any other `>` line (a quote, or the first
+# line of a message of aider's of several lines), a `# aider ` marker, a reasoning tag (REASONING_OPEN,
+# REASONING_CLOSE), a line of spaces alone.
 LINE_GROUP = re.compile(
     rb"\n(?=[#<>\t\x0b\x0c\r\x1c-\x1f \xc2\xe1\xe2\xe3])(?:"  # what such a line can start with, checked first
+    + EXCHANGE
+    + rb"|"
     rb"(?P<aider>>[^\n]*  (?:\n>[^\n]*  )*)"
     rb"|(?P<prompt>####[^\n]*  (?:\n####[^\n]*  )*)"
     rb"|(?P<quote>>[^\n]*)"

@@ -217,7 +217,7 @@ def _block(data: bytes, index: int, offset: int, limits: Limits, n: int) -> Iter
     except UnicodeDecodeError:
         yield from _slow_block(data, index, offset, limits)
         return
-    if "\r" in text:
+    if b"\r" in data:  # as `"\r" in text` (a CR byte in UTF-8 is only ever CR), a scan of bytes, not of 1-4 byte chars
         text = text.replace("\r\n", "\n")
         if not complete and text.endswith("\r"):
             text = text[:-1]
