@@ -1,5 +1,5 @@
-"""`new_turn` / `new_tool_call` / `new_usage` make the same values as `Turn(...)` / `ToolCall(...)` / `Usage(...)`: every field set, the class's own
-type, equal, hashed, frozen, copied and pickled alike."""
+"""`new_turn` / `new_tool_call` / `new_usage` make the same values as `Turn(...)` / `ToolCall(...)` / `Usage(...)`:
+every field set, the class's own type, equal, hashed, frozen, copied and pickled alike."""
 
 from __future__ import annotations
 

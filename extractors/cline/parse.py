@@ -96,15 +96,13 @@ class _Parser:
         is its UI rows' too."""
         if type(value) is not int:
             return from_epoch_ms(value)
-        try:
-            return self.seen_times[value]
-        except KeyError:
-            pass
-        try:
-            when = in_range(datetime.fromtimestamp(value / 1000.0, UTC))  # tz positional: ~0.2 us less
-        except (OverflowError, OSError, ValueError):
-            when = None
-        self.seen_times[value] = when
+        when = self.seen_times.get(value, _UNSEEN)  # not a KeyError caught: most messages' `ts` are new
+        if when is _UNSEEN:
+            try:
+                when = in_range(datetime.fromtimestamp(value / 1000.0, UTC))  # tz positional: ~0.2 us less
+            except (OverflowError, OSError, ValueError):
+                when = None
+            self.seen_times[value] = when
         return when
 
     def stored_time(self, index: int) -> datetime | None:
@@ -151,11 +149,19 @@ class _Parser:
         spans: list[str] = []
         attachments: list[str] = []
         results = 0
-        pending = [c for c in self.open_calls if c.output is None] if self.open_calls else []
+        # The calls of the last reply still without a result, as the message starts (listed when a result needs
+        # them: no block before the first result sets an output)
+        pending: list[_Call] | None = None
         waiting_body: _Call | None = None  # Roo's XML era: `[x] Result:` alone, the output in the next block
         for block in blocks:
             kind = block.get("type")
-            if kind == "tool_result":
+            if kind == "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    continue
+            elif kind == "tool_result":
+                if pending is None:
+                    pending = _unanswered(self.open_calls)
                 results += 1
                 output, error = _result_content(block.get("content"), index)
                 call = self.by_id.get(str(block.get("tool_use_id")))
@@ -168,14 +174,15 @@ class _Parser:
                     call.is_error = True if block.get("is_error") is True or error else None
                     spans.extend(t.result_person_spans(output))
                 continue
-            if kind == "image":
-                attachments.append(_image_reference(block))
+            else:
+                if kind == "image":
+                    attachments.append(_image_reference(block))
                 continue
-            text = block.get("text")
-            if kind != "text" or not isinstance(text, str):
-                continue
-            head = t.result_head(text)
+            # `result_head`'s first test here: the environment_details block every message ends with starts with `<`
+            head = t.result_head(text) if text and (text[0] == "[" or text[0].isspace()) else None
             if head is not None:
+                if pending is None:
+                    pending = _unanswered(self.open_calls)
                 results += 1
                 output = text[head[1] :]
                 call = pending.pop(0) if pending else self._xml_call(head[0])
@@ -377,6 +384,15 @@ class _Replies:
             at = bisect.bisect_left(self.times, when)
             return dated[at][1] if at < len(dated) else None
         return self.indexes[order] if order < len(self.indexes) else None
+
+
+def _unanswered(calls: list[_Call]) -> list[_Call]:
+    """The calls without an output yet, in order."""
+    pending = []
+    for call in calls:
+        if call.output is None:
+            pending.append(call)
+    return pending
 
 
 def _kind(value: Any) -> str:
