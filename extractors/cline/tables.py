@@ -133,10 +133,44 @@ def _file_content_at(text: str, position: int) -> int:
 
 
 def person_spans(plain: str) -> list[str]:
-    """The interiors of PERSON_SPAN in a user text (harness sections removed); a substring search first."""
-    if "<" not in plain or not any(opener in plain for opener in _PERSON_OPENERS):
-        return []
-    return [match.group(2) for match in PERSON_SPAN.finditer(plain)]
+    """The interiors of PERSON_SPAN in a user text (harness sections removed), by substring search: PERSON_SPAN's
+    lazy `(.*?)` tries `\n?</tag>` at every character of the span (~4 us for a first prompt). A span starts at an
+    opener at the start of the text or after a newline, drops one newline after the opener, and ends at the first
+    closer of its tag after that (a newline right before the closer is not in it); the search goes on after the
+    closer. tests/test_cline.py holds the two to the same answers."""
+    if "<" not in plain or (
+        "<task>" not in plain
+        and "<feedback>" not in plain
+        and "<answer>" not in plain
+        and "<user_message>" not in plain
+    ):
+        return []  # the openers of _PERSON_OPENERS, without a generator's frames
+    spans: list[str] = []
+    at = 0 if plain.startswith("<") else _line_opening(plain, 0)  # where an opener may start
+    while at >= 0:
+        tag = None
+        for opener in _PERSON_OPENERS:
+            if plain.startswith(opener, at):
+                tag = opener
+                break
+        if tag is not None:
+            start = at + len(tag)
+            if plain.startswith("\n", start):
+                start += 1
+            closer = "</" + tag[1:]
+            close = plain.find(closer, start)
+            if close >= 0:
+                spans.append(plain[start : close - 1 if close > start and plain[close - 1] == "\n" else close])
+                at = _line_opening(plain, close + len(closer))
+                continue
+        at = _line_opening(plain, at)
+    return spans
+
+
+def _line_opening(text: str, position: int) -> int:
+    """Where the first `<` right after a newline at or after `position` is, or -1."""
+    found = text.find("\n<", position)
+    return found + 1 if found >= 0 else -1
 
 
 # A tool result sent back as user text (Cline's text protocol, Roo's XML era): `[read_file for 'x'] Result:`.
