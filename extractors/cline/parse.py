@@ -96,7 +96,8 @@ class _Parser:
         is its UI rows' too."""
         if type(value) is not int:
             return from_epoch_ms(value)
-        when = self.seen_times.get(value, _UNSEEN)  # not a KeyError caught: most messages' `ts` are new
+        # not a KeyError caught: most messages' `ts` are new
+        when: datetime | None = self.seen_times.get(value, _UNSEEN)
         if when is _UNSEEN:
             try:
                 when = in_range(datetime.fromtimestamp(value / 1000.0, UTC))  # tz positional: ~0.2 us less
@@ -116,6 +117,8 @@ class _Parser:
         self.census[(kind, self.version, disposition)] += 1
 
     def model(self, name: Any) -> str | None:
+        if name in self.models:  # a name kept already (every reply names its model)
+            return name  # type: ignore[no-any-return]
         if isinstance(name, str) and name.strip():
             if name not in self.models:
                 self.models.append(name)
@@ -320,28 +323,34 @@ class _Parser:
         for key, n in counted:
             self.census[key] += n
         replies = _Replies(self.assistants)
-        replies_of = [replies.of(row, when, order) for order, (_, row, when, _) in enumerate(requests)]
+        of = replies.of
+        replies_of = [of(row, when, order) for order, (_, row, when, _) in enumerate(requests)]
+        replies_of.append(None)  # after the last request: no next request to compare with
         usage: list[Usage] = []
         taken: set[int] = set()
+        models = self.models
         for k, (row_index, row, when, fields) in enumerate(requests):
             reply = replies_of[k]
-            if reply is not None and (reply in taken or (k + 1 < len(replies_of) and replies_of[k + 1] == reply)):
+            if reply is not None and (reply in taken or replies_of[k + 1] == reply):
                 reply = None  # a retried request: the last request before a reply is the one that produced it
             info = row.get("modelInfo")
             model = self.model(info.get("modelId")) if isinstance(info, dict) else None
             if reply is not None:
                 taken.add(reply)
                 model = model or self.reply_models.get(reply)
-            usage.append(
+            count = fields.get
+            tokens_in, tokens_out = count("tokensIn"), count("tokensOut")
+            reads, writes = count("cacheReads"), count("cacheWrites")
+            usage.append(  # `_int`'s answer without its call for the usual int counts
                 new_usage(
                     reply if reply is not None else UI_ROW_BASE + row_index,
-                    model or (self.models[-1] if self.models else None),
-                    _int(fields.get("tokensIn")),
-                    _int(fields.get("tokensOut")),
-                    _int(fields.get("cacheReads")),
-                    _int(fields.get("cacheWrites")),
+                    model or (models[-1] if models else None),
+                    tokens_in if type(tokens_in) is int else _int(tokens_in),
+                    tokens_out if type(tokens_out) is int else _int(tokens_out),
+                    reads if type(reads) is int else _int(reads),
+                    writes if type(writes) is int else _int(writes),
                     None,
-                    _float(fields.get("cost")),
+                    _float(count("cost")),
                     when,
                     None,
                 )
@@ -377,7 +386,7 @@ class _Replies:
         """The first reply after Cline's `conversationHistoryIndex`, else the first reply dated at or after the
         request (Roo dates its messages), else the reply of the same rank."""
         chi = row.get("conversationHistoryIndex")
-        if isinstance(chi, int) and not isinstance(chi, bool):
+        if type(chi) is int or (isinstance(chi, int) and not isinstance(chi, bool)):
             at = bisect.bisect_right(self.indexes, chi)
             return self.indexes[at] if at < len(self.indexes) else None
         if when is not None and (dated := self.by_time()):
@@ -517,9 +526,10 @@ def parse_task(task: Task, limits: Limits) -> Session:
     records = len(task.api) + len(task.ui or ())
     if records > limits.max_records:
         raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} records")
-    for index, message in enumerate(task.api):
+    message = parser.message
+    for index, record in enumerate(task.api):
         try:
-            parser.message(index, message)
+            message(index, record)
         except RejectError as exc:
             exc.session_hint = sid
             raise
