@@ -550,3 +550,18 @@ def test_the_one_regex_for_a_usual_result_head_gives_result_heads_answer() -> No
     for value in ("[read_file for 'a.py'] Result:\nx", "[x for 'a]b'] Result:", "[x for 'a\nb'] Result: \t\ny"):
         head = tables.RESULT_HEAD.match(value)
         assert head is not None and tables.result_head(value) == (head.group(1), head.end()), value
+
+
+def test_a_whole_environment_details_block_is_passed_over_as_without_harness_empties_it() -> None:
+    """The user-message loop passes over a text that is one whole environment_details block without calling
+    `without_harness` (parse.py): wherever its test holds, `without_harness` leaves nothing."""
+    from extractors.cline.parse import _DETAILS_CLOSE, _DETAILS_OPEN
+
+    texts = [_DETAILS_OPEN, _DETAILS_OPEN + _DETAILS_CLOSE, _DETAILS_OPEN + "\n# Mode\nACT\n" + _DETAILS_CLOSE]
+    texts += [_DETAILS_OPEN + value for value in random_texts(20_000, seed=33)]
+    held = 0
+    for value in texts:
+        if value.startswith(_DETAILS_OPEN) and value.find(_DETAILS_CLOSE) == len(value) - len(_DETAILS_CLOSE):
+            held += 1
+            assert cline.tables.without_harness(value) == "", value
+    assert held > 100

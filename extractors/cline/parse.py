@@ -46,6 +46,7 @@ AGENT = Agent("cline")
 # "Tokens".
 UI_ROW_BASE = 10**9
 _UNSEEN: Any = object()  # a `ts` not yet in `_Parser.seen_times`
+_DETAILS_OPEN, _DETAILS_CLOSE = "<environment_details>", "</environment_details>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +193,14 @@ class _Parser:
                 call.output = clip(output, self.limits)
                 call.is_error = True if t.is_error_result(output) else None
                 waiting_body = call if not output or output.isspace() else None
-                spans.extend(t.result_person_spans(text))
+                if "<" in text:  # result_person_spans' own first test, without its call for most results
+                    spans.extend(t.result_person_spans(text))
                 continue
             if self.cwd is None:
                 found = t.CWD_LINE.search(text)
                 self.cwd = found.group(1) if found else None
+            if text.startswith(_DETAILS_OPEN) and text.find(_DETAILS_CLOSE) == len(text) - len(_DETAILS_CLOSE):
+                continue  # the environment_details block every message ends with, whole: without_harness leaves ""
             plain = t.without_harness(text)
             if not plain:
                 continue
