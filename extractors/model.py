@@ -170,6 +170,56 @@ class Usage:
     response_id: str | None = None  # the native id of the response (Claude `message.id`, ...)
 
 
+class _UsageMaker:
+    __slots__ = Usage.__slots__
+
+    def __init__(
+        self,
+        turn_index: int,
+        model: str | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cache_read_tokens: int | None,
+        cache_write_tokens: int | None,
+        reasoning_tokens: int | None,
+        cost_usd: float | None,
+        timestamp: datetime | None,
+        response_id: str | None,
+    ) -> None:
+        self.turn_index = turn_index
+        self.model = model
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cache_read_tokens = cache_read_tokens
+        self.cache_write_tokens = cache_write_tokens
+        self.reasoning_tokens = reasoning_tokens
+        self.cost_usd = cost_usd
+        self.timestamp = timestamp
+        self.response_id = response_id
+        self.__class__ = Usage  # type: ignore[assignment]
+
+
+# `Usage(...)` with every field given, positional, made as `new_turn` is (above): the same value, ~4x faster.
+new_usage = cast(
+    Callable[
+        [
+            int,
+            str | None,
+            int | None,
+            int | None,
+            int | None,
+            int | None,
+            int | None,
+            float | None,
+            datetime | None,
+            str | None,
+        ],
+        Usage,
+    ],
+    _UsageMaker,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SessionLink:
     """This session relates to `other_session_id` by `kind` (e.g. this is a subagent of other)."""

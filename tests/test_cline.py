@@ -531,3 +531,37 @@ def test_the_fast_forms_of_the_tables_regexes_give_the_regexes_answers() -> None
             if value[: m.start()].rstrip().endswith(":") or not value[m.end() :].strip()
         ]
         assert tables.result_person_spans(value) == spans, value
+
+
+HEAD_PIECES = ("[read_file", "[x1_", " for '", "a", "\u2192", "]", "] Result:", " ", "\t", "\n", "'", "[", "-", "A")
+
+
+def test_the_one_regex_for_a_usual_result_head_gives_result_heads_answer() -> None:
+    """`result_head` reads a head with no `]` and no newline before its `] Result:` by one regex, any other by steps:
+    random heads of the pieces where the two part (a `]` or a newline inside, a name run on, a blank after)."""
+    import random
+
+    rng = random.Random(31)
+    tables = cline.tables
+    for _ in range(20_000):
+        value = "".join(rng.choice(HEAD_PIECES) for _ in range(rng.randint(0, 8)))
+        head = tables.RESULT_HEAD.match(value)
+        assert tables.result_head(value) == (None if head is None else (head.group(1), head.end())), value
+    for value in ("[read_file for 'a.py'] Result:\nx", "[x for 'a]b'] Result:", "[x for 'a\nb'] Result: \t\ny"):
+        head = tables.RESULT_HEAD.match(value)
+        assert head is not None and tables.result_head(value) == (head.group(1), head.end()), value
+
+
+def test_a_whole_environment_details_block_is_passed_over_as_without_harness_empties_it() -> None:
+    """The user-message loop passes over a text that is one whole environment_details block without calling
+    `without_harness` (parse.py): wherever its test holds, `without_harness` leaves nothing."""
+    from extractors.cline.parse import _DETAILS_CLOSE, _DETAILS_OPEN
+
+    texts = [_DETAILS_OPEN, _DETAILS_OPEN + _DETAILS_CLOSE, _DETAILS_OPEN + "\n# Mode\nACT\n" + _DETAILS_CLOSE]
+    texts += [_DETAILS_OPEN + value for value in random_texts(20_000, seed=33)]
+    held = 0
+    for value in texts:
+        if value.startswith(_DETAILS_OPEN) and value.find(_DETAILS_CLOSE) == len(value) - len(_DETAILS_CLOSE):
+            held += 1
+            assert cline.tables.without_harness(value) == "", value
+    assert held > 100

@@ -196,27 +196,28 @@ def _document(path: str, seen: os.stat_result | None, limits: Limits, hint: str)
     """One JSON document of the task, read whole within `max_document_bytes` (named in the rejection). `seen`: its
     stat from `_stat_all` just before, which the document reader takes instead of its own (the folder is stat'ed
     again after the reads: a change defers)."""
-    name = os.path.basename(path)
     if seen is None:
         try:
             size = os.stat(path).st_size
         except OSError as exc:
             raise RejectError(
-                RejectCode.SOURCE_UNREADABLE, f"cannot stat {name}: {exc.strerror}", session_hint=hint
+                RejectCode.SOURCE_UNREADABLE,
+                f"cannot stat {os.path.basename(path)}: {exc.strerror}",
+                session_hint=hint,
             ) from exc
     else:
         size = seen.st_size
     if size > limits.max_document_bytes:
         raise RejectError(
             RejectCode.LIMIT_EXCEEDED,
-            f"{name} is {size} bytes, over max_document_bytes={limits.max_document_bytes}",
+            f"{os.path.basename(path)} is {size} bytes, over max_document_bytes={limits.max_document_bytes}",
             session_hint=hint,
         )
     try:
         return read_json_document(path, limits, stat_result=seen)
     except RejectError as exc:
         exc.session_hint = hint
-        exc.detail = f"{name}: {exc.detail}"
+        exc.detail = f"{os.path.basename(path)}: {exc.detail}"
         raise
 
 

@@ -69,12 +69,13 @@ PERSON_TAGS = ("task", "feedback", "answer", "user_message")
 PERSON_SPAN = re.compile(r"(?:^|\n)<(task|feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
 _PERSON_OPENERS = tuple(f"<{tag}>" for tag in PERSON_TAGS)  # PERSON_SPAN's openers, searched for before it
 RESULT_PERSON_SPAN = re.compile(r"(?:^|\n)<(feedback|answer)>\n?(.*?)\n?</\1>", re.DOTALL)
+_RESULT_PERSON_OPENER = re.compile(r"<(?:feedback|answer)>")  # one search for the two, in a text that holds a `<`
 
 
 def result_person_spans(text: str) -> list[str]:
     """The person's words in a tool result block (see above)."""
-    if "<" not in text or ("<feedback>" not in text and "<answer>" not in text):
-        return []  # the regex scans char by char; substring searches rule most results out first (see above)
+    if "<" not in text or _RESULT_PERSON_OPENER.search(text) is None:
+        return []  # the regex scans char by char; searches for `<` and the openers rule most results out first
     spans = []
     for match in RESULT_PERSON_SPAN.finditer(text):
         before = text[: match.start()].rstrip()
@@ -132,10 +133,44 @@ def _file_content_at(text: str, position: int) -> int:
 
 
 def person_spans(plain: str) -> list[str]:
-    """The interiors of PERSON_SPAN in a user text (harness sections removed); a substring search first."""
-    if "<" not in plain or not any(opener in plain for opener in _PERSON_OPENERS):
-        return []
-    return [match.group(2) for match in PERSON_SPAN.finditer(plain)]
+    """The interiors of PERSON_SPAN in a user text (harness sections removed), by substring search: PERSON_SPAN's
+    lazy `(.*?)` tries `\n?</tag>` at every character of the span (~4 us for a first prompt). A span starts at an
+    opener at the start of the text or after a newline, drops one newline after the opener, and ends at the first
+    closer of its tag after that (a newline right before the closer is not in it); the search goes on after the
+    closer. tests/test_cline.py holds the two to the same answers."""
+    if "<" not in plain or (
+        "<task>" not in plain
+        and "<feedback>" not in plain
+        and "<answer>" not in plain
+        and "<user_message>" not in plain
+    ):
+        return []  # the openers of _PERSON_OPENERS, without a generator's frames
+    spans: list[str] = []
+    at = 0 if plain.startswith("<") else _line_opening(plain, 0)  # where an opener may start
+    while at >= 0:
+        tag = None
+        for opener in _PERSON_OPENERS:
+            if plain.startswith(opener, at):
+                tag = opener
+                break
+        if tag is not None:
+            start = at + len(tag)
+            if plain.startswith("\n", start):
+                start += 1
+            closer = "</" + tag[1:]
+            close = plain.find(closer, start)
+            if close >= 0:
+                spans.append(plain[start : close - 1 if close > start and plain[close - 1] == "\n" else close])
+                at = _line_opening(plain, close + len(closer))
+                continue
+        at = _line_opening(plain, at)
+    return spans
+
+
+def _line_opening(text: str, position: int) -> int:
+    """Where the first `<` right after a newline at or after `position` is, or -1."""
+    found = text.find("\n<", position)
+    return found + 1 if found >= 0 else -1
 
 
 # A tool result sent back as user text (Cline's text protocol, Roo's XML era): `[read_file for 'x'] Result:`.
@@ -144,14 +179,21 @@ def person_spans(plain: str) -> list[str]:
 RESULT_HEAD = re.compile(r"\A\s*\[([a-z][a-z0-9_]*(?: .*?)?)\] Result:[ \t]*\n?", re.DOTALL)
 _RESULT_NAME = re.compile(r"\s*\[([a-z][a-z0-9_]*)")  # RESULT_HEAD up to the tool's name
 _RESULT_CLOSE = "] Result:"
+# RESULT_HEAD where the head holds no `]` and no newline before its `] Result:` (the usual `[read_file for 'x']`):
+# one match instead of the steps below (~1 us a result; a tool result's text is mostly not Latin-1, where each
+# substring search first widens its needle).
+_RESULT_HEAD_PLAIN = re.compile(r"\[([a-z][a-z0-9_]*(?: [^\]\n]*)?)\] Result:[ \t]*\n?")
 
 
 def result_head(text: str) -> tuple[str, int] | None:
-    """RESULT_HEAD's group 1 and end in `text`, or None where it does not match: the name by a short regex, the
-    rest by substring search (RESULT_HEAD's lazy `.*?` tries `] Result:` at every character of a long head).
-    tests/test_cline.py holds the two to the same answers."""
+    """RESULT_HEAD's group 1 and end in `text`, or None where it does not match: the usual head by one short regex,
+    any other by a short regex for the name and substring search for the rest (RESULT_HEAD's lazy `.*?` tries
+    `] Result:` at every character of a long head). tests/test_cline.py holds the two to the same answers."""
     if not text or (text[0] != "[" and not text[0].isspace()):
         return None
+    plain = _RESULT_HEAD_PLAIN.match(text)
+    if plain is not None:
+        return plain.group(1), plain.end()
     name = _RESULT_NAME.match(text)
     if name is None:
         return None
