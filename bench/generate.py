@@ -16,6 +16,7 @@ Session sizes are skewed like a real heavy user's: many sessions of a few KB to 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import random
@@ -224,10 +225,28 @@ class CorpusSummary:
     agents: dict[str, AgentSummary] = field(default_factory=dict)
     append_candidate: str = ""  # a mid-size Claude main session (the benchmark appends to it)
     seconds: float = 0.0
+    generator: str = ""  # generator_digest() of the code that wrote it: a kept corpus from other code is stale
 
     @property
     def bytes_sources(self) -> int:
         return sum(a.bytes_sources for a in self.agents.values())
+
+
+def generator_digest() -> str:
+    """A digest of the generator's code (this module, its material and every agent's writer): the same digest, the
+    same bytes for the same arguments. A corpus kept from another one (`--keep`) is written again, never measured: a
+    Grok corpus kept from before the generator wrote Grok's real updates.jsonl read as 1,061 rejections."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*here.glob("*_gen.py"), here / "gen_chatgpt.py", here / "material.py", here / "generate.py"]):
+        if path.exists():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def stale(summary: Mapping[str, Any]) -> bool:
+    """Whether a kept corpus's bench-corpus.json was written by other generator code (see generator_digest)."""
+    return summary.get("generator") != generator_digest()
 
 
 def _projects(seed: int, material: Material) -> list[Project]:
@@ -259,7 +278,7 @@ def generate(
     if shape == "small":
         projects = projects[:1]  # one project folder holds every session
     weights = [1.0 / (i + 1) for i in range(len(projects))]  # a few projects get most sessions
-    summary = CorpusSummary(seed=seed, mb=mb, mix=shares, shape=shape)
+    summary = CorpusSummary(seed=seed, mb=mb, mix=shares, shape=shape, generator=generator_digest())
     for agent in AGENTS:
         if agent not in shares:
             continue

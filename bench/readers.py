@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generate import AGENTS, MANIFEST, MB, generate, load_summary
+from bench.generate import AGENTS, MANIFEST, MB, generate, load_summary, stale
 
 OUT = Path(__file__).resolve().parent / "out"
 BASELINE = "claude"
@@ -36,9 +37,12 @@ def corpus(work: Path, agent: str, mb: float, seed: int) -> Path:
     home = work / agent
     if (home / MANIFEST).exists():
         summary = load_summary(home)
-        if summary["mb"] == mb and summary["seed"] == seed and summary["mix"] == {agent: 1.0}:
+        if summary["mb"] != mb or summary["seed"] != seed or summary["mix"] != {agent: 1.0}:
+            raise SystemExit(f"{home} holds a corpus generated with other arguments; use another --keep folder")
+        if not stale(summary):
             return home
-        raise SystemExit(f"{home} holds a corpus generated with other arguments; use another --keep folder")
+        print(f"{home}: written by another version of the generator; writing it again", file=sys.stderr)
+        shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
     generate(home, mb, seed, {agent: 1.0})
     return home

@@ -38,7 +38,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generate import MANIFEST, MB, SHAPE_NAMES, SMALL_MIX, generate, load_summary, parse_mix
+from bench.generate import MANIFEST, MB, SHAPE_NAMES, SMALL_MIX, generate, load_summary, parse_mix, stale
 from bench.phase import STAGES
 
 BENCH = Path(__file__).resolve().parent
@@ -274,9 +274,12 @@ def ensure_corpus(
     if (home / MANIFEST).exists():
         summary = load_summary(home)
         same = summary["mb"] == mb and summary["seed"] == seed and summary["mix"] == mix
-        if same and summary.get("shape", "mixed") == shape:
+        if not same or summary.get("shape", "mixed") != shape:
+            raise SystemExit(f"{home} holds a corpus generated with other arguments; use another --keep folder")
+        if not stale(summary):
             return summary, None
-        raise SystemExit(f"{home} holds a corpus generated with other arguments; use another --keep folder")
+        print(f"{home}: written by another version of the generator; writing it again", file=sys.stderr)
+        shutil.rmtree(home)
     if home.exists() and any(home.iterdir()):
         raise SystemExit(f"{home} exists and is not a generated corpus")
     home.mkdir(parents=True, exist_ok=True)

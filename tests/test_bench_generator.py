@@ -6,6 +6,7 @@ No timing here: how fast the pipeline is depends on the machine (bench/run.py me
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import sqlite3
 from contextlib import closing
@@ -221,3 +222,32 @@ def test_readers_bench_reads_every_generated_agent_alone(tmp_path: Path) -> None
         assert row["outcomes"].get("Loaded", 0) >= 1, agent
         assert row["mb"] > 0 and row["mbps"] > 0 and row["share_of_claude"] > 0, agent
     assert rows["claude"]["share_of_claude"] == 1.0
+
+
+def test_a_kept_corpus_written_by_another_version_of_the_generator_is_written_again_never_measured(
+    tmp_path: Path,
+) -> None:
+    """`--keep` reuses a corpus made with the same arguments; one made by other generator code is stale (a Grok
+    corpus kept from before the generator wrote Grok's real updates.jsonl read as a thousand rejections)."""
+
+    from bench.generate import generator_digest
+    from bench.readers import corpus
+    from bench.run import ensure_corpus
+
+    home = tmp_path / "home"
+    first, generated = ensure_corpus(home, 0.3, 1, {"grok": 1.0})
+    assert generated is not None and first["generator"] == generator_digest()
+    assert ensure_corpus(home, 0.3, 1, {"grok": 1.0})[1] is None, "the same generator: reused"
+    summary = json.loads((home / MANIFEST).read_text(encoding="utf-8"))
+    (home / MANIFEST).write_text(json.dumps({**summary, "generator": "0123456789abcdef"}), encoding="utf-8")
+    (home / "left-by-the-old-generator").write_text("x", encoding="utf-8")
+    again, generated = ensure_corpus(home, 0.3, 1, {"grok": 1.0})
+    assert generated is not None and again["generator"] == generator_digest()
+    assert not (home / "left-by-the-old-generator").exists()
+
+    kept = corpus(tmp_path / "readers", "grok", 0.3, 1)
+    summary = json.loads((kept / MANIFEST).read_text(encoding="utf-8"))
+    del summary["generator"]  # written before the digest was kept
+    (kept / MANIFEST).write_text(json.dumps(summary), encoding="utf-8")
+    corpus(tmp_path / "readers", "grok", 0.3, 1)
+    assert load_summary(kept)["generator"] == generator_digest()
