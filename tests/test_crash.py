@@ -119,13 +119,15 @@ def test_a_run_killed_after_committing_in_place_and_before_the_checkpoint_then_r
     rerun_equals_a_clean_run(tmp_path, home, data)
 
 
-@pytest.mark.parametrize("held", [False, True], ids=["folded first", "held by a reader"])
+@pytest.mark.parametrize("held", [False, True], ids=["no reader", "held by a reader"])
 def test_a_log_left_beside_the_warehouse_never_reaches_the_file_swapped_in_after_it(
     tmp_path: Path, held: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After a kill between an in-place COMMIT and its checkpoint, the next run (here a small warehouse: a copy
-    swapped in) folds the log into the file first; when a reader holds the file it cannot, and the log, which DuckDB
-    would replay onto whatever file has that name, must be gone before the new file takes the name."""
+    """After a kill between an in-place COMMIT and the memo (the change in DuckDB's log beside the file, as every
+    in-place change leaves it), the next run (here a small warehouse: a copy swapped in) copies the log with the file,
+    so the copy holds the change and the run applies its own to it, with no rebuild, whether or not a reader holds the
+    file; and the log, which DuckDB would replay onto whatever file has that name, is gone before the new file takes
+    the name."""
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     run(settings_for(home, data))
@@ -134,15 +136,12 @@ def test_a_log_left_beside_the_warehouse_never_reaches_the_file_swapped_in_after
     log = data / "warehouse.duckdb.wal"
     assert log.exists()
     write_session(home, S1, claude_exchange(S1, 3, start_minute=60), append=True)
-    reader = None
-    if held:
-        reader = holder(data, "reader")
-    else:  # folded, the copy holds the logged change: the run applies its own to it, with no rebuild
+    reader = holder(data, "reader") if held else None
 
-        def no_rebuild(*_args: object, **_kwargs: object) -> None:
-            raise AssertionError("rebuilt: the log was not folded into the file before it was copied")
+    def no_rebuild(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("rebuilt: the log was not copied with the file")
 
-        monkeypatch.setattr(warehouse, "_build", no_rebuild)
+    monkeypatch.setattr(warehouse, "_build", no_rebuild)
     try:
         run(settings_for(home, data))
     finally:
