@@ -120,6 +120,7 @@ def parse_chat_file(lines: Iterable[LineFields], limits: Limits, file_id: str) -
     meta: _Meta | None = None
     versions: list[str] = []
     last_version = ""
+    looking = True  # for the session's cwd and git branch
     # This loop runs once per record (~35k in the 50 MB bench corpus): what every record is asked is asked here, in
     # locals; a record's sessionId equal to the file's (checked once, on the first) is not checked again.
     for index, _, record, _, part_no, parts, _, _ in lines:
@@ -175,13 +176,14 @@ def parse_chat_file(lines: Iterable[LineFields], limits: Limits, file_id: str) -
         forked = get("forkedFrom")
         copied = isinstance(forked, dict)
         entry = Record(index, uuid, parent, record, kind, version, parse_iso(get("timestamp")), copied)
-        if uuid not in by_uuid:
-            by_uuid[uuid] = entry
+        by_uuid.setdefault(uuid, entry)
         records.append(entry)
-        if meta.cwd is None:
-            meta.cwd = _text(get("cwd"))
-        if meta.git_branch is None:
-            meta.git_branch = _text(get("gitBranch"))
+        if looking:  # until both are found
+            if meta.cwd is None:
+                meta.cwd = _text(get("cwd"))
+            if meta.git_branch is None:
+                meta.git_branch = _text(get("gitBranch"))
+            looking = meta.cwd is None or meta.git_branch is None
         if copied and meta.forked_from is None and isinstance(forked, dict):
             meta.forked_from = _text(forked.get("sessionId"))
         if kind == "system" and meta.spawned_by is None and get("subtype") == "parent_session":
@@ -252,11 +254,13 @@ class _Builder:
         self.calls: dict[str, _Call] = {}
 
     def build(self, records: list[Record]) -> list[Session]:
+        owners, parts = self.owners, self.parts
+        user, assistant, tool_result, system = self.user, self.assistant, self.tool_result, self.system
         for entry in records:
-            key, fork = self.owners[entry.uuid]
-            part = self.parts.get(key)
+            key, fork = owners[entry.uuid]
+            part = parts.get(key)
             if part is None:
-                part = self.parts[key] = _Part()
+                part = parts[key] = _Part()
             if fork is not None:
                 part.fork_of = fork
             if entry.copied:
@@ -264,16 +268,17 @@ class _Builder:
                 continue
             if entry.at is not None:
                 part.times.append(entry.at)
-            if entry.kind == "user":
-                self.user(entry, part)
-            elif entry.kind == "assistant":
-                self.assistant(entry, key, part)
-            elif entry.kind == "tool_result":
-                self.tool_result(entry, part)
-            elif entry.kind == "system":
-                self.system(entry, part)
+            kind = entry.kind  # the kinds most frequent first
+            if kind == "system":
+                system(entry, part)
+            elif kind == "assistant":
+                assistant(entry, key, part)
+            elif kind == "tool_result":
+                tool_result(entry, part)
+            elif kind == "user":
+                user(entry, part)
             else:
-                part.census[(entry.kind, entry.version, Disposition.SKIPPED)] += 1
+                part.census[(kind, entry.version, Disposition.SKIPPED)] += 1
         return self.sessions()
 
     def user(self, entry: Record, part: _Part) -> None:
