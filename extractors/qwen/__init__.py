@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from extractors.bounded import Limits, iter_jsonl
+from extractors.bounded import Limits, iter_jsonl_fields
 from extractors.discovery import suffix, walk_files
 from extractors.errors import RejectCode, RejectError
 from extractors.model import Agent, Loaded, Outcome, Source
@@ -76,7 +76,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """The sessions of one chat file: the active branch, then each other branch with something said on it. Raises
     RejectError: missing_session_id, no_conversation, inconsistent_source, undecidable_thread, missing_timestamp,
     bad_shape and every code of the bounded readers; DeferError."""
-    sessions = parse_chat_file(iter_jsonl(source.path, limits), limits, Path(source.path).stem)
+    sessions = parse_chat_file(iter_jsonl_fields(source.path, limits), limits, Path(source.path).stem)
     main = sessions[0]
     if not main.turns and not main.tool_calls and not main.links and len(sessions) == 1:
         raise RejectError(
