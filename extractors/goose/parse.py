@@ -9,9 +9,11 @@ with the same id.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 from extractors import ids
@@ -19,7 +21,20 @@ from extractors.bounded import Limits, clip, json_text
 from extractors.bounded.numbers import OUT_OF_RANGE, fit_float, token_count
 from extractors.errors import RejectCode, RejectError
 from extractors.goose.tables import BLOCK_KINDS, ROLES
-from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+from extractors.model import (
+    Agent,
+    Disposition,
+    LinkKind,
+    Role,
+    Session,
+    SessionLink,
+    ToolCall,
+    Turn,
+    Usage,
+    new_tool_call,
+    new_turn,
+    new_usage,
+)
 from extractors.timeutil import parse_any, parse_iso
 
 AGENT = Agent("goose")  # SPEC.name: the package imports this module before it declares SPEC
@@ -55,6 +70,21 @@ class LedgerRow:
     cache_read_tokens: Any
     cache_write_tokens: Any
     cost: Any
+
+
+# Whole epoch seconds a second or more inside timeutil's usable years (1990-2200): Goose's created_timestamp, read
+# as parse_any reads them (from_epoch_seconds, whose checks they pass) without its calls: ~90k times in 50 MB.
+_SECONDS_INSIDE = (
+    int(datetime(1990, 1, 1, tzinfo=UTC).timestamp()) + 1,
+    int(datetime(2200, 1, 1, tzinfo=UTC).timestamp()) - 1,
+)
+
+
+def _when(value: Any) -> datetime | None:
+    """parse_any(value)."""
+    if type(value) is int and _SECONDS_INSIDE[0] <= value <= _SECONDS_INSIDE[1]:
+        return datetime.fromtimestamp(value, tz=UTC)
+    return parse_any(value)
 
 
 def session_id_of(native_id: str) -> str:
@@ -133,27 +163,40 @@ def _ledger_usage(
     """One Usage per usage_ledger row (one model call each), on the last assistant message written at or before
     it (the ledger names no message)."""
     found: list[Usage] = []
+    timed = [(at, i) for at, i in assistant_at if at is not None]
+    times = [at for at, _ in timed]
+    # The last timed assistant message at or before `when`, in message order: when the times never go back (as
+    # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message.
+    ordered = all(a <= b for a, b in pairwise(times))
     for row in ledger:
-        when = parse_any(row.created)
+        when = _when(row.created)
         index = last_index
-        for at, i in assistant_at:
-            if at is not None and when is not None and at <= when:
-                index = i
+        if when is None:
+            pass
+        elif ordered:
+            found_at = bisect_right(times, when)
+            if found_at:
+                index = timed[found_at - 1][1]
+        else:
+            for at, i in timed:
+                if at <= when:
+                    index = i
         read = _count(row.cache_read_tokens, census)
         write = _count(row.cache_write_tokens, census)
         cost, bad = fit_float(row.cost) if isinstance(row.cost, int | float) else (None, False)
         if bad:
             census[OUT_OF_RANGE] += 1
-        usage = Usage(
-            turn_index=index,
-            model=_text(row.model),
-            input_tokens=_fresh_input(_count(row.input_tokens, census), read, write),
-            output_tokens=_count(row.output_tokens, census),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
-            cost_usd=cost,
-            timestamp=when,
-            response_id=f"ledger:{row.id}",
+        usage = new_usage(
+            index,
+            _text(row.model),
+            _fresh_input(_count(row.input_tokens, census), read, write),
+            _count(row.output_tokens, census),
+            read,
+            write,
+            None,
+            cost,
+            when,
+            f"ledger:{row.id}",
         )
         census[("usage_ledger", version, Disposition.METADATA)] += 1
         if any(v for v in (usage.input_tokens, usage.output_tokens, read, write)) or cost:
@@ -215,6 +258,7 @@ def build_session(
     calls: list[ToolCall] = []
     by_call: dict[str, int] = {}
     assistant_at: list[tuple[datetime | None, int]] = []
+    model = _model_of(columns.get("model_config_json"))
     for place, message in enumerate(messages):
         index = place if message.position is None else message.position
         if not isinstance(message.content, list):
@@ -224,7 +268,7 @@ def build_session(
             census[(f"message/{role_name}", version, Disposition.SKIPPED)] += 1
             continue
         role = Role.USER if role_name == "user" else Role.ASSISTANT
-        when = parse_any(message.created)
+        when = _when(message.created)
         hidden = _dict(message.metadata).get("userVisible") is False
         census[(f"message/{role_name}" + ("/hidden" if hidden else ""), version, Disposition.METADATA)] += 1
         texts: list[str] = []
@@ -263,18 +307,17 @@ def build_session(
                 calls.append(_tool_call(block, index, message.id, limits, native, by_call, len(calls)))
         text = "\n\n".join(texts)
         if text.strip() or attachments:
-            turns.append(Turn(index, role, text, when, None, tuple(attachments)))
+            turns.append(
+                new_turn(index, role, text, when, model if role is Role.ASSISTANT else None, tuple(attachments))
+            )
         if role is Role.ASSISTANT:
             assistant_at.append((when, index))
 
-    model = _model_of(columns.get("model_config_json"))
     last_assistant = assistant_at[-1][1] if assistant_at else len(messages) - 1
     # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
     usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version) if ledger else []
     if not ledger:
         usage = _accumulated_usage(columns, model, last_assistant, census)
-    if model:
-        turns = [replace(t, model=model) if t.role is Role.ASSISTANT else t for t in turns]
     models = [model] if model else []
     for u in usage:
         if u.model and u.model not in models:
@@ -317,13 +360,16 @@ def _tool_call(
     if call_id in by_call:  # ids stay unique within the session
         call_id = f"{call_id}#{message_id}"
     by_call[call_id] = at
-    return ToolCall(
-        call_id=call_id,
-        turn_index=index,
-        name=name,
-        input=_as_text(value.get("arguments"), limits),
-        output=_as_text(call.get("error"), limits) if failed else None,
-        is_error=True if failed else None,
+    return new_tool_call(
+        call_id,
+        index,
+        name,
+        _as_text(value.get("arguments"), limits),
+        _as_text(call.get("error"), limits) if failed else None,
+        True if failed else None,
+        None,
+        None,
+        None,
     )
 
 
@@ -340,5 +386,8 @@ def _attach_result(
     if at is None:
         return False
     output, is_error = _result_text(_dict(block.get("toolResult")), limits)
-    calls[at] = replace(calls[at], output=output, is_error=is_error)
+    c = calls[at]
+    calls[at] = new_tool_call(
+        c.call_id, c.turn_index, c.name, c.input, output, is_error, c.started_at, c.ended_at, c.spawned_session_id
+    )
     return True
