@@ -121,9 +121,9 @@ def _read_session(
             MessageRow(
                 mid,
                 role,
-                _payload(content, f"message {mid}"),
+                _payload(content, mid),
                 created,
-                _metadata(metadata, f"message {mid}"),
+                None if metadata is None else _payload(metadata, mid, " metadata_json"),
                 native_message if isinstance(native_message, str) else None,
             )
             for mid, role, content, created, metadata, native_message in db.rows(
@@ -199,18 +199,13 @@ def _check_size(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits)
         )
 
 
-def _payload(data: Any, what: str) -> Any:
+def _payload(data: Any, mid: Any, column: str = "") -> Any:
+    """Message `mid`'s content_json (or, with column " metadata_json", its metadata_json: None when absent, before
+    v3 or NULL, is not asked for) parsed. Unreadable metadata rejects the session: it holds `userVisible`, and
+    without it hidden text could pass for a person's turn. The detail is made only for a rejection."""
     if not isinstance(data, bytes):
-        raise RejectError(RejectCode.BAD_SHAPE, f"{what} has no content_json")
+        raise RejectError(RejectCode.BAD_SHAPE, f"message {mid}{column} has no content_json")
     try:
         return parse_json(data)
     except RejectError as exc:
-        raise RejectError(exc.code, f"{what}: {exc.detail}") from exc
-
-
-def _metadata(data: Any, what: str) -> Any:
-    """metadata_json parsed; None when absent (before v3, or NULL). Unreadable metadata rejects the session: it
-    holds `userVisible`, and without it hidden text could pass for a person's turn."""
-    if data is None:
-        return None
-    return _payload(data, f"{what} metadata_json")
+        raise RejectError(exc.code, f"message {mid}{column}: {exc.detail}") from exc
