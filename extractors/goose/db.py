@@ -116,7 +116,6 @@ def _read_session(
                 columns["model_config_json"] = None  # the model name is optional; a bad config is not a bad session
         present = tables["messages"]
         meta = "CAST(metadata_json AS BLOB)" if "metadata_json" in present else "NULL"
-        message_id = "message_id" if "message_id" in present else "NULL"
         messages = [
             MessageRow(
                 mid,
@@ -124,10 +123,10 @@ def _read_session(
                 _payload(content, mid),
                 created,
                 None if metadata is None else _payload(metadata, mid, " metadata_json"),
-                native_message if isinstance(native_message, str) else None,
+                None,  # messages.message_id (v7) is not read: nothing a session holds comes from it
             )
-            for mid, role, content, created, metadata, native_message in db.rows(
-                f"SELECT id, role, CAST(content_json AS BLOB), created_timestamp, {meta}, {message_id}"
+            for mid, role, content, created, metadata in db.rows(
+                f"SELECT id, role, CAST(content_json AS BLOB), created_timestamp, {meta}"
                 " FROM messages WHERE session_id = ? ORDER BY id",
                 (native,),
             )
