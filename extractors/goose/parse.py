@@ -173,6 +173,7 @@ def _ledger_usage(
     # The last timed assistant message at or before `when`, in message order: when the times never go back (as
     # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message.
     ordered = all(a <= b for a, b in pairwise(times))
+    ledger_key = ("usage_ledger", version, _METADATA)
     for row in ledger:
         when = _when(row.created)
         index = last_index
@@ -203,8 +204,8 @@ def _ledger_usage(
             when,
             f"ledger:{row.id}",
         )
-        census[("usage_ledger", version, Disposition.METADATA)] += 1
-        if any(v for v in (usage.input_tokens, usage.output_tokens, read, write)) or cost:
+        census[ledger_key] += 1
+        if usage.input_tokens or usage.output_tokens or read or write or cost:
             found.append(usage)
     return found
 
