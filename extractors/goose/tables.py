@@ -32,7 +32,8 @@ OPTIONAL_SESSION: tuple[str, ...] = (
     "accumulated_cache_write_tokens",
     "accumulated_cost",  # v13
 )
-# messages.metadata_json (v3) and messages.message_id (v7) are read when present, NULL otherwise.
+# messages.metadata_json (v3) is read when present, NULL otherwise; messages.message_id (v7) is not read: no field
+# of a session comes from it (a legacy file's `id` is kept on its MessageRow all the same).
 
 # usage_ledger: one row per model call (newer Goose). Read only when every one of these columns is there.
 LEDGER_COLUMNS: tuple[str, ...] = (
