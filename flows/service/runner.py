@@ -237,10 +237,15 @@ def wait_ready(folder: Path | None = None, seconds: float = READY_SECONDS, start
     """Wait until a runner takes commands; give up after `seconds`, or when `started` (a process from
     `start_in_background`) has exited without one being ready (it failed, or it found another runner's lock)."""
 
+    # Ready is accepting and recorded: the socket listens a moment before the runner writes its state (`_record`),
+    # and a caller told "ready" then read no state (seen in CI: `read_state` None right after `wait_ready`).
+    def taking() -> bool:
+        return ready(folder) and read_state(folder) is not None
+
     deadline = time.monotonic() + seconds
-    while not ready(folder):
-        if time.monotonic() > deadline or (started is not None and started.poll() is not None and not ready(folder)):
-            return ready(folder)
+    while not taking():
+        if time.monotonic() > deadline or (started is not None and started.poll() is not None and not taking()):
+            return taking()
         time.sleep(0.2)
     return True
 
