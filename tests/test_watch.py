@@ -277,7 +277,8 @@ def test_a_signal_during_a_load_abandons_it_whole_and_the_next_watch_loads_it(tm
     home.mkdir()
     generate(home, 20.0, seed=3, mix={"claude": 1.0})
     with watching(tmp_path, home) as w:
-        until(lambda: "event=watch_load " in w.log(), "the catch-up load beginning")
+        # Begun: logged, and its run recorded (the log line comes a moment before the ledger's started record).
+        until(lambda: "event=watch_load " in w.log() and watch_runs(w.data) != [], "the catch-up load beginning")
         code, out, err = w.stop()
     assert code == 0, err
     assert out.strip().splitlines()[-1] == (
