@@ -7,8 +7,9 @@ lookup. `warehouse_log` is reached only by a run changing the warehouse in place
 checkpointed into the file (not in POINTS: a first run never gets there). `transcripts data move` (sinks/move.py)
 has its own: `move_entry` (an entry moved into the staging folder), `move_copy` (a file copied across
 filesystems), `move_renamed` (the staging folder renamed to the target, the source not yet cleared). `transcripts
-publish` (sinks/publish.py) has `team_upload` (an object sent, the manifest not yet written). Every failpoint is
-also a pause point (`TRANSCRIPTS_PAUSEPOINT=<name>:<file>`, see `pause`).
+publish` (sinks/publish.py) has `team_upload` (an object sent, the manifest not yet written). `recorded` is the end
+of a load, its outcome in the ledger, before it returns (`transcripts watch`: a signal there abandons nothing). Every
+failpoint is also a pause point (`TRANSCRIPTS_PAUSEPOINT=<name>:<file>`, see `pause`).
 """
 
 from __future__ import annotations

@@ -175,6 +175,7 @@ class Recording:
     started: bool = False
     skip: bool = False  # nothing happened worth a record (no data found, nothing created)
     interrupted: str | None = None  # a stop signal came while it ran (`interrupt`): it ends interrupted, with this
+    ended: bool = False  # its end is recorded (or being written)
 
     def begin(self) -> None:
         """Write the `started` record (creating the data directory) if it is not written yet."""
@@ -205,16 +206,22 @@ class Recording:
             **({"counts": self.counts} if self.counts else {}),
             **({"corpus": self.corpus} if self.corpus is not None else {}),
         }
+        self.ended = True  # from here a stop signal abandons nothing: the run is done, its outcome being written
         append(self.data_dir, record)
 
 
-def interrupt(why: str) -> None:
+def interrupt(why: str) -> bool:
     """A stop signal came (called by its handler): every run being recorded in this process ends `interrupted`
     (`why`), whatever the exception the signal raised becomes on its way out. It does not always stay a
     KeyboardInterrupt or SystemExit: DuckDB turns it into RuntimeError("Query interrupted"), an import into an
-    ImportError, a process pool into BrokenProcessPool."""
+    ImportError, a process pool into BrokenProcessPool. True when a run was under way (being recorded, its end not
+    yet written): a run whose end is written is done whatever comes after it."""
+    under_way = False
     for rec in _open.values():
-        rec.interrupted = why
+        if not rec.ended:
+            rec.interrupted = why
+            under_way = True
+    return under_way
 
 
 def _is_lock_busy(exc: BaseException) -> bool:
@@ -237,9 +244,13 @@ def recording(data_dir: Path, run_id: str, *, flow: str, mode: str, defer: bool 
         yield _open[run_id]
         return
     rec = Recording(data_dir, run_id, flow, mode)
-    if not defer:
-        rec.begin()
-    _open[run_id] = rec
+    _open[run_id] = rec  # before its `started` record: a signal as that is written finds the run under way
+    try:
+        if not defer:
+            rec.begin()
+    except BaseException:
+        _open.pop(run_id, None)
+        raise
     try:
         yield rec
     except BaseException as exc:

@@ -62,6 +62,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A port no one answers on for the block: bound and held, never listened on, so a connection is refused (an
+    endpoint that is down) and no server started meanwhile (another test's moto) can take it, as a port found free
+    and let go could be."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
 def s3_endpoint(folder: Path) -> Iterator[Endpoint]:
     """Start moto's S3 server, create a user with a key and the bucket `team`, yield; the server is stopped (and
     waited for) however the block ends."""

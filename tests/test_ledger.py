@@ -51,6 +51,25 @@ def test_a_failure_or_ctrl_c_ends_the_record_and_the_error_goes_on(tmp_path: Pat
     assert read_status(tmp_path).problems() == [f"the last run (r2) interrupted: {runs['r2']['error']}"]
 
 
+def test_a_stop_signal_finds_a_run_under_way_from_its_started_record_until_its_end_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`interrupt` (a stop signal's handler) says whether a run was under way: from the moment its `started` record is
+    written (a signal may come just then) until its end is; after that nothing of it is abandoned."""
+    seen: list[tuple[str, bool]] = []
+    write = ledger.append
+
+    def append(data_dir: Path, record: dict[str, object]) -> None:
+        write(data_dir, record)
+        seen.append((str(record["event"]), ledger.interrupt("stopped")))  # the signal as the record is written
+
+    monkeypatch.setattr(ledger, "append", append)
+    with ledger.recording(tmp_path, "r1", flow="etl", mode="incremental"):
+        pass
+    assert seen == [("started", True), ("ended", False)]
+    assert ledger.interrupt("stopped") is False
+
+
 def test_nested_recordings_of_one_run_write_once(tmp_path: Path) -> None:
     with (
         ledger.recording(tmp_path, "r1", flow="etl", mode="incremental") as outer,

@@ -19,7 +19,7 @@ import pytest
 from flows.etl.flow import run_etl
 from flows.etl.settings import load_settings
 from tests.corpus import S1, S2, S3, claude_exchange, write_session
-from tests.s3_endpoint import BUCKET, Endpoint, client, free_port, s3_endpoint
+from tests.s3_endpoint import BUCKET, Endpoint, client, refusing_port, s3_endpoint
 from tests.test_cli import ROOT, cli
 from transforms.schema import BY_NAME, holds_text, metrics_columns
 
@@ -304,7 +304,8 @@ def test_a_missing_bucket_no_network_a_foreign_object_and_a_newer_manifest_are_o
         and "does not exist" in nobucket.stderr
         and len(nobucket.stderr.strip().splitlines()) == 1
     )
-    offline = publish(endpoint, data, "errs", AWS_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}")
+    with refusing_port() as port:
+        offline = publish(endpoint, data, "errs", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
     assert offline.returncode == 1 and "cannot reach" in offline.stderr, offline.stderr
     assert len(offline.stderr.strip().splitlines()) == 1
     s3 = client(endpoint)

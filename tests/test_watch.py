@@ -84,9 +84,21 @@ class Watching:
         path = self.state / "watch.log"
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
-    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str, str]:
+    def stop(self, signum: int = signal.SIGTERM, *, release: Path | None = None) -> tuple[int, str, str]:
+        """Signal the watch and wait for it to end. `release`: the flag of a pause point (sinks/failpoints.py), made
+        a moment after the signal: a pause point holds the threads that reached it (a commit's merge threads) as no
+        real work holds them, and they would otherwise keep the process waiting for them (PAUSE_WAIT_SECONDS)."""
         self.proc.send_signal(signum)
-        out, err = self.proc.communicate(timeout=HANG)
+        if release is not None:
+            time.sleep(0.5)
+            release.touch()
+        try:
+            out, err = self.proc.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired as hung:
+            said = f"stdout: {hung.output!r}\nstderr: {hung.stderr!r}\nlog: {self.log()[-4000:]}"
+            raise AssertionError(
+                f"the watch did not end {HANG:g} s after {signal.Signals(signum).name}:\n{said}"
+            ) from None
         return self.proc.returncode, out, err
 
     def loaded_once(self) -> None:
@@ -253,6 +265,22 @@ def test_a_signal_stops_the_watch_with_exit_0_and_the_lock_free(tmp_path: Path, 
         assert all(r["outcome"] == "ok" for r in watch_runs(w.data))
 
 
+def test_a_signal_after_the_load_is_recorded_abandons_nothing(tmp_path: Path) -> None:
+    """Signalled as the load returns, its outcome already in the ledger: the watch stops with the plain line and the
+    load stays `ok` (nothing of it was abandoned)."""
+    home = small_home(tmp_path / "home")
+    flag = tmp_path / "go"
+    with watching(tmp_path, home, TRANSCRIPTS_PAUSEPOINT=f"recorded:{flag}") as w:
+        until(lambda: Path(f"{flag}.reached").exists(), "the load held after its end is recorded")
+        code, out, err = w.stop(signal.SIGTERM)
+    assert code == 0, err
+    assert out.strip().splitlines() == ["Stopped watching (SIGTERM)."], out
+    assert err == ""
+    [load] = watch_runs(w.data)
+    assert load["outcome"] == "ok", load
+    assert query(w.data, "SELECT count(*) FROM sessions") == [(2,)]
+
+
 def test_a_change_no_event_announces_is_found_by_the_periodic_check(tmp_path: Path) -> None:
     """A root that is the home itself is not watched with events (a kernel watch per folder of the home): a
     session written there is found by the light check, here every 3 s (check_minutes 0.05)."""
@@ -329,7 +357,7 @@ def test_a_signal_at_any_stage_of_a_load_ends_it_interrupted_with_one_line_and_t
     flag = tmp_path / "go"
     with watching(tmp_path, home20, TRANSCRIPTS_PAUSEPOINT=f"{point}:{flag}") as w:
         until(lambda: Path(f"{flag}.reached").exists(), f"the load held at {point}")
-        code, out, err = w.stop(signum)
+        code, out, err = w.stop(signum, release=flag)
     name = signal.Signals(signum).name
     assert code == 0, err
     assert err == ""

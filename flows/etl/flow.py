@@ -7,7 +7,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,23 +198,25 @@ def load(
             done = 0
             sources, read = len(plan.to_read), 0
             _progress("reading", (0, sources), (0, total))
-            extracted = _extract(run, plan, work, as_tasks=as_tasks)
-            for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
-                results.append(last)
-                failpoints.reach("extract")
-                log.info(
-                    "event=batch run=%s batch=%d sources=%d bytes=%d sessions=%d rejected=%d deferred=%d",
-                    run_id,
-                    number,
-                    len(batch),
-                    sum(s.size for s in batch),
-                    sum(len(r.loaded) for r in last.sources),
-                    sum(r.rejected for r in last.sources),
-                    sum(r.deferred for r in last.sources),
-                )
-                done += sum(s.size for s in batch)
-                read += len(batch)
-                _progress("reading", (read, sources), (done, total))
+            # Closed however the loop ends: a failure or a stop signal between two batches abandons the pool's
+            # other batches at once (`extraction_pool`), not when the generator happens to be collected.
+            with contextlib.closing(_extract(run, plan, work, as_tasks=as_tasks)) as extracted:
+                for number, (batch, last) in enumerate(zip(work, extracted, strict=True)):
+                    results.append(last)
+                    failpoints.reach("extract")
+                    log.info(
+                        "event=batch run=%s batch=%d sources=%d bytes=%d sessions=%d rejected=%d deferred=%d",
+                        run_id,
+                        number,
+                        len(batch),
+                        sum(s.size for s in batch),
+                        sum(len(r.loaded) for r in last.sources),
+                        sum(r.rejected for r in last.sources),
+                        sum(r.deferred for r in last.sources),
+                    )
+                    done += sum(s.size for s in batch)
+                    read += len(batch)
+                    _progress("reading", (read, sources), (done, total))
             big = _opaque if as_tasks else _as_is
             _progress("committing", (read, sources), (done, total))
             committed = commit_step(big(run), big(plan), big(results), big(row))
@@ -242,6 +244,7 @@ def load(
             if sweeper is not None:
                 sweeper.join()
             _clean_up(store, run_id)
+    failpoints.reach("recorded")
     return pipeline.RunReport(
         run_id=run_id,
         plan_counts=pipeline.plan_counts(plan),
@@ -308,7 +311,9 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-def _extract(run: Run, plan: Plan[Source], work: list[list[Source]], *, as_tasks: bool) -> Iterator[BatchResult]:
+def _extract(
+    run: Run, plan: Plan[Source], work: list[list[Source]], *, as_tasks: bool
+) -> Generator[BatchResult, None, None]:
     """Extract every batch, in order; on several processes when there are several batches, or on the Dask
     cluster of `settings.dask` (as Prefect tasks only: a cluster is the flow's business)."""
     global _pool

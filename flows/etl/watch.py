@@ -165,8 +165,9 @@ class Watch:
         self.stopped_by = signal.Signals(signum).name
         self.stop.set()
         if self.working:
-            self.abandoned = True
-            ledger.interrupt(f"interrupted ({self.stopped_by}: the watch was stopped during the load)")
+            # A load under way (its run begun in the ledger, its end not yet recorded) is abandoned; before it
+            # (deciding whether there is anything to load) or after its end is recorded, nothing is.
+            self.abandoned = ledger.interrupt(f"interrupted ({self.stopped_by}: the watch was stopped during the load)")
             raise KeyboardInterrupt
 
     @contextlib.contextmanager
@@ -322,7 +323,7 @@ class Watch:
         try:
             report = self._load(agents, taken)
         except Exception as exc:
-            if self.abandoned:  # the signal's KeyboardInterrupt, turned into another exception on its way out
+            if self.stopped_by is not None:  # the signal's KeyboardInterrupt, turned into another on its way out
                 log.info("event=watch_abandoned agents=%s error=%r", ",".join(agents), f"{type(exc).__name__}: {exc}")
                 return
             self.pending.put_back(taken)
