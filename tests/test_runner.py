@@ -132,13 +132,18 @@ def test_help_and_usage_errors_through_the_runner_name_the_program_transcripts(s
     assert len(_served(state, before)) == 2, _log(state)[before:]  # both went through the runner
 
 
-def _start_and_wait_for_the_plan(state: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], list[str]]:
+def _start_and_wait_for_the_plan(
+    state: Path, tmp_path: Path, hold: Path | None = None
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """`transcripts run` through the runner, returned once it has planned; with `hold`, once it is held at the pause
+    point after its first batch (sinks/failpoints.py: `hold` is its flag), so that a signal finds it still running."""
     home = busy_home(tmp_path / "home")
+    extra = {"TRANSCRIPTS_PAUSEPOINT": f"extract:{hold}"} if hold is not None else {}
     proc = subprocess.Popen(
         # -v: its log records on stderr too, where the test sees that it planned
         [sys.executable, "-m", "flows.cli.entry", "run", "-v", "--home", str(home), "--data-dir", str(tmp_path / "d")],
         cwd=tmp_path,
-        env=_env(state),
+        env=_env(state, **extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -150,6 +155,11 @@ def _start_and_wait_for_the_plan(state: Path, tmp_path: Path) -> tuple[subproces
         seen.append(line)
         if "event=plan" in line:
             break
+    if hold is not None:
+        deadline = time.monotonic() + 120
+        while not Path(f"{hold}.reached").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert Path(f"{hold}.reached").exists(), "the run never reached its first batch's end"
     return proc, seen
 
 
@@ -157,10 +167,14 @@ def test_ctrl_c_of_a_command_in_the_runner_is_one_line_exit_130_and_recorded(sta
     from sinks import ledger
 
     before = len(_log(state))
-    proc, seen = _start_and_wait_for_the_plan(state, tmp_path)
+    # held after its first batch: the rest of a small run may otherwise end before the forwarded signal comes
+    hold = tmp_path / "go"
+    proc, seen = _start_and_wait_for_the_plan(state, tmp_path, hold=hold)
     try:
         assert len(_served(state, before)) == 1, _log(state)[before:]
         proc.send_signal(signal.SIGINT)  # to the caller only, as a terminal sends it: the caller forwards it
+        time.sleep(0.5)
+        hold.touch()  # a pause point holds no real run: released, whatever the signal has done by then
         out, rest = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:

@@ -8,7 +8,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+from prefect.states import Cancelled
 from prefect.utilities.annotations import quote
 
 from extractors.model import Agent, Source
@@ -70,10 +72,19 @@ _pool: ProcessPoolExecutor | None = None
 
 @task(name="extract-batch", cache_policy=NO_CACHE)
 def extract_batch(run: Run, batch_no: int, sources: list[Source], previous: dict[str, Previous]) -> BatchResult:
-    """Read a batch of sources and stage their rows (in a worker process when the run has a pool)."""
-    if _pool is not None:
-        return _pool.submit(read_batch, run, batch_no, sources, previous).result()
-    return read_batch(run, batch_no, sources, previous)
+    """Read a batch of sources and stage their rows (in a worker process when the run has a pool).
+
+    A run stopped or failed meanwhile abandons its pool (`_extract`): this batch, no longer wanted, ends Cancelled, not
+    Failed with the pool's BrokenProcessPool and its traceback in the log."""
+    pool = _pool
+    if pool is None:
+        return read_batch(run, batch_no, sources, previous)
+    try:
+        return pool.submit(read_batch, run, batch_no, sources, previous).result()
+    except (BrokenProcessPool, CancelledError, RuntimeError):  # RuntimeError: submitted after the pool's shutdown
+        if _pool is pool:
+            raise  # the pool broke under a run still going: a failure
+        return Cancelled(message="the run was stopped or failed: its batches are not wanted")  # type: ignore[return-value]
 
 
 @task(name="commit", cache_policy=NO_CACHE)
@@ -355,8 +366,12 @@ def _extract(
         try:
             if as_tasks:
                 futures = [extract_batch.submit(*task_args(n, b)) for n, b in enumerate(work)]
-                for future in futures:
-                    yield future.result()
+                try:
+                    for future in futures:
+                        yield future.result()
+                finally:
+                    for future in futures:  # abandoned: the batches not begun never start (none left when done)
+                        future.wrapped_future.cancel()
             else:
                 plain = [pool.submit(read_batch, run, n, b, previous(b)) for n, b in enumerate(work)]
                 for done in plain:
