@@ -224,11 +224,13 @@ class Store:
         remove_tree(self.staging)
         self.remove_old_versions()
 
-    def remove_old_versions(self) -> None:
-        """Remove the versions other than the current and the previous one (and those a reader pins)."""
+    def remove_old_versions(self, keep: int | None = None) -> None:
+        """Remove the versions other than the current and the previous one (and those a reader pins); with `keep`,
+        other than `keep` and the one before it (the current when the caller decided: a sweep on a thread must be
+        joined before anything writes a version after it)."""
         if not self.versions.is_dir():
             return
-        keep = self.current_number()
+        keep = self.current_number() if keep is None else keep
         for child in self.versions.iterdir():
             match = _VERSION.match(child.name)
             if (match is None or int(match.group(1)) not in (keep, keep - 1)) and not _pinned(child):

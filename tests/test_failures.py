@@ -11,10 +11,12 @@ import time
 import uuid
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from flows.etl.settings import load_settings
 from sinks import warehouse
+from sinks.store import Store
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.lock_support import HANG, runs_only_after_the_lock_is_free
 from tests.prefect_db import migrated
@@ -189,6 +191,38 @@ def test_a_failure_after_the_commit_is_recorded_and_the_next_run_repairs_the_war
     clean = tmp_path / "clean"
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
+
+
+def test_a_failure_while_the_old_version_is_removed_is_recorded_in_a_version_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old Parquet version is removed on a thread while the warehouse loads (flows/etl/flow.py
+    `_sweep_old_versions`). The warehouse fails at once, the removal is slow (a slow disk): the failure's ledger
+    version is written after the removal ends, never removed by it, and the runs table keeps the failed run."""
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    settings = settings_for(home, data)
+    run(settings)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    remove = Store.remove_old_versions
+
+    def slow(self: Store, keep: int | None = None) -> None:
+        time.sleep(1.0)
+        remove(self, keep)
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(data / "warehouse.duckdb"))
+
+    monkeypatch.setattr(Store, "remove_old_versions", slow)
+    monkeypatch.setattr("sinks.warehouse.refresh", broken)
+    with pytest.raises(PermissionError):
+        run(settings)
+    monkeypatch.undo()
+    recorded = [row["outcome"] for f in Store(data).files("runs") for row in pq.read_table(f).to_pylist()]
+    assert sorted(recorded) == ["failed", "ok"], recorded  # the current version holds the failure's row
+    run(settings)
+    runs = sorted(table_rows(data, "runs"), key=lambda r: r[3])
+    assert [r[5] for r in runs] == ["ok", "failed", "ok"]
 
 
 def test_a_second_run_waits_for_the_first_to_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -248,6 +248,8 @@ def load(
                 time.monotonic() - start,
             )
         except Exception as exc:
+            if sweeper is not None:
+                sweeper.join()  # it removes every version but the current two: not while the failure writes one
             if record.interrupted is None:  # a stop signal's exception in disguise is no failure (ledger.interrupt)
                 pipeline.record_failure(store, run_id, row, exc)
             raise
@@ -285,9 +287,11 @@ def _sweep_old_versions(store: Store) -> threading.Thread:
     while the warehouse loads from the new one; `load` waits for it before its `_clean_up`, which removes what it
     could not (and a killed run's next run does: `pipeline.prepare`)."""
 
+    keep = store.current_number()  # the version the commit made
+
     def sweep() -> None:
         try:
-            store.remove_old_versions()
+            store.remove_old_versions(keep)
         except OSError as exc:
             log.debug("event=sweep_left error=%r", str(exc))
 
