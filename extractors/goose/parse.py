@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -28,7 +29,6 @@ from extractors.model import (
     Role,
     Session,
     SessionLink,
-    ToolCall,
     Turn,
     Usage,
     new_tool_call,
@@ -57,6 +57,10 @@ class MessageRow(NamedTuple):  # a tuple: made ~60k times in 50 MB, 3x faster th
     metadata: Any  # parsed metadata_json, or None
     message_id: str | None
     position: int | None = None  # Turn.index: the line for a legacy file; None = the place among the rows
+
+
+# MessageRow's fields in a plain tuple: what the database reader makes (a NamedTuple costs ~0.25 us more a row).
+MessageTuple = tuple[int, Any, Any, Any, Any, str | None, int | None]
 
 
 class LedgerRow(NamedTuple):
@@ -240,7 +244,7 @@ def _accumulated_usage(
 
 def build_session(
     row: SessionRow,
-    messages: list[MessageRow],
+    messages: Sequence[MessageTuple],
     ledger: list[LedgerRow] | None,
     version: str,
     limits: Limits,
@@ -261,67 +265,102 @@ def build_session(
     census: Counter[tuple[str, str, Disposition]] = Counter()
     census[("session", version, Disposition.METADATA)] += 1
     turns: list[Turn] = []
-    calls: list[ToolCall] = []
+    # A call's fields until its result comes (each call made once, at the end, with its result if any).
+    calls: list[list[Any]] = []
     by_call: dict[str, int] = {}
     assistant_at: list[tuple[datetime | None, int]] = []
     model = _model_of(columns.get("model_config_json"))
-    # The census keys of a kept message and of a block, made once per session (the same tuples as written out).
-    message_keys: dict[tuple[str, bool], tuple[str, str, Disposition]] = {}
-    block_keys: dict[str, tuple[str, str, Disposition]] = {}
-    for place, message in enumerate(messages):
-        index = place if message.position is None else message.position
-        if not isinstance(message.content, list):
-            raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: content_json is not a block array", native)
-        role_name = message.role if isinstance(message.role, str) else repr(message.role)
-        if role_name not in ROLES:
-            census[(f"message/{role_name}", version, _SKIPPED)] += 1
-            continue
-        role = _USER if role_name == "user" else _ASSISTANT
-        when = _when(message.created)
-        hidden = _dict(message.metadata).get("userVisible") is False
-        key = message_keys.get((role_name, hidden))
-        if key is None:
-            key = message_keys[(role_name, hidden)] = (
-                f"message/{role_name}" + ("/hidden" if hidden else ""),
-                version,
-                _METADATA,
-            )
-        census[key] += 1
+    # The census keys, made once per session (the same tuples as written out): a kept message's by (role, hidden),
+    # a block's by its kind; the usual blocks' in locals.
+    message_keys = _message_keys(version)
+    block_keys = _block_keys(version)
+    text_key, hidden_text_key = block_keys["text"], ("block/text/hidden", version, _HARNESS)
+    request_key, response_key = block_keys["toolRequest"], block_keys["toolResponse"]
+    orphan_key = ("block/toolResponse/orphan", version, _SKIPPED)
+    seconds_low, seconds_high = _SECONDS_INSIDE
+    from_epoch = datetime.fromtimestamp
+    place = -1
+    for mid, role_value, content, created, metadata, _, position in messages:
+        place += 1
+        index = place if position is None else position
+        if not isinstance(content, list):
+            raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: content_json is not a block array", native)
+        if role_value == "user":
+            role = _USER
+        elif role_value == "assistant":
+            role = _ASSISTANT
+        else:
+            role_name = role_value if isinstance(role_value, str) else repr(role_value)
+            if role_name not in ROLES:
+                census[(f"message/{role_name}", version, _SKIPPED)] += 1
+                continue
+            role = _USER if role_name == "user" else _ASSISTANT
+        when: datetime | None
+        if type(created) is int and seconds_low <= created <= seconds_high:  # _when's answer, without its call
+            when = from_epoch(created, UTC)
+        else:
+            when = parse_any(created)
+        hidden = isinstance(metadata, dict) and metadata.get("userVisible") is False
+        census[message_keys[role is _USER, hidden]] += 1
         texts: list[str] = []
         attachments: list[str] = []
-        for block in message.content:
+        for block in content:
             kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text":  # the usual kinds first (the general branch below reads them alike)
+                if hidden:
+                    census[hidden_text_key] += 1
+                    continue
+                census[text_key] += 1
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: a text block without text", native)
+                texts.append(text)
+                continue
+            if kind == "toolResponse":
+                call_id = block.get("id")
+                at = by_call.get(call_id) if isinstance(call_id, str) and call_id else None
+                if at is None:  # a result whose call is not in the session (compacted away): never invented
+                    census[orphan_key] += 1
+                    continue
+                result = block.get("toolResult")
+                call = calls[at]
+                call[4], call[5] = _result_text(result if isinstance(result, dict) else {}, limits)
+                census[response_key] += 1
+                continue
+            if kind == "toolRequest":
+                census[request_key] += 1
+                calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
+                continue
             if not isinstance(kind, str):
                 if isinstance(block, dict) and FIRST_DIALECT_KEYS & block.keys():
                     # docs/agents/goose.md "Legacy JSONL": the untyped blocks of Goose's first files (late 2024)
                     raise _reject(
                         RejectCode.UNSUPPORTED_FORMAT,
-                        f"message {message.id}: an untyped block of Goose's first JSONL dialect (not read)",
+                        f"message {mid}: an untyped block of Goose's first JSONL dialect (not read)",
                         native,
                     )
-                raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a block without a type", native)
+                raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: a block without a type", native)
             key = block_keys.get(kind)
             if key is None:
                 key = block_keys[kind] = (f"block/{kind}", version, BLOCK_KINDS.get(kind, _SKIPPED))
             if hidden and key[2] is _TURN:
                 census[(f"block/{kind}/hidden", version, _HARNESS)] += 1
                 continue
-            if kind == "toolResponse":
-                matched = _attach_result(block, calls, by_call, limits)
-                census[key if matched else (f"block/{kind}/orphan", version, _SKIPPED)] += 1
-                continue
             census[key] += 1
-            if kind == "text":
-                if not isinstance(block.get("text"), str):
-                    raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a text block without text", native)
-                texts.append(block["text"])
-            elif kind == "image":
+            if kind == "image":
                 attachments.append(_attachment(block))
-            elif kind in ("toolRequest", "frontendToolRequest"):
-                calls.append(_tool_call(block, index, message.id, limits, native, by_call, len(calls)))
-        text = "\n\n".join(texts)
-        if text.strip() or attachments:
-            turns.append(new_turn(index, role, text, when, model if role is _ASSISTANT else None, tuple(attachments)))
+            elif kind == "frontendToolRequest":
+                calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
+        if attachments:
+            turns.append(
+                new_turn(
+                    index, role, "\n\n".join(texts), when, model if role is _ASSISTANT else None, tuple(attachments)
+                )
+            )
+        elif texts:
+            text = texts[0] if len(texts) == 1 else "\n\n".join(texts)
+            if text.strip():
+                turns.append(new_turn(index, role, text, when, model if role is _ASSISTANT else None, ()))
         if role is _ASSISTANT:
             assistant_at.append((when, index))
 
@@ -352,16 +391,35 @@ def build_session(
         cli_versions=(version,) if version else (),
         archived=parse_iso(columns.get("archived_at")) is not None or bool(columns.get("archived_at")),
         turns=tuple(turns),
-        tool_calls=tuple(calls),
+        tool_calls=tuple([new_tool_call(*call) for call in calls]),
         usage=tuple(usage),
         links=(SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else (),
         census=census,
     )
 
 
+def _message_keys(version: str) -> dict[tuple[bool, bool], tuple[str, str, Disposition]]:
+    """A kept message's census key by (is a user message, is hidden)."""
+    return {
+        (is_user, hidden): (
+            f"message/{'user' if is_user else 'assistant'}" + ("/hidden" if hidden else ""),
+            version,
+            _METADATA,
+        )
+        for is_user in (True, False)
+        for hidden in (False, True)
+    }
+
+
+def _block_keys(version: str) -> dict[str, tuple[str, str, Disposition]]:
+    """A block's census key by its kind, for the kinds `BLOCK_KINDS` names (others are added as they come)."""
+    return {kind: (f"block/{kind}", version, disposition) for kind, disposition in BLOCK_KINDS.items()}
+
+
 def _tool_call(
     block: dict[str, Any], index: int, message_id: int, limits: Limits, native: str, by_call: dict[str, int], at: int
-) -> ToolCall:
+) -> list[Any]:
+    """A toolRequest's call as `new_tool_call`'s arguments (its output and is_error, 4 and 5, set by its result)."""
     call = _dict(block.get("toolCall"))
     value = _dict(call.get("value"))
     call_id = _text(block.get("id")) or f"msg{message_id}#{at}"
@@ -372,7 +430,7 @@ def _tool_call(
     if call_id in by_call:  # ids stay unique within the session
         call_id = f"{call_id}#{message_id}"
     by_call[call_id] = at
-    return new_tool_call(
+    return [
         call_id,
         index,
         name,
@@ -382,24 +440,4 @@ def _tool_call(
         None,
         None,
         None,
-    )
-
-
-def _attach_result(
-    block: dict[str, Any],
-    calls: list[ToolCall],
-    by_call: dict[str, int],
-    limits: Limits,
-) -> bool:
-    """Put a toolResponse's result on its call; False for a result whose call is not in the session (compacted
-    away): counted as `block/toolResponse/orphan`, never invented into a call."""
-    call_id = _text(block.get("id"))
-    at = by_call.get(call_id) if call_id else None
-    if at is None:
-        return False
-    output, is_error = _result_text(_dict(block.get("toolResult")), limits)
-    c = calls[at]
-    calls[at] = new_tool_call(
-        c.call_id, c.turn_index, c.name, c.input, output, is_error, c.started_at, c.ended_at, c.spawned_session_id
-    )
-    return True
+    ]
