@@ -149,13 +149,13 @@ class _Ledgers:
     def of(self, native: str) -> list[LedgerRow]:
         if self._by_session is None:
             found: dict[Any, list[LedgerRow]] = {}
-            for sid, *raw in self._db.rows(
+            for row in self._db.rows(
                 "SELECT s.id, l.id, l.created_timestamp, l.model, l.input_tokens, l.output_tokens,"
                 " l.cache_read_tokens, l.cache_write_tokens, l.cost"
                 " FROM usage_ledger AS l JOIN (SELECT DISTINCT +id COLLATE BINARY AS id FROM sessions) AS s"
                 " ON l.session_id = s.id ORDER BY l.id"
             ):
-                found.setdefault(sid, []).append(LedgerRow(*raw))
+                found.setdefault(row[0], []).append(row)
             self._by_session = found
         return self._by_session.get(native, [])
 

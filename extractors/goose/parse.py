@@ -63,15 +63,9 @@ class MessageRow(NamedTuple):  # a tuple: made ~60k times in 50 MB, 3x faster th
 MessageTuple = tuple[int, Any, Any, Any, Any, str | None, int | None]
 
 
-class LedgerRow(NamedTuple):
-    id: int
-    created: Any
-    model: Any
-    input_tokens: Any
-    output_tokens: Any
-    cache_read_tokens: Any
-    cache_write_tokens: Any
-    cost: Any
+# A usage_ledger row as the reader selects it: (the session id it was matched with, id, created_timestamp, model,
+# input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost), a plain tuple (~27k in 50 MB).
+LedgerRow = tuple[Any, int, Any, Any, Any, Any, Any, Any, Any]
 
 
 # Whole epoch seconds a second or more inside timeutil's usable years (1990-2200): Goose's created_timestamp, read
@@ -80,13 +74,6 @@ _SECONDS_INSIDE = (
     int(datetime(1990, 1, 1, tzinfo=UTC).timestamp()) + 1,
     int(datetime(2200, 1, 1, tzinfo=UTC).timestamp()) - 1,
 )
-
-
-def _when(value: Any) -> datetime | None:
-    """parse_any(value)."""
-    if type(value) is int and _SECONDS_INSIDE[0] <= value <= _SECONDS_INSIDE[1]:
-        return datetime.fromtimestamp(value, tz=UTC)
-    return parse_any(value)
 
 
 # Enum members as module names: a member looked up on its class costs ~90 ns (Python 3.11), several times a message.
@@ -163,14 +150,16 @@ def _fresh_input(total: int | None, read: int | None, write: int | None) -> int 
 
 
 def _ledger_usage(
-    ledger: list[LedgerRow],
+    ledger: Sequence[LedgerRow],
     assistant_at: list[tuple[datetime | None, int]],
     last_index: int,
     census: Counter[tuple[str, str, Disposition]],
     version: str,
+    seconds: dict[int, datetime],
 ) -> list[Usage]:
     """One Usage per usage_ledger row (one model call each), on the last assistant message written at or before
-    it (the ledger names no message)."""
+    it (the ledger names no message). `seconds`: the times of the whole epoch seconds the messages were read with
+    (parse_any's answers, reused)."""
     found: list[Usage] = []
     timed = [(at, i) for at, i in assistant_at if at is not None]
     times = [at for at, _ in timed]
@@ -178,8 +167,15 @@ def _ledger_usage(
     # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message.
     ordered = all(a <= b for a, b in pairwise(times))
     ledger_key = ("usage_ledger", version, _METADATA)
-    for row in ledger:
-        when = _when(row.created)
+    seconds_low, seconds_high = _SECONDS_INSIDE
+    for _, row_id, created, model, total_in, out, cache_read, cache_write, cost in ledger:
+        when: datetime | None
+        if type(created) is int and seconds_low <= created <= seconds_high:  # parse_any's answer, without its calls
+            when = seconds.get(created)
+            if when is None:
+                when = datetime.fromtimestamp(created, UTC)
+        else:
+            when = parse_any(created)
         index = last_index
         if when is None:
             pass
@@ -191,26 +187,30 @@ def _ledger_usage(
             for at, i in timed:
                 if at <= when:
                     index = i
-        read = _count(row.cache_read_tokens, census)
-        write = _count(row.cache_write_tokens, census)
-        cost, bad = fit_float(row.cost) if isinstance(row.cost, int | float) else (None, False)
-        if bad:
-            census[OUT_OF_RANGE] += 1
-        usage = new_usage(
-            index,
-            _text(row.model),
-            _fresh_input(_count(row.input_tokens, census), read, write),
-            _count(row.output_tokens, census),
-            read,
-            write,
-            None,
-            cost,
-            when,
-            f"ledger:{row.id}",
+        # _count's answers, its calls only for what is not a plain int64 (in its order: the census counts them)
+        read = (
+            cache_read
+            if type(cache_read) is int and INT64_MIN <= cache_read <= INT64_MAX
+            else _count(cache_read, census)
         )
+        write = (
+            cache_write
+            if type(cache_write) is int and INT64_MIN <= cache_write <= INT64_MAX
+            else _count(cache_write, census)
+        )
+        cost_usd = None
+        if cost is not None:
+            cost_usd, bad = fit_float(cost) if isinstance(cost, int | float) else (None, False)
+            if bad:
+                census[OUT_OF_RANGE] += 1
+        total = total_in if type(total_in) is int and INT64_MIN <= total_in <= INT64_MAX else _count(total_in, census)
+        output = out if type(out) is int and INT64_MIN <= out <= INT64_MAX else _count(out, census)
+        fresh = _fresh_input(total, read, write)
         census[ledger_key] += 1
-        if usage.input_tokens or usage.output_tokens or read or write or cost:
-            found.append(usage)
+        if fresh or output or read or write or cost_usd:
+            found.append(
+                new_usage(index, _text(model), fresh, output, read, write, None, cost_usd, when, f"ledger:{row_id}")
+            )
     return found
 
 
@@ -279,6 +279,8 @@ def build_session(
     orphan_key = ("block/toolResponse/orphan", version, _SKIPPED)
     seconds_low, seconds_high = _SECONDS_INSIDE
     from_epoch = datetime.fromtimestamp
+    # Each whole second read once (a usage_ledger row is written in the second of its assistant message).
+    seconds: dict[int, datetime] = {}
     place = -1
     for mid, role_value, content, created, metadata, _, position in messages:
         place += 1
@@ -295,11 +297,6 @@ def build_session(
                 census[(f"message/{role_name}", version, _SKIPPED)] += 1
                 continue
             role = _USER if role_name == "user" else _ASSISTANT
-        when: datetime | None
-        if type(created) is int and seconds_low <= created <= seconds_high:  # _when's answer, without its call
-            when = from_epoch(created, UTC)
-        else:
-            when = parse_any(created)
         hidden = isinstance(metadata, dict) and metadata.get("userVisible") is False
         census[message_keys[role is _USER, hidden]] += 1
         texts: list[str] = []
@@ -351,22 +348,32 @@ def build_session(
                 attachments.append(_attachment(block))
             elif kind == "frontendToolRequest":
                 calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
+        turn_text = None
         if attachments:
-            turns.append(
-                new_turn(
-                    index, role, "\n\n".join(texts), when, model if role is _ASSISTANT else None, tuple(attachments)
-                )
-            )
+            turn_text = "\n\n".join(texts)
         elif texts:
             text = texts[0] if len(texts) == 1 else "\n\n".join(texts)
             if text.strip():
-                turns.append(new_turn(index, role, text, when, model if role is _ASSISTANT else None, ()))
+                turn_text = text
+        if turn_text is None and role is _USER:
+            continue  # no turn (tool results, hidden context): its time is not needed
+        when: datetime | None
+        if type(created) is int and seconds_low <= created <= seconds_high:  # parse_any's answer, without its calls
+            when = seconds.get(created)
+            if when is None:
+                when = seconds[created] = from_epoch(created, UTC)
+        else:
+            when = parse_any(created)
+        if turn_text is not None:
+            turns.append(
+                new_turn(index, role, turn_text, when, model if role is _ASSISTANT else None, tuple(attachments))
+            )
         if role is _ASSISTANT:
             assistant_at.append((when, index))
 
     last_assistant = assistant_at[-1][1] if assistant_at else len(messages) - 1
     # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
-    usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version) if ledger else []
+    usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version, seconds) if ledger else []
     if not ledger:
         usage = _accumulated_usage(columns, model, last_assistant, census)
     models = [model] if model else []
