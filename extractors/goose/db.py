@@ -119,9 +119,18 @@ def _read_session(
                 columns["model_config_json"] = parse_json(config.encode("utf-8", "surrogatepass"))
             except RejectError:
                 columns["model_config_json"] = None  # the model name is optional; a bad config is not a bad session
-        messages = _messages(raw, metadata_seen)
-        ledger = ledgers.of(native) if ledgers is not None else None
-        session = build_session(SessionRow(native, columns), messages, ledger, version, limits)
+        row = SessionRow(native, columns)
+        if ledgers is not None and not ledgers.read:
+            # The first session to reach the ledger reads it once its rows are parsed, as every session did.
+            session = build_session(row, _messages(raw, metadata_seen), ledgers.of(native), version, limits)
+        else:
+            ledger = ledgers.of(native) if ledgers is not None else None
+            try:
+                # Each row parsed as build_session comes to it: one message's JSON alive at a time.
+                session = build_session(row, _parsed(raw, metadata_seen) if raw else [], ledger, version, limits)
+            except RejectError:
+                # The rejection of the rows parsed first (a JSON error before any other the rows have).
+                session = build_session(row, _messages(raw, metadata_seen), ledger, version, limits)
     except RejectError as exc:
         hint = session_id_of(native) if isinstance(native, str) and native else None
         return Rejected(source, exc.code, exc.detail, session_hint=exc.session_hint or hint)
@@ -141,6 +150,11 @@ class _Ledgers:
     """
 
     __slots__ = ("_by_session", "_db")
+
+    @property
+    def read(self) -> bool:
+        """Whether the ledger was read (by the first session that asked)."""
+        return self._by_session is not None
 
     def __init__(self, db: ReadOnlyDb) -> None:
         self._db = db
@@ -200,11 +214,14 @@ def _message_rows(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limit
 
 
 def _messages(rows: list[tuple[Any, ...]], metadata_seen: dict[bytes, Any]) -> list[MessageTuple]:
+    """Every row parsed (`_parsed`), in order: raises the first row's error."""
+    return list(_parsed(rows, metadata_seen))
+
+
+def _parsed(rows: list[tuple[Any, ...]], metadata_seen: dict[bytes, Any]) -> Iterator[MessageTuple]:
     """The rows with their content and metadata parsed (`_payload`'s answers: orjson first, `_payload` itself for
     what orjson refuses, so an error is the same), as MessageRow's fields in a plain tuple."""
     loads = orjson.loads
-    found: list[MessageTuple] = []
-    append = found.append
     for mid, role, content, created, metadata in rows:
         try:
             parsed = loads(content)
@@ -217,10 +234,8 @@ def _messages(rows: list[tuple[Any, ...]], metadata_seen: dict[bytes, Any]) -> l
                 if len(metadata) <= _METADATA_CACHED_BYTES and len(metadata_seen) < _METADATA_CACHED_VALUES:
                     metadata_seen[metadata] = known
             metadata = known
-        append(
-            (mid, role, parsed, created, metadata, None, None)
-        )  # messages.message_id (v7) is not read: no field comes from it
-    return found
+        # messages.message_id (v7) is not read: no field comes from it
+        yield (mid, role, parsed, created, metadata, None, None)
 
 
 def _size_error(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits) -> RejectError | None:

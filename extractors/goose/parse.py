@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -244,14 +244,15 @@ def _accumulated_usage(
 
 def build_session(
     row: SessionRow,
-    messages: Sequence[MessageTuple],
-    ledger: list[LedgerRow] | None,
+    messages: Iterable[MessageTuple],
+    ledger: Sequence[LedgerRow] | None,
     version: str,
     limits: Limits,
 ) -> Session:
     """A complete Session from one session's rows (messages in `id` order: Goose inserts them in conversation order).
 
     Turn.index = the message's position in that order, 0-based, counted before filtering (a legacy file's line).
+    `messages`: a list, or an iterator that is not empty (the reader's, parsing each row as it comes).
     `ledger` is None when the database has no usage_ledger table.
     Raises RejectError(bad_shape | missing_timestamp | no_conversation).
     """
@@ -371,7 +372,7 @@ def build_session(
         if role is _ASSISTANT:
             assistant_at.append((when, index))
 
-    last_assistant = assistant_at[-1][1] if assistant_at else len(messages) - 1
+    last_assistant = assistant_at[-1][1] if assistant_at else place  # the last message's place
     # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
     usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version, seconds) if ledger else []
     if not ledger:
