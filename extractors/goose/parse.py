@@ -107,15 +107,21 @@ def _result_text(result: dict[str, Any], limits: Limits) -> tuple[str | None, bo
     """(output, is_error) of a toolResponse's `toolResult`: `{status: success, value}` or `{status: error, error}`.
 
     `value` is `{content: [...]}` (1.x, seen in a real capture) or the content list itself (older builds): the
-    text blocks' text joined, else the value as JSON."""
+    text blocks' text joined, else the value as JSON. (`clip` is called only for a text it may cut: ~16k a 50 MB.)"""
     if result.get("status") == "error":
         return _as_text(result.get("error"), limits), True
     value = result.get("value")
     content = value.get("content") if isinstance(value, dict) else value
     if isinstance(content, list):
-        texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
-        if len(texts) == len(content):
-            return clip("\n".join(texts), limits), False
+        if len(content) == 1:  # the usual result: one text block, whose text is the output
+            first = content[0]
+            text = first.get("text") if isinstance(first, dict) else None
+            if isinstance(text, str):
+                return (text if len(text) * 4 <= limits.max_field_bytes else clip(text, limits)), False
+        else:
+            texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+            if len(texts) == len(content):
+                return clip("\n".join(texts), limits), False
     return _as_text(value, limits), False
 
 
@@ -427,22 +433,37 @@ def _block_keys(version: str) -> dict[str, tuple[str, str, Disposition]]:
 def _tool_call(
     block: dict[str, Any], index: int, message_id: int, limits: Limits, native: str, by_call: dict[str, int], at: int
 ) -> list[Any]:
-    """A toolRequest's call as `new_tool_call`'s arguments (its output and is_error, 4 and 5, set by its result)."""
-    call = _dict(block.get("toolCall"))
-    value = _dict(call.get("value"))
-    call_id = _text(block.get("id")) or f"msg{message_id}#{at}"
+    """A toolRequest's call as `new_tool_call`'s arguments (its output and is_error, 4 and 5, set by its result).
+    `_dict`, `_text` and `_as_text` written out (~16k calls a 50 MB)."""
+    call = block.get("toolCall")
+    if not isinstance(call, dict):
+        call = {}
+    value = call.get("value")
+    if not isinstance(value, dict):
+        value = {}
+    call_id = block.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"msg{message_id}#{at}"
     failed = call.get("status") == "error"
-    name = _text(value.get("name")) or ("(invalid call)" if failed else None)
-    if name is None:
-        raise _reject(RejectCode.BAD_SHAPE, f"message {message_id}: a toolRequest without a tool name", native)
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        if not failed:
+            raise _reject(RejectCode.BAD_SHAPE, f"message {message_id}: a toolRequest without a tool name", native)
+        name = "(invalid call)"
     if call_id in by_call:  # ids stay unique within the session
         call_id = f"{call_id}#{message_id}"
     by_call[call_id] = at
+    arguments = value.get("arguments")
+    if arguments is not None:
+        if not isinstance(arguments, str):
+            arguments = json_text(arguments)
+        if len(arguments) * 4 > limits.max_field_bytes:
+            arguments = clip(arguments, limits)
     return [
         call_id,
         index,
         name,
-        _as_text(value.get("arguments"), limits),
+        arguments,
         _as_text(call.get("error"), limits) if failed else None,
         True if failed else None,
         None,
