@@ -162,37 +162,55 @@ def _ledger_usage(
     census: Counter[tuple[str, str, Disposition]],
     version: str,
     seconds: dict[int, datetime],
+    at_second: dict[int, int] | None,
 ) -> list[Usage]:
     """One Usage per usage_ledger row (one model call each), on the last assistant message written at or before
     it (the ledger names no message). `seconds`: the times of the whole epoch seconds the messages were read with
-    (parse_any's answers, reused)."""
+    (parse_any's answers, reused); `at_second`: the last assistant message of each whole second, when every timed
+    assistant message is in whole seconds (else None)."""
     found: list[Usage] = []
     timed = [(at, i) for at, i in assistant_at if at is not None]
     times = [at for at, _ in timed]
     # The last timed assistant message at or before `when`, in message order: when the times never go back (as
-    # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message.
+    # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message;
+    # and when they are whole seconds, a row written in the second of a message (every row Goose writes) is on the
+    # last message of that second, the one the bisection finds.
     ordered = all(a <= b for a, b in pairwise(times))
+    if not ordered:
+        at_second = None
     ledger_key = ("usage_ledger", version, _METADATA)
     seconds_low, seconds_high = _SECONDS_INSIDE
+    rows = 0
     for _, row_id, created, model, total_in, out, cache_read, cache_write, cost in ledger:
         when: datetime | None
+        index = last_index
         if type(created) is int and seconds_low <= created <= seconds_high:  # parse_any's answer, without its calls
             when = seconds.get(created)
             if when is None:
                 when = datetime.fromtimestamp(created, UTC)
+            found_at = at_second.get(created) if at_second is not None else None
+            if found_at is not None:
+                index = found_at
+            elif ordered:
+                found_at = bisect_right(times, when)
+                if found_at:
+                    index = timed[found_at - 1][1]
+            else:
+                for at, i in timed:
+                    if at <= when:
+                        index = i
         else:
             when = parse_any(created)
-        index = last_index
-        if when is None:
-            pass
-        elif ordered:
-            found_at = bisect_right(times, when)
-            if found_at:
-                index = timed[found_at - 1][1]
-        else:
-            for at, i in timed:
-                if at <= when:
-                    index = i
+            if when is None:
+                pass
+            elif ordered:
+                found_at = bisect_right(times, when)
+                if found_at:
+                    index = timed[found_at - 1][1]
+            else:
+                for at, i in timed:
+                    if at <= when:
+                        index = i
         # _count's answers, its calls only for what is not a plain int64 (in its order: the census counts them)
         read = (
             cache_read
@@ -211,12 +229,30 @@ def _ledger_usage(
                 census[OUT_OF_RANGE] += 1
         total = total_in if type(total_in) is int and INT64_MIN <= total_in <= INT64_MAX else _count(total_in, census)
         output = out if type(out) is int and INT64_MIN <= out <= INT64_MAX else _count(out, census)
-        fresh = _fresh_input(total, read, write)
-        census[ledger_key] += 1
+        fresh = None  # _fresh_input's answer
+        if total is not None:
+            cached = (read or 0) + (write or 0)
+            fresh = total - cached if cached <= total else total
+        rows += 1
+        if rows == 1:  # the key counted where it was first counted (after the first row's other counts)
+            census[ledger_key] += 1
         if fresh or output or read or write or cost_usd:
             found.append(
-                new_usage(index, _text(model), fresh, output, read, write, None, cost_usd, when, f"ledger:{row_id}")
+                new_usage(
+                    index,
+                    model if isinstance(model, str) and model else None,
+                    fresh,
+                    output,
+                    read,
+                    write,
+                    None,
+                    cost_usd,
+                    when,
+                    f"ledger:{row_id}",
+                )
             )
+    if rows > 1:
+        census[ledger_key] += rows - 1
     return found
 
 
@@ -286,8 +322,11 @@ def build_session(
     orphan_key = ("block/toolResponse/orphan", version, _SKIPPED)
     seconds_low, seconds_high = _SECONDS_INSIDE
     from_epoch = datetime.fromtimestamp
-    # Each whole second read once (a usage_ledger row is written in the second of its assistant message).
+    # Each whole second read once (a usage_ledger row is written in the second of its assistant message), and the
+    # last assistant message of each second, while every timed one is in whole seconds.
     seconds: dict[int, datetime] = {}
+    at_second: dict[int, int] = {}
+    whole_seconds = True
     place = -1
     for mid, role_value, content, created, metadata, _, position in messages:
         place += 1
@@ -365,7 +404,8 @@ def build_session(
         if turn_text is None and role is _USER:
             continue  # no turn (tool results, hidden context): its time is not needed
         when: datetime | None
-        if type(created) is int and seconds_low <= created <= seconds_high:  # parse_any's answer, without its calls
+        whole = type(created) is int and seconds_low <= created <= seconds_high
+        if whole:  # parse_any's answer, without its calls
             when = seconds.get(created)
             if when is None:
                 when = seconds[created] = from_epoch(created, UTC)
@@ -377,10 +417,20 @@ def build_session(
             )
         if role is _ASSISTANT:
             assistant_at.append((when, index))
+            if whole:
+                at_second[created] = index
+            elif when is not None:
+                whole_seconds = False
 
     last_assistant = assistant_at[-1][1] if assistant_at else place  # the last message's place
     # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
-    usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version, seconds) if ledger else []
+    usage = (
+        _ledger_usage(
+            ledger, assistant_at, last_assistant, census, version, seconds, at_second if whole_seconds else None
+        )
+        if ledger
+        else []
+    )
     if not ledger:
         usage = _accumulated_usage(columns, model, last_assistant, census)
     models = [model] if model else []
