@@ -316,6 +316,8 @@ def build_session(
     # The census keys, made once per session (the same tuples as written out): a kept message's by (role, hidden),
     # a block's by its kind; the usual blocks' in locals.
     message_keys = _message_keys(version)
+    user_key, user_hidden_key = message_keys[True, False], message_keys[True, True]
+    assistant_key, assistant_hidden_key = message_keys[False, False], message_keys[False, True]
     block_keys = _block_keys(version)
     text_key, hidden_text_key = block_keys["text"], ("block/text/hidden", version, _HARNESS)
     request_key, response_key = block_keys["toolRequest"], block_keys["toolResponse"]
@@ -344,9 +346,14 @@ def build_session(
                 continue
             role = _USER if role_name == "user" else _ASSISTANT
         hidden = isinstance(metadata, dict) and metadata.get("userVisible") is False
-        census[message_keys[role is _USER, hidden]] += 1
-        texts: list[str] = []
-        attachments: list[str] = []
+        if role is _USER:
+            census[user_hidden_key if hidden else user_key] += 1
+        else:
+            census[assistant_hidden_key if hidden else assistant_key] += 1
+        # The texts: the first alone, a list only from the second (most messages have one block).
+        first_text: str | None = None
+        texts: list[str] | None = None
+        attachments: list[str] | None = None
         for block in content:
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text":  # the usual kinds first (the general branch below reads them alike)
@@ -357,7 +364,12 @@ def build_session(
                 text = block.get("text")
                 if not isinstance(text, str):
                     raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: a text block without text", native)
-                texts.append(text)
+                if first_text is None:
+                    first_text = text
+                elif texts is None:
+                    texts = [first_text, text]
+                else:
+                    texts.append(text)
                 continue
             if kind == "toolResponse":
                 call_id = block.get("id")
@@ -391,16 +403,15 @@ def build_session(
                 continue
             census[key] += 1
             if kind == "image":
+                if attachments is None:
+                    attachments = []
                 attachments.append(_attachment(block))
             elif kind == "frontendToolRequest":
                 calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
         turn_text = None
-        if attachments:
-            turn_text = "\n\n".join(texts)
-        elif texts:
-            text = texts[0] if len(texts) == 1 else "\n\n".join(texts)
-            if text.strip():
-                turn_text = text
+        text = "\n\n".join(texts) if texts is not None else first_text if first_text is not None else ""
+        if attachments or text.strip():
+            turn_text = text
         if turn_text is None and role is _USER:
             continue  # no turn (tool results, hidden context): its time is not needed
         when: datetime | None
@@ -413,7 +424,14 @@ def build_session(
             when = parse_any(created)
         if turn_text is not None:
             turns.append(
-                new_turn(index, role, turn_text, when, model if role is _ASSISTANT else None, tuple(attachments))
+                new_turn(
+                    index,
+                    role,
+                    turn_text,
+                    when,
+                    model if role is _ASSISTANT else None,
+                    tuple(attachments) if attachments else (),
+                )
             )
         if role is _ASSISTANT:
             assistant_at.append((when, index))
