@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from extractors.bounded import Limits, parse_json
 from extractors.bounded.sqlite_db import ReadOnlyDb, open_readonly
 from extractors.errors import RejectCode, RejectError
-from extractors.goose.parse import LedgerRow, MessageRow, SessionRow, build_session, session_id_of
+from extractors.goose.parse import LedgerRow, MessageTuple, SessionRow, build_session, session_id_of
 from extractors.goose.tables import LEDGER_COLUMNS, OPTIONAL_SESSION, REQUIRED
 from extractors.model import Loaded, Outcome, Rejected, Source
 
@@ -77,8 +79,9 @@ def read_database(source: Source, limits: Limits) -> Iterator[Outcome]:
         names = (*REQUIRED["sessions"], *OPTIONAL_SESSION)
         rows = [dict(zip(names, raw, strict=True)) for raw in db.rows(session_sql)]
         ledgers = _Ledgers(db) if "usage_ledger" in tables else None
+        metadata_seen: dict[bytes, Any] = {}
         for columns in rows:
-            outcome = _read_session(db, source, columns, tables, version, limits, ledgers)
+            outcome = _read_session(db, source, columns, tables, version, limits, ledgers, metadata_seen)
             db.verify_unchanged()
             yield outcome
         orphans = db.rows(
@@ -102,37 +105,32 @@ def _read_session(
     version: str,
     limits: Limits,
     ledgers: _Ledgers | None,
+    metadata_seen: dict[bytes, Any],
 ) -> Outcome:
     native = columns["id"]
     try:
         if not isinstance(native, str) or not native:
             raise RejectError(RejectCode.BAD_SHAPE, f"session id {native!r} is not text")
-        _check_size(db, native, "metadata_json" in tables["messages"], limits)
+        has_metadata = "metadata_json" in tables["messages"]
+        raw = _message_rows(db, native, has_metadata, limits)
         config = columns.get("model_config_json")
         if isinstance(config, str):
             try:
                 columns["model_config_json"] = parse_json(config.encode("utf-8", "surrogatepass"))
             except RejectError:
                 columns["model_config_json"] = None  # the model name is optional; a bad config is not a bad session
-        present = tables["messages"]
-        meta = "CAST(metadata_json AS BLOB)" if "metadata_json" in present else "NULL"
-        messages = [
-            MessageRow(
-                mid,
-                role,
-                _payload(content, mid),
-                created,
-                None if metadata is None else _payload(metadata, mid, " metadata_json"),
-                None,  # messages.message_id (v7) is not read: nothing a session holds comes from it
-            )
-            for mid, role, content, created, metadata in db.rows(
-                f"SELECT id, role, CAST(content_json AS BLOB), created_timestamp, {meta}"
-                " FROM messages WHERE session_id = ? ORDER BY id",
-                (native,),
-            )
-        ]
-        ledger = ledgers.of(native) if ledgers is not None else None
-        session = build_session(SessionRow(native, columns), messages, ledger, version, limits)
+        row = SessionRow(native, columns)
+        if ledgers is not None and not ledgers.read:
+            # The first session to reach the ledger reads it once its rows are parsed, as every session did.
+            session = build_session(row, _messages(raw, metadata_seen), ledgers.of(native), version, limits)
+        else:
+            ledger = ledgers.of(native) if ledgers is not None else None
+            try:
+                # Each row parsed as build_session comes to it: one message's JSON alive at a time.
+                session = build_session(row, _parsed(raw, metadata_seen) if raw else [], ledger, version, limits)
+            except RejectError:
+                # The rejection of the rows parsed first (a JSON error before any other the rows have).
+                session = build_session(row, _messages(raw, metadata_seen), ledger, version, limits)
     except RejectError as exc:
         hint = session_id_of(native) if isinstance(native, str) and native else None
         return Rejected(source, exc.code, exc.detail, session_hint=exc.session_hint or hint)
@@ -153,6 +151,11 @@ class _Ledgers:
 
     __slots__ = ("_by_session", "_db")
 
+    @property
+    def read(self) -> bool:
+        """Whether the ledger was read (by the first session that asked)."""
+        return self._by_session is not None
+
     def __init__(self, db: ReadOnlyDb) -> None:
         self._db = db
         self._by_session: dict[Any, list[LedgerRow]] | None = None
@@ -160,22 +163,96 @@ class _Ledgers:
     def of(self, native: str) -> list[LedgerRow]:
         if self._by_session is None:
             found: dict[Any, list[LedgerRow]] = {}
-            for sid, *raw in self._db.rows(
+            for row in self._db.rows(
                 "SELECT s.id, l.id, l.created_timestamp, l.model, l.input_tokens, l.output_tokens,"
                 " l.cache_read_tokens, l.cache_write_tokens, l.cost"
                 " FROM usage_ledger AS l JOIN (SELECT DISTINCT +id COLLATE BINARY AS id FROM sessions) AS s"
                 " ON l.session_id = s.id ORDER BY l.id"
             ):
-                found.setdefault(sid, []).append(LedgerRow(*raw))
+                found.setdefault(row[0], []).append(row)
             self._by_session = found
         return self._by_session.get(native, [])
 
 
-def _check_size(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits) -> None:
+# A metadata_json parsed once per database: Goose writes a few short values again and again (three in the bench
+# corpus's 62,609 rows). Short ones only, and not too many: a cache must not hold a database's worth of them.
+_METADATA_CACHED_BYTES = 256
+_METADATA_CACHED_VALUES = 1024
+_UNSEEN = object()
+# messages.role as two columns: 1 for 'user', 2 for 'assistant', else 0 and the role as stored. The two usual roles
+# are then not decoded by the connection's lenient text factory (a Python call for each of ~60k rows in 50 MB).
+# `COLLATE BINARY`: the column's own collation (NOCASE in some fork) must not make 'USER' a user, as it did not.
+_ROLE = (
+    "CASE WHEN role = 'user' COLLATE BINARY THEN 1 WHEN role = 'assistant' COLLATE BINARY THEN 2 ELSE 0 END,"
+    " CASE WHEN role = 'user' COLLATE BINARY OR role = 'assistant' COLLATE BINARY THEN NULL ELSE role END"
+)
+
+
+def _message_rows(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits) -> list[tuple[Any, ...]]:
+    """The session's message rows in `id` order, content and metadata as bytes (not parsed yet), measured as they
+    come: no more than max_records + 1 rows read, and the reading stops at the first row past a limit, with the
+    rejection `_size_error` gives (the session measured in SQL, as it was before every read)."""
+    meta = "CAST(metadata_json AS BLOB)" if has_metadata else "NULL"
+    most, largest, budget = limits.max_records, limits.max_document_bytes, limits.max_conversation_bytes
+    found: list[tuple[Any, ...]] = []
+    total = 0
+    checking = True
+    for row in db.rows(
+        f"SELECT id, {_ROLE}, CAST(content_json AS BLOB), created_timestamp, {meta}"
+        " FROM messages WHERE session_id = ?1 ORDER BY id LIMIT ?2",
+        (native, most + 1),
+    ):
+        content = row[3]
+        if content is not None and checking:  # the SQL's length(...) + length(...) is NULL without content
+            metadata = row[5]
+            size = len(content) if metadata is None else len(content) + len(metadata)
+            total += size
+            if size > largest or total > budget:
+                error = _size_error(db, native, has_metadata, limits)
+                if error is not None:
+                    raise error
+                checking = False
+        found.append(row)
+    if len(found) > most and checking:
+        error = _size_error(db, native, has_metadata, limits)
+        if error is not None:
+            raise error
+    return found
+
+
+def _messages(rows: list[tuple[Any, ...]], metadata_seen: dict[bytes, Any]) -> list[MessageTuple]:
+    """Every row parsed (`_parsed`), in order: raises the first row's error."""
+    return list(_parsed(rows, metadata_seen))
+
+
+def _parsed(rows: list[tuple[Any, ...]], metadata_seen: dict[bytes, Any]) -> Iterator[MessageTuple]:
+    """The rows with their content and metadata parsed (`_payload`'s answers: orjson first, `_payload` itself for
+    what orjson refuses, so an error is the same), as MessageRow's fields in a plain tuple."""
+    loads = orjson.loads
+    for mid, usual, role, content, created, metadata in rows:
+        if usual:
+            role = "user" if usual == 1 else "assistant"
+        try:
+            parsed = loads(content)
+        except orjson.JSONDecodeError:
+            parsed = _payload(content, mid)
+        if metadata is not None:
+            known = metadata_seen.get(metadata, _UNSEEN)
+            if known is _UNSEEN:
+                known = _payload(metadata, mid, " metadata_json")
+                if len(metadata) <= _METADATA_CACHED_BYTES and len(metadata_seen) < _METADATA_CACHED_VALUES:
+                    metadata_seen[metadata] = known
+            metadata = known
+        # messages.message_id (v7) is not read: no field comes from it
+        yield (mid, role, parsed, created, metadata, None, None)
+
+
+def _size_error(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits) -> RejectError | None:
     """Count and measure the session's message rows in SQL (no more than max_records + 1 of them looked at).
 
     Per row: max_document_bytes (one message's content + metadata); per session: max_records rows and
-    max_conversation_bytes of payload, counted as bytes. Raises RejectError(limit_exceeded).
+    max_conversation_bytes of payload, counted as bytes. The RejectError(limit_exceeded) of the first limit
+    passed, in that order (records, a row, the session), else None.
     """
     metadata = " + coalesce(length(CAST(metadata_json AS BLOB)), 0)" if has_metadata else ""
     found = db.one(
@@ -185,17 +262,18 @@ def _check_size(db: ReadOnlyDb, native: str, has_metadata: bool, limits: Limits)
     )
     count, total, largest = found if found else (0, 0, 0)
     if count > limits.max_records:
-        raise RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} messages")
+        return RejectError(RejectCode.LIMIT_EXCEEDED, f"more than max_records={limits.max_records} messages")
     if largest > limits.max_document_bytes:
-        raise RejectError(
+        return RejectError(
             RejectCode.LIMIT_EXCEEDED,
             f"a message is {largest} bytes, over max_document_bytes={limits.max_document_bytes}",
         )
     if total > limits.max_conversation_bytes:
-        raise RejectError(
+        return RejectError(
             RejectCode.LIMIT_EXCEEDED,
             f"session payload is {int(total)} bytes, over max_conversation_bytes={limits.max_conversation_bytes}",
         )
+    return None
 
 
 def _payload(data: Any, mid: Any, column: str = "") -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -28,7 +29,6 @@ from extractors.model import (
     Role,
     Session,
     SessionLink,
-    ToolCall,
     Turn,
     Usage,
     new_tool_call,
@@ -59,15 +59,13 @@ class MessageRow(NamedTuple):  # a tuple: made ~60k times in 50 MB, 3x faster th
     position: int | None = None  # Turn.index: the line for a legacy file; None = the place among the rows
 
 
-class LedgerRow(NamedTuple):
-    id: int
-    created: Any
-    model: Any
-    input_tokens: Any
-    output_tokens: Any
-    cache_read_tokens: Any
-    cache_write_tokens: Any
-    cost: Any
+# MessageRow's fields in a plain tuple: what the database reader makes (a NamedTuple costs ~0.25 us more a row).
+MessageTuple = tuple[int, Any, Any, Any, Any, str | None, int | None]
+
+
+# A usage_ledger row as the reader selects it: (the session id it was matched with, id, created_timestamp, model,
+# input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost), a plain tuple (~27k in 50 MB).
+LedgerRow = tuple[Any, int, Any, Any, Any, Any, Any, Any, Any]
 
 
 # Whole epoch seconds a second or more inside timeutil's usable years (1990-2200): Goose's created_timestamp, read
@@ -76,13 +74,6 @@ _SECONDS_INSIDE = (
     int(datetime(1990, 1, 1, tzinfo=UTC).timestamp()) + 1,
     int(datetime(2200, 1, 1, tzinfo=UTC).timestamp()) - 1,
 )
-
-
-def _when(value: Any) -> datetime | None:
-    """parse_any(value)."""
-    if type(value) is int and _SECONDS_INSIDE[0] <= value <= _SECONDS_INSIDE[1]:
-        return datetime.fromtimestamp(value, tz=UTC)
-    return parse_any(value)
 
 
 # Enum members as module names: a member looked up on its class costs ~90 ns (Python 3.11), several times a message.
@@ -116,15 +107,21 @@ def _result_text(result: dict[str, Any], limits: Limits) -> tuple[str | None, bo
     """(output, is_error) of a toolResponse's `toolResult`: `{status: success, value}` or `{status: error, error}`.
 
     `value` is `{content: [...]}` (1.x, seen in a real capture) or the content list itself (older builds): the
-    text blocks' text joined, else the value as JSON."""
+    text blocks' text joined, else the value as JSON. (`clip` is called only for a text it may cut: ~16k a 50 MB.)"""
     if result.get("status") == "error":
         return _as_text(result.get("error"), limits), True
     value = result.get("value")
     content = value.get("content") if isinstance(value, dict) else value
     if isinstance(content, list):
-        texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
-        if len(texts) == len(content):
-            return clip("\n".join(texts), limits), False
+        if len(content) == 1:  # the usual result: one text block, whose text is the output
+            first = content[0]
+            text = first.get("text") if isinstance(first, dict) else None
+            if isinstance(text, str):
+                return (text if len(text) * 4 <= limits.max_field_bytes else clip(text, limits)), False
+        else:
+            texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+            if len(texts) == len(content):
+                return clip("\n".join(texts), limits), False
     return _as_text(value, limits), False
 
 
@@ -159,54 +156,103 @@ def _fresh_input(total: int | None, read: int | None, write: int | None) -> int 
 
 
 def _ledger_usage(
-    ledger: list[LedgerRow],
+    ledger: Sequence[LedgerRow],
     assistant_at: list[tuple[datetime | None, int]],
     last_index: int,
     census: Counter[tuple[str, str, Disposition]],
     version: str,
+    seconds: dict[int, datetime],
+    at_second: dict[int, int] | None,
 ) -> list[Usage]:
     """One Usage per usage_ledger row (one model call each), on the last assistant message written at or before
-    it (the ledger names no message)."""
+    it (the ledger names no message). `seconds`: the times of the whole epoch seconds the messages were read with
+    (parse_any's answers, reused); `at_second`: the last assistant message of each whole second, when every timed
+    assistant message is in whole seconds (else None)."""
     found: list[Usage] = []
     timed = [(at, i) for at, i in assistant_at if at is not None]
     times = [at for at, _ in timed]
     # The last timed assistant message at or before `when`, in message order: when the times never go back (as
-    # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message.
+    # Goose writes them), those are a prefix of `timed`, found by bisection instead of a pass over every message;
+    # and when they are whole seconds, a row written in the second of a message (every row Goose writes) is on the
+    # last message of that second, the one the bisection finds.
     ordered = all(a <= b for a, b in pairwise(times))
+    if not ordered:
+        at_second = None
     ledger_key = ("usage_ledger", version, _METADATA)
-    for row in ledger:
-        when = _when(row.created)
+    seconds_low, seconds_high = _SECONDS_INSIDE
+    rows = 0
+    for _, row_id, created, model, total_in, out, cache_read, cache_write, cost in ledger:
+        when: datetime | None
         index = last_index
-        if when is None:
-            pass
-        elif ordered:
-            found_at = bisect_right(times, when)
-            if found_at:
-                index = timed[found_at - 1][1]
+        if type(created) is int and seconds_low <= created <= seconds_high:  # parse_any's answer, without its calls
+            when = seconds.get(created)
+            if when is None:
+                when = datetime.fromtimestamp(created, UTC)
+            found_at = at_second.get(created) if at_second is not None else None
+            if found_at is not None:
+                index = found_at
+            elif ordered:
+                found_at = bisect_right(times, when)
+                if found_at:
+                    index = timed[found_at - 1][1]
+            else:
+                for at, i in timed:
+                    if at <= when:
+                        index = i
         else:
-            for at, i in timed:
-                if at <= when:
-                    index = i
-        read = _count(row.cache_read_tokens, census)
-        write = _count(row.cache_write_tokens, census)
-        cost, bad = fit_float(row.cost) if isinstance(row.cost, int | float) else (None, False)
-        if bad:
-            census[OUT_OF_RANGE] += 1
-        usage = new_usage(
-            index,
-            _text(row.model),
-            _fresh_input(_count(row.input_tokens, census), read, write),
-            _count(row.output_tokens, census),
-            read,
-            write,
-            None,
-            cost,
-            when,
-            f"ledger:{row.id}",
+            when = parse_any(created)
+            if when is None:
+                pass
+            elif ordered:
+                found_at = bisect_right(times, when)
+                if found_at:
+                    index = timed[found_at - 1][1]
+            else:
+                for at, i in timed:
+                    if at <= when:
+                        index = i
+        # _count's answers, its calls only for what is not a plain int64 (in its order: the census counts them)
+        read = (
+            cache_read
+            if type(cache_read) is int and INT64_MIN <= cache_read <= INT64_MAX
+            else _count(cache_read, census)
         )
-        census[ledger_key] += 1
-        if usage.input_tokens or usage.output_tokens or read or write or cost:
-            found.append(usage)
+        write = (
+            cache_write
+            if type(cache_write) is int and INT64_MIN <= cache_write <= INT64_MAX
+            else _count(cache_write, census)
+        )
+        cost_usd = None
+        if cost is not None:
+            cost_usd, bad = fit_float(cost) if isinstance(cost, int | float) else (None, False)
+            if bad:
+                census[OUT_OF_RANGE] += 1
+        total = total_in if type(total_in) is int and INT64_MIN <= total_in <= INT64_MAX else _count(total_in, census)
+        output = out if type(out) is int and INT64_MIN <= out <= INT64_MAX else _count(out, census)
+        fresh = None  # _fresh_input's answer
+        if total is not None:
+            cached = (read or 0) + (write or 0)
+            fresh = total - cached if cached <= total else total
+        rows += 1
+        if rows == 1:  # the key counted where it was first counted (after the first row's other counts)
+            census[ledger_key] += 1
+        if fresh or output or read or write or cost_usd:
+            found.append(
+                new_usage(
+                    index,
+                    model if isinstance(model, str) and model else None,
+                    fresh,
+                    output,
+                    read,
+                    write,
+                    None,
+                    cost_usd,
+                    when,
+                    f"ledger:{row_id}",
+                )
+            )
+    if rows > 1:
+        census[ledger_key] += rows - 1
     return found
 
 
@@ -240,14 +286,15 @@ def _accumulated_usage(
 
 def build_session(
     row: SessionRow,
-    messages: list[MessageRow],
-    ledger: list[LedgerRow] | None,
+    messages: Iterable[MessageTuple],
+    ledger: Sequence[LedgerRow] | None,
     version: str,
     limits: Limits,
 ) -> Session:
     """A complete Session from one session's rows (messages in `id` order: Goose inserts them in conversation order).
 
     Turn.index = the message's position in that order, 0-based, counted before filtering (a legacy file's line).
+    `messages`: a list, or an iterator that is not empty (the reader's, parsing each row as it comes).
     `ledger` is None when the database has no usage_ledger table.
     Raises RejectError(bad_shape | missing_timestamp | no_conversation).
     """
@@ -261,73 +308,147 @@ def build_session(
     census: Counter[tuple[str, str, Disposition]] = Counter()
     census[("session", version, Disposition.METADATA)] += 1
     turns: list[Turn] = []
-    calls: list[ToolCall] = []
+    # A call's fields until its result comes (each call made once, at the end, with its result if any).
+    calls: list[list[Any]] = []
     by_call: dict[str, int] = {}
     assistant_at: list[tuple[datetime | None, int]] = []
     model = _model_of(columns.get("model_config_json"))
-    # The census keys of a kept message and of a block, made once per session (the same tuples as written out).
-    message_keys: dict[tuple[str, bool], tuple[str, str, Disposition]] = {}
-    block_keys: dict[str, tuple[str, str, Disposition]] = {}
-    for place, message in enumerate(messages):
-        index = place if message.position is None else message.position
-        if not isinstance(message.content, list):
-            raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: content_json is not a block array", native)
-        role_name = message.role if isinstance(message.role, str) else repr(message.role)
-        if role_name not in ROLES:
-            census[(f"message/{role_name}", version, _SKIPPED)] += 1
-            continue
-        role = _USER if role_name == "user" else _ASSISTANT
-        when = _when(message.created)
-        hidden = _dict(message.metadata).get("userVisible") is False
-        key = message_keys.get((role_name, hidden))
-        if key is None:
-            key = message_keys[(role_name, hidden)] = (
-                f"message/{role_name}" + ("/hidden" if hidden else ""),
-                version,
-                _METADATA,
-            )
-        census[key] += 1
-        texts: list[str] = []
-        attachments: list[str] = []
-        for block in message.content:
+    # The census keys, made once per session (the same tuples as written out): a kept message's by (role, hidden),
+    # a block's by its kind; the usual blocks' in locals.
+    message_keys = _message_keys(version)
+    user_key, user_hidden_key = message_keys[True, False], message_keys[True, True]
+    assistant_key, assistant_hidden_key = message_keys[False, False], message_keys[False, True]
+    block_keys = _block_keys(version)
+    text_key, hidden_text_key = block_keys["text"], ("block/text/hidden", version, _HARNESS)
+    request_key, response_key = block_keys["toolRequest"], block_keys["toolResponse"]
+    orphan_key = ("block/toolResponse/orphan", version, _SKIPPED)
+    seconds_low, seconds_high = _SECONDS_INSIDE
+    from_epoch = datetime.fromtimestamp
+    # Each whole second read once (a usage_ledger row is written in the second of its assistant message), and the
+    # last assistant message of each second, while every timed one is in whole seconds.
+    seconds: dict[int, datetime] = {}
+    at_second: dict[int, int] = {}
+    whole_seconds = True
+    place = -1
+    for mid, role_value, content, created, metadata, _, position in messages:
+        place += 1
+        index = place if position is None else position
+        if not isinstance(content, list):
+            raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: content_json is not a block array", native)
+        if role_value == "user":
+            role = _USER
+        elif role_value == "assistant":
+            role = _ASSISTANT
+        else:
+            role_name = role_value if isinstance(role_value, str) else repr(role_value)
+            if role_name not in ROLES:
+                census[(f"message/{role_name}", version, _SKIPPED)] += 1
+                continue
+            role = _USER if role_name == "user" else _ASSISTANT
+        hidden = isinstance(metadata, dict) and metadata.get("userVisible") is False
+        if role is _USER:
+            census[user_hidden_key if hidden else user_key] += 1
+        else:
+            census[assistant_hidden_key if hidden else assistant_key] += 1
+        # The texts: the first alone, a list only from the second (most messages have one block).
+        first_text: str | None = None
+        texts: list[str] | None = None
+        attachments: list[str] | None = None
+        for block in content:
             kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text":  # the usual kinds first (the general branch below reads them alike)
+                if hidden:
+                    census[hidden_text_key] += 1
+                    continue
+                census[text_key] += 1
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: a text block without text", native)
+                if first_text is None:
+                    first_text = text
+                elif texts is None:
+                    texts = [first_text, text]
+                else:
+                    texts.append(text)
+                continue
+            if kind == "toolResponse":
+                call_id = block.get("id")
+                at = by_call.get(call_id) if isinstance(call_id, str) and call_id else None
+                if at is None:  # a result whose call is not in the session (compacted away): never invented
+                    census[orphan_key] += 1
+                    continue
+                result = block.get("toolResult")
+                call = calls[at]
+                call[4], call[5] = _result_text(result if isinstance(result, dict) else {}, limits)
+                census[response_key] += 1
+                continue
+            if kind == "toolRequest":
+                census[request_key] += 1
+                calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
+                continue
             if not isinstance(kind, str):
                 if isinstance(block, dict) and FIRST_DIALECT_KEYS & block.keys():
                     # docs/agents/goose.md "Legacy JSONL": the untyped blocks of Goose's first files (late 2024)
                     raise _reject(
                         RejectCode.UNSUPPORTED_FORMAT,
-                        f"message {message.id}: an untyped block of Goose's first JSONL dialect (not read)",
+                        f"message {mid}: an untyped block of Goose's first JSONL dialect (not read)",
                         native,
                     )
-                raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a block without a type", native)
+                raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: a block without a type", native)
             key = block_keys.get(kind)
             if key is None:
                 key = block_keys[kind] = (f"block/{kind}", version, BLOCK_KINDS.get(kind, _SKIPPED))
             if hidden and key[2] is _TURN:
                 census[(f"block/{kind}/hidden", version, _HARNESS)] += 1
                 continue
-            if kind == "toolResponse":
-                matched = _attach_result(block, calls, by_call, limits)
-                census[key if matched else (f"block/{kind}/orphan", version, _SKIPPED)] += 1
-                continue
             census[key] += 1
-            if kind == "text":
-                if not isinstance(block.get("text"), str):
-                    raise _reject(RejectCode.BAD_SHAPE, f"message {message.id}: a text block without text", native)
-                texts.append(block["text"])
-            elif kind == "image":
+            if kind == "image":
+                if attachments is None:
+                    attachments = []
                 attachments.append(_attachment(block))
-            elif kind in ("toolRequest", "frontendToolRequest"):
-                calls.append(_tool_call(block, index, message.id, limits, native, by_call, len(calls)))
-        text = "\n\n".join(texts)
-        if text.strip() or attachments:
-            turns.append(new_turn(index, role, text, when, model if role is _ASSISTANT else None, tuple(attachments)))
+            elif kind == "frontendToolRequest":
+                calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
+        turn_text = None
+        text = "\n\n".join(texts) if texts is not None else first_text if first_text is not None else ""
+        if attachments or text.strip():
+            turn_text = text
+        if turn_text is None and role is _USER:
+            continue  # no turn (tool results, hidden context): its time is not needed
+        when: datetime | None
+        whole = type(created) is int and seconds_low <= created <= seconds_high
+        if whole:  # parse_any's answer, without its calls
+            when = seconds.get(created)
+            if when is None:
+                when = seconds[created] = from_epoch(created, UTC)
+        else:
+            when = parse_any(created)
+        if turn_text is not None:
+            turns.append(
+                new_turn(
+                    index,
+                    role,
+                    turn_text,
+                    when,
+                    model if role is _ASSISTANT else None,
+                    tuple(attachments) if attachments else (),
+                )
+            )
         if role is _ASSISTANT:
             assistant_at.append((when, index))
+            if whole:
+                at_second[created] = index
+            elif when is not None:
+                whole_seconds = False
 
-    last_assistant = assistant_at[-1][1] if assistant_at else len(messages) - 1
+    last_assistant = assistant_at[-1][1] if assistant_at else place  # the last message's place
     # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
-    usage = _ledger_usage(ledger, assistant_at, last_assistant, census, version) if ledger else []
+    usage = (
+        _ledger_usage(
+            ledger, assistant_at, last_assistant, census, version, seconds, at_second if whole_seconds else None
+        )
+        if ledger
+        else []
+    )
     if not ledger:
         usage = _accumulated_usage(columns, model, last_assistant, census)
     models = [model] if model else []
@@ -352,54 +473,68 @@ def build_session(
         cli_versions=(version,) if version else (),
         archived=parse_iso(columns.get("archived_at")) is not None or bool(columns.get("archived_at")),
         turns=tuple(turns),
-        tool_calls=tuple(calls),
+        tool_calls=tuple([new_tool_call(*call) for call in calls]),
         usage=tuple(usage),
         links=(SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else (),
         census=census,
     )
 
 
+def _message_keys(version: str) -> dict[tuple[bool, bool], tuple[str, str, Disposition]]:
+    """A kept message's census key by (is a user message, is hidden)."""
+    return {
+        (is_user, hidden): (
+            f"message/{'user' if is_user else 'assistant'}" + ("/hidden" if hidden else ""),
+            version,
+            _METADATA,
+        )
+        for is_user in (True, False)
+        for hidden in (False, True)
+    }
+
+
+def _block_keys(version: str) -> dict[str, tuple[str, str, Disposition]]:
+    """A block's census key by its kind, for the kinds `BLOCK_KINDS` names (others are added as they come)."""
+    return {kind: (f"block/{kind}", version, disposition) for kind, disposition in BLOCK_KINDS.items()}
+
+
 def _tool_call(
     block: dict[str, Any], index: int, message_id: int, limits: Limits, native: str, by_call: dict[str, int], at: int
-) -> ToolCall:
-    call = _dict(block.get("toolCall"))
-    value = _dict(call.get("value"))
-    call_id = _text(block.get("id")) or f"msg{message_id}#{at}"
+) -> list[Any]:
+    """A toolRequest's call as `new_tool_call`'s arguments (its output and is_error, 4 and 5, set by its result).
+    `_dict`, `_text` and `_as_text` written out (~16k calls a 50 MB)."""
+    call = block.get("toolCall")
+    if not isinstance(call, dict):
+        call = {}
+    value = call.get("value")
+    if not isinstance(value, dict):
+        value = {}
+    call_id = block.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        call_id = f"msg{message_id}#{at}"
     failed = call.get("status") == "error"
-    name = _text(value.get("name")) or ("(invalid call)" if failed else None)
-    if name is None:
-        raise _reject(RejectCode.BAD_SHAPE, f"message {message_id}: a toolRequest without a tool name", native)
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        if not failed:
+            raise _reject(RejectCode.BAD_SHAPE, f"message {message_id}: a toolRequest without a tool name", native)
+        name = "(invalid call)"
     if call_id in by_call:  # ids stay unique within the session
         call_id = f"{call_id}#{message_id}"
     by_call[call_id] = at
-    return new_tool_call(
+    arguments = value.get("arguments")
+    if arguments is not None:
+        if not isinstance(arguments, str):
+            arguments = json_text(arguments)
+        if len(arguments) * 4 > limits.max_field_bytes:
+            arguments = clip(arguments, limits)
+    return [
         call_id,
         index,
         name,
-        _as_text(value.get("arguments"), limits),
+        arguments,
         _as_text(call.get("error"), limits) if failed else None,
         True if failed else None,
         None,
         None,
         None,
-    )
-
-
-def _attach_result(
-    block: dict[str, Any],
-    calls: list[ToolCall],
-    by_call: dict[str, int],
-    limits: Limits,
-) -> bool:
-    """Put a toolResponse's result on its call; False for a result whose call is not in the session (compacted
-    away): counted as `block/toolResponse/orphan`, never invented into a call."""
-    call_id = _text(block.get("id"))
-    at = by_call.get(call_id) if call_id else None
-    if at is None:
-        return False
-    output, is_error = _result_text(_dict(block.get("toolResult")), limits)
-    c = calls[at]
-    calls[at] = new_tool_call(
-        c.call_id, c.turn_index, c.name, c.input, output, is_error, c.started_at, c.ended_at, c.spawned_session_id
-    )
-    return True
+    ]
