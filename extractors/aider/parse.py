@@ -18,7 +18,7 @@ from extractors.bounded import Limits, clip
 from extractors.bounded.text_lines import TextLine
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id, stable_hash
-from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
+from extractors.model import Agent, Disposition, Role, Session, Turn, Usage, new_turn, new_usage
 
 AGENT = Agent("aider")
 AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
@@ -166,6 +166,7 @@ _SCALES = {"": 1, "k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}  # TOK
 _BYTE_SCALES = {scale.encode(): factor for scale, factor in _SCALES.items()}
 _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
+_USER, _ASSISTANT = Role.USER, Role.ASSISTANT
 
 
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
@@ -246,12 +247,14 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 reply = None
             if run.prompt:
                 _close_prompt(run, limits)
-            end = group.end()
-            typed_at = group.start(t.TYPED)
+            regs = group.regs  # every group's span at once
+            end = regs[0][1]
+            typed_at, typed_end = regs[t.TYPED]
+            max_field = limits.max_field_bytes  # a text of at most a quarter of it in chars: `clip` keeps it as it is
             if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
-                echoed = count(b"\n", group.start(t.ALONE_ECHO), end) + 1
+                echoed = count(b"\n", regs[t.ALONE_ECHO][0], end) + 1
                 kinds["tool_output"] += echoed
                 run.pending_usage = None
                 previous = "tool_output"
@@ -262,7 +265,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             prompt_at = ln
             said = 0  # the lines that are not empty
             if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
-                command = group.group(t.COMMAND).decode()
+                command_start, command_end = regs[t.COMMAND]
+                command = text[command_start:command_end].decode()
                 words = command.strip()
                 if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
                     words
@@ -272,18 +276,18 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     and (run.last_answer is None or words[0] != run.last_answer_first)
                 ):
                     kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
-                    turns.append(Turn(ln, Role.USER, clip(words, limits)))
+                    words = words if len(words) * 4 <= max_field else clip(words, limits)
+                    turns.append(new_turn(ln, _USER, words, None, None, ()))
                     run.last_answer = run.last_reply = None
                 else:
                     _typed(run, [command], ln, limits)
                     run.command_args = None
-                echo_start, echo_end = group.span(t.ECHO)
+                echo_start, echo_end = regs[t.ECHO]
                 echoed = count(b"\n", echo_start, echo_end) + 1
                 kinds["tool_output"] += echoed
                 run.pending_usage = None
                 said = 1 + echoed
                 prompt_at = ln + said + typed_at - echo_end - 1
-            typed_end = group.end(t.TYPED)
             if find(b"\n", typed_at, typed_end) < 0:  # one line: its words are what is between `####` and `  `
                 typed_lines = 1
                 words = text[typed_at + 4 : typed_end - 2].decode().strip()
@@ -299,14 +303,18 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 and (run.last_answer is None or words[0] != run.last_answer_first)
             ):
                 kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
-                turns.append(Turn(prompt_at, Role.USER, clip(words, limits)))
+                turns.append(
+                    new_turn(
+                        prompt_at, _USER, words if len(words) * 4 <= max_field else clip(words, limits), None, None, ()
+                    )
+                )
                 run.last_answer = run.last_reply = None
             else:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
                 run.command_args = None
             said += typed_lines
-            reply_start, reply_end = group.span(t.REPLY)
-            thought, thought_end = group.span(t.THOUGHT)
+            reply_start, reply_end = regs[t.REPLY]
+            thought, thought_end = regs[t.THOUGHT]
             if thought < 0:
                 reply_at = prompt_at + typed_lines - 1 + reply_start - typed_end
             else:
@@ -318,7 +326,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
-            output_start = group.start(t.OUTPUT)
+            output_start = regs[t.OUTPUT][0]
             if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
                 reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
                 run.reply_at = reply_at
@@ -326,7 +334,16 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 new_ln = reply_at + len(answer_lines) + end - reply_end
             else:
                 words = answer.decode()
-                turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
+                turns.append(
+                    new_turn(
+                        reply_at,
+                        _ASSISTANT,
+                        words if len(words) * 4 <= max_field else clip(words, limits),
+                        None,
+                        run.model,
+                        (),
+                    )
+                )
                 run.last_reply = reply_at
                 run.last_answer = words
                 first = words[0]  # the first character that is not a space (an indented first line has them before)
@@ -338,7 +355,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 )
                 if sent is not None:  # the usual report: its figures as `_add_usage` reads them
                     usage.append(
-                        Usage(
+                        new_usage(
                             reply_at,
                             run.model,
                             round(float(sent) * _BYTE_SCALES[sent_scale]),
@@ -347,11 +364,13 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                             None,
                             None,
                             float(cost),
+                            None,
+                            None,
                         )
                     )
                     run.pending_usage = None
                 else:  # any other report (cache figures, no cost): read as the walk reads it
-                    report_start, report_end = group.span(t.REPORT)
+                    report_start, report_end = regs[t.REPORT]
                     run.pending_usage = None
                     _add_usage(run, tokens_at, text[report_start : report_end - 2].decode())
                 if output_start < end:  # aider's lines after the report
