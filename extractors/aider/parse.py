@@ -140,10 +140,10 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
             RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
         )
     version = run.versions[0] if run.versions else ""
-    census: Counter[tuple[str, str, Disposition]] = Counter()
-    for kind, n in run.kinds.items():
-        disposition = t.LINE_KINDS[kind][0] if kind in t.LINE_KINDS else Disposition.SKIPPED
-        census[(kind, version, disposition)] += n
+    # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came.
+    census: Counter[tuple[str, str, Disposition]] = Counter(
+        {(kind, version, _DISPOSITIONS.get(kind, Disposition.SKIPPED)): n for kind, n in run.kinds.items()}
+    )
     session = Session(
         agent=AGENT,
         session_id=sid,
@@ -167,6 +167,7 @@ _BYTE_SCALES = {scale.encode(): factor for scale, factor in _SCALES.items()}
 _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 _USER, _ASSISTANT = Role.USER, Role.ASSISTANT
+_DISPOSITIONS = {kind: disposition for kind, (disposition, _) in t.LINE_KINDS.items()}
 
 
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
@@ -247,14 +248,13 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 reply = None
             if run.prompt:
                 _close_prompt(run, limits)
-            regs = group.regs  # every group's span at once
-            end = regs[0][1]
-            typed_at, typed_end = regs[t.TYPED]
+            end = group.end()
+            typed_at, typed_end = group.span(t.TYPED)
             max_field = limits.max_field_bytes  # a text of at most a quarter of it in chars: `clip` keeps it as it is
             if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
-                echoed = count(b"\n", regs[t.ALONE_ECHO][0], end) + 1
+                echoed = count(b"\n", group.start(t.ALONE_ECHO), end) + 1
                 kinds["tool_output"] += echoed
                 run.pending_usage = None
                 previous = "tool_output"
@@ -265,7 +265,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             prompt_at = ln
             said = 0  # the lines that are not empty
             if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
-                command_start, command_end = regs[t.COMMAND]
+                command_start, command_end = group.span(t.COMMAND)
                 command = text[command_start:command_end].decode()
                 words = command.strip()
                 if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
@@ -282,7 +282,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 else:
                     _typed(run, [command], ln, limits)
                     run.command_args = None
-                echo_start, echo_end = regs[t.ECHO]
+                echo_start, echo_end = group.span(t.ECHO)
                 echoed = count(b"\n", echo_start, echo_end) + 1
                 kinds["tool_output"] += echoed
                 run.pending_usage = None
@@ -313,8 +313,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
                 run.command_args = None
             said += typed_lines
-            reply_start, reply_end = regs[t.REPLY]
-            thought, thought_end = regs[t.THOUGHT]
+            reply_start, reply_end = group.span(t.REPLY)
+            thought, thought_end = group.span(t.THOUGHT)
             if thought < 0:
                 reply_at = prompt_at + typed_lines - 1 + reply_start - typed_end
             else:
@@ -326,7 +326,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
-            output_start = regs[t.OUTPUT][0]
+            output_start = group.start(t.OUTPUT)
             if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
                 reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
                 run.reply_at = reply_at
@@ -370,7 +370,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     )
                     run.pending_usage = None
                 else:  # any other report (cache figures, no cost): read as the walk reads it
-                    report_start, report_end = regs[t.REPORT]
+                    report_start, report_end = group.span(t.REPORT)
                     run.pending_usage = None
                     _add_usage(run, tokens_at, text[report_start : report_end - 2].decode())
                 if output_start < end:  # aider's lines after the report
