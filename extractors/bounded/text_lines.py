@@ -251,6 +251,8 @@ def _is_utf8(data: bytes) -> bool:
     U+10FFFF), without making its text: Arrow's check of a string array of one value, the bytes as they are (no copy),
     several times faster than decoding text that holds characters past U+FFFF (each character then 4 bytes). False
     for anything it does not take: the caller decodes, which says why."""
+    if data.isascii():  # (a scan that stops at the first byte past 0x7F)
+        return True
     import pyarrow as pa  # here: a reader that never asks does not load it
 
     offsets = pa.py_buffer(array.array("q", (0, len(data))))
