@@ -112,7 +112,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     cut_tail: TextLine | None = None  # the open run's last line when the file ends inside it
     before: TextLine | None = None  # the first non-blank line before the first header
     seen: dict[str, int] = {}
-    for block in iter_text_blocks(source.path, limits):
+    for block in iter_text_blocks(source.path, limits, decode=False):
         raw = block.raw
         heads = _headers(raw)
         heads.append(len(raw))

@@ -18,7 +18,7 @@ from extractors.bounded import Limits, clip
 from extractors.bounded.text_lines import TextLine
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id, stable_hash
-from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
+from extractors.model import Agent, Disposition, Role, Session, Turn, Usage, new_turn, new_usage
 
 AGENT = Agent("aider")
 AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
@@ -140,10 +140,10 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
             RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
         )
     version = run.versions[0] if run.versions else ""
-    census: Counter[tuple[str, str, Disposition]] = Counter()
-    for kind, n in run.kinds.items():
-        disposition = t.LINE_KINDS[kind][0] if kind in t.LINE_KINDS else Disposition.SKIPPED
-        census[(kind, version, disposition)] += n
+    # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came.
+    census: Counter[tuple[str, str, Disposition]] = Counter(
+        {(kind, version, _DISPOSITIONS.get(kind, Disposition.SKIPPED)): n for kind, n in run.kinds.items()}
+    )
     session = Session(
         agent=AGENT,
         session_id=sid,
@@ -166,6 +166,8 @@ _SCALES = {"": 1, "k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}  # TOK
 _BYTE_SCALES = {scale.encode(): factor for scale, factor in _SCALES.items()}
 _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
+_USER, _ASSISTANT = Role.USER, Role.ASSISTANT
+_DISPOSITIONS = {kind: disposition for kind, (disposition, _) in t.LINE_KINDS.items()}
 
 
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
@@ -247,7 +249,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             if run.prompt:
                 _close_prompt(run, limits)
             end = group.end()
-            typed_at = group.start(t.TYPED)
+            typed_at, typed_end = group.span(t.TYPED)
+            max_field = limits.max_field_bytes  # a text of at most a quarter of it in chars: `clip` keeps it as it is
             if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
@@ -262,7 +265,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             prompt_at = ln
             said = 0  # the lines that are not empty
             if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
-                command = group.group(t.COMMAND).decode()
+                command_start, command_end = group.span(t.COMMAND)
+                command = text[command_start:command_end].decode()
                 words = command.strip()
                 if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
                     words
@@ -272,7 +276,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     and (run.last_answer is None or words[0] != run.last_answer_first)
                 ):
                     kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
-                    turns.append(Turn(ln, Role.USER, clip(words, limits)))
+                    words = words if len(words) * 4 <= max_field else clip(words, limits)
+                    turns.append(new_turn(ln, _USER, words, None, None, ()))
                     run.last_answer = run.last_reply = None
                 else:
                     _typed(run, [command], ln, limits)
@@ -283,7 +288,6 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 run.pending_usage = None
                 said = 1 + echoed
                 prompt_at = ln + said + typed_at - echo_end - 1
-            typed_end = group.end(t.TYPED)
             if find(b"\n", typed_at, typed_end) < 0:  # one line: its words are what is between `####` and `  `
                 typed_lines = 1
                 words = text[typed_at + 4 : typed_end - 2].decode().strip()
@@ -299,7 +303,11 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 and (run.last_answer is None or words[0] != run.last_answer_first)
             ):
                 kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
-                turns.append(Turn(prompt_at, Role.USER, clip(words, limits)))
+                turns.append(
+                    new_turn(
+                        prompt_at, _USER, words if len(words) * 4 <= max_field else clip(words, limits), None, None, ()
+                    )
+                )
                 run.last_answer = run.last_reply = None
             else:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
@@ -326,7 +334,16 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 new_ln = reply_at + len(answer_lines) + end - reply_end
             else:
                 words = answer.decode()
-                turns.append(Turn(reply_at, Role.ASSISTANT, clip(words, limits), None, run.model))
+                turns.append(
+                    new_turn(
+                        reply_at,
+                        _ASSISTANT,
+                        words if len(words) * 4 <= max_field else clip(words, limits),
+                        None,
+                        run.model,
+                        (),
+                    )
+                )
                 run.last_reply = reply_at
                 run.last_answer = words
                 first = words[0]  # the first character that is not a space (an indented first line has them before)
@@ -338,7 +355,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 )
                 if sent is not None:  # the usual report: its figures as `_add_usage` reads them
                     usage.append(
-                        Usage(
+                        new_usage(
                             reply_at,
                             run.model,
                             round(float(sent) * _BYTE_SCALES[sent_scale]),
@@ -347,6 +364,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                             None,
                             None,
                             float(cost),
+                            None,
+                            None,
                         )
                     )
                     run.pending_usage = None

@@ -9,12 +9,14 @@ An older one is handed on flagged (`TextLine.complete` False) and the reader dec
 Bytes are decoded as UTF-8 (a byte-order mark at the start is dropped, `\r\n` line ends are read as `\n`), a chunk
 at once; a line that does not decode is `invalid_utf8` with its line and offset, every line before it handed on first.
 `iter_text_blocks` hands on a chunk's lines together (`TextBlock`: their text whole, split into lines only when asked,
-and their bytes), for readers that take lines a span at a time or look for their marks in the bytes;
+and their bytes), for readers that take lines a span at a time or look for their marks in the bytes (with
+`decode=False` the chunk is checked to be UTF-8 without making its text, decoded only if asked for);
 `iter_text_lines` one `TextLine` at a time.
 """
 
 from __future__ import annotations
 
+import array
 import os
 import time
 from collections.abc import Iterator
@@ -60,11 +62,13 @@ class TextBlock:
     from the text when it is the bytes decoded as they are (no `\\r` dropped, no byte-order mark), else from the
     bytes, all at once."""
 
-    __slots__ = ("_data", "_offset", "_plain", "_raw", "_starts", "_texts", "complete", "index", "text")
+    __slots__ = ("_data", "_offset", "_plain", "_raw", "_starts", "_text", "_texts", "complete", "index")
 
-    def __init__(self, index: int, text: str, data: bytes, offset: int, complete: bool = True) -> None:
+    def __init__(self, index: int, text: str | None, data: bytes, offset: int, complete: bool = True) -> None:
+        """`text` None: `data` decoded when first asked for, `data` being checked UTF-8 already, with no `\\r` and no
+        byte-order mark (`_block` with decode=False)."""
         self.index = index
-        self.text = text
+        self._text = text
         self.complete = complete
         self._texts: list[str] | None = None
         self._data = data  # the block's bytes: exactly its lines, line ends included
@@ -74,6 +78,13 @@ class TextBlock:
         self._plain = not (b"\r" in data or (index == 0 and data.startswith(b"\xef\xbb\xbf")))
         if not self._plain:
             self.starts()
+
+    @property
+    def text(self) -> str:
+        """The lines' text, each followed by `\\n` (the last without it when `complete` is False)."""
+        if self._text is None:
+            self._text = self._data.decode("utf-8")
+        return self._text
 
     @property
     def texts(self) -> list[str]:
@@ -144,8 +155,10 @@ def iter_text_lines(path: str | Path, limits: Limits) -> Iterator[TextLine]:
             yield TextLine(index + i, starts[i], text, starts[i + 1] - starts[i], block.complete or i != last)
 
 
-def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
-    """Stream the lines of a UTF-8 text file (blank lines included), a read chunk's lines at a time. Raises:
+def iter_text_blocks(path: str | Path, limits: Limits, decode: bool = True) -> Iterator[TextBlock]:
+    """Stream the lines of a UTF-8 text file (blank lines included), a read chunk's lines at a time; with
+    decode=False a chunk is checked to be UTF-8 without making its text (`TextBlock.text` decodes it when asked for),
+    for a reader that reads the bytes (`TextBlock.raw`): the same blocks, the same errors. Raises:
     - RejectError(limit_exceeded) for a source, line or line count over the limits, before reading past the bound;
     - RejectError(invalid_utf8) for a line that does not decode;
     - RejectError(source_unreadable) when the file cannot be opened;
@@ -185,7 +198,7 @@ def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
             else:
                 whole = data[:cut] if cut < len(data) else data
             lines = whole.count(b"\n")  # every line of `whole` ends with its newline
-            yield from _block(whole, index, offset, limits, lines)
+            yield from _block(whole, index, offset, limits, lines, decode)
             index += lines
             offset += len(whole)
             carried = [data[cut:]] if cut < len(data) else []
@@ -194,7 +207,7 @@ def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
                 yield from _slow_block(carried[0], index, offset, limits)  # raises: the line is too long
         tail = b"".join(carried)
         if tail:
-            yield from _block(tail, index, offset, limits, tail.count(b"\n") + (not tail.endswith(b"\n")))
+            yield from _block(tail, index, offset, limits, tail.count(b"\n") + (not tail.endswith(b"\n")), decode)
             offset += len(tail)
         after = os.fstat(handle.fileno())
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or offset != before.st_size:
@@ -203,14 +216,18 @@ def iter_text_blocks(path: str | Path, limits: Limits) -> Iterator[TextBlock]:
         handle.close()
 
 
-def _block(data: bytes, index: int, offset: int, limits: Limits, n: int) -> Iterator[TextBlock]:
-    """The `n` lines of `data` (whole lines; only the file's last may lack its newline), checked and decoded at once;
-    a block with a line over the limits, or one that does not decode, is read line by line to say which."""
+def _block(data: bytes, index: int, offset: int, limits: Limits, n: int, decode: bool = True) -> Iterator[TextBlock]:
+    """The `n` lines of `data` (whole lines; only the file's last may lack its newline), checked and decoded at once
+    (decode=False: checked only, when the bytes are the text's as they are: no `\\r`, no byte-order mark); a block
+    with a line over the limits, or one that does not decode, is read line by line to say which."""
     complete = data.endswith(b"\n")
     if index + n > limits.max_records or (
         len(data) > limits.max_line_bytes and max(map(len, data.split(b"\n"))) + 1 > limits.max_line_bytes
     ):
         yield from _slow_block(data, index, offset, limits)
+        return
+    if not decode and b"\r" not in data and not (index == 0 and data.startswith(_BOM)) and _is_utf8(data):
+        yield TextBlock(index, None, data, offset, complete)
         return
     try:
         text = data.decode("utf-8")
@@ -224,6 +241,27 @@ def _block(data: bytes, index: int, offset: int, limits: Limits, n: int) -> Iter
     if index == 0 and text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
     yield TextBlock(index, text, data, offset, complete)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _is_utf8(data: bytes) -> bool:
+    """Whether `data` decodes as UTF-8 (`bytes.decode`'s strict reading: no surrogates, no overlong forms, nothing past
+    U+10FFFF), without making its text: Arrow's check of a string array of one value, the bytes as they are (no copy),
+    several times faster than decoding text that holds characters past U+FFFF (each character then 4 bytes). False
+    for anything it does not take: the caller decodes, which says why."""
+    if data.isascii():  # (a scan that stops at the first byte past 0x7F)
+        return True
+    import pyarrow as pa  # here: a reader that never asks does not load it
+
+    offsets = pa.py_buffer(array.array("q", (0, len(data))))
+    value = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(data)])
+    try:
+        value.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _slow_block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[TextBlock]:
