@@ -8,7 +8,9 @@ checkpointed into the file (not in POINTS: a first run never gets there). `trans
 has its own: `move_entry` (an entry moved into the staging folder), `move_copy` (a file copied across
 filesystems), `move_renamed` (the staging folder renamed to the target, the source not yet cleared). `transcripts
 publish` (sinks/publish.py) has `team_upload` (an object sent, the manifest not yet written). `recorded` is the end
-of a load, its outcome in the ledger, before it returns (`transcripts watch`: a signal there abandons nothing). Every
+of a load, its outcome in the ledger, before it returns (`transcripts watch`: a signal there abandons nothing).
+`server_state` (flows/service/server.py): the managed Prefect server started and its idle watch with it, the
+server not yet recorded. Every
 failpoint is also a pause point (`TRANSCRIPTS_PAUSEPOINT=<name>:<file>`, see `pause`).
 """
 

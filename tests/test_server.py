@@ -188,3 +188,36 @@ def test_an_idle_watch_names_itself_so_a_starter_killed_before_it_wrote_the_pid_
     watch = subprocess.Popen([sys.executable, "-m", "flows.service.server", "watch", str(folder)], env=env)
     assert watch.wait(timeout=60) == 0  # no server recorded in the folder: nothing to watch, it leaves
     assert int((folder / "watch.pid").read_text(encoding="utf-8")) == watch.pid
+
+
+def test_a_starter_killed_before_it_records_its_server_leaves_the_watch_which_stops_that_server(
+    tmp_path: Path,
+) -> None:
+    """The idle watch starts before the server is recorded, told which server is its: the command killed in between
+    (TRANSCRIPTS_FAILPOINT=server_state: it SIGKILLs itself there) leaves a server no one knows of, which its watch
+    stops once it is plainly never to be recorded (server.RECORD_SECONDS), and leaves."""
+    base = migrated(tmp_path / "base")
+    folder = server.state_dir({"TRANSCRIPTS_STATE_DIR": str(base)})
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(TRANSCRIPTS_STATE_DIR=str(base), TRANSCRIPTS_FAILPOINT="server_state", **{server.IDLE_ENV: "30"})
+    starter = subprocess.run(
+        [sys.executable, "-c", "from flows.service import server; server.start()"], cwd=ROOT, env=env, timeout=300
+    )
+    try:
+        assert starter.returncode == -signal.SIGKILL
+        assert server.read_state(folder) is None, "killed before it recorded the server"
+        deadline = time.monotonic() + 60
+        named = folder / "watch.pid"
+        while not (named.exists() and named.read_text(encoding="utf-8").strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the watch names itself as it starts
+        watch = int(named.read_text(encoding="utf-8"))
+        deadline = time.monotonic() + server.RECORD_SECONDS + 60
+        while Path(f"/proc/{watch}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(f"/proc/{watch}").exists(), "the watch left"
+        said = [line for line in (folder / "server.log").read_text().splitlines() if "event=unrecorded_stop" in line]
+        assert len(said) == 1, said
+        pid = int(said[0].split("pid=")[1].split()[0])
+        assert not Path(f"/proc/{pid}").exists() or not server._is_our_server(pid), "the unrecorded server stopped"
+    finally:
+        server.stop(folder)

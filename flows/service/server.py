@@ -40,6 +40,7 @@ from flows.service.api import configured as configured
 from flows.service.api import healthy as healthy
 from flows.service.api import read_state as read_state
 from flows.service.api import state_file
+from sinks import failpoints
 
 STARTUP_SECONDS = 120.0  # a fresh PREFECT_HOME runs migrations first (~12 s here, more on a loaded machine)
 CHECK_SECONDS = 5.0  # how long a configured API may take to answer its health check
@@ -170,6 +171,10 @@ def start(folder: Path | None = None) -> Api:
                 )
             time.sleep(0.3)
         api = Api(url, "managed", proc.pid, port, started=True)
+        # The idle watch first, told which server is its: a command killed from here on leaves the server with its
+        # watch (which stops it, should the command die before recording it).
+        _watch_in_background(folder, proc.pid)
+        failpoints.reach("server_state")
         record = {**asdict(api), "started_at": datetime.now(UTC).isoformat(), "prefect_home": str(folder / "home")}
         del record["started"]
         tmp = state_file(folder).with_suffix(".tmp")
@@ -178,7 +183,6 @@ def start(folder: Path | None = None) -> Api:
         tmp.replace(state_file(folder))
         (folder / "port").write_text(str(port), encoding="utf-8")
         used(folder)
-        _watch_in_background(folder)
         return api
 
 
@@ -372,14 +376,15 @@ def in_use(folder: Path | None = None, wait: float = STOP_SECONDS * 3) -> Iterat
         os.close(fd)
 
 
-def _watch_in_background(folder: Path) -> None:
-    """Start the idle watch of the server just started (stdlib only: ~15 MB), unless idling out is off."""
+def _watch_in_background(folder: Path, server_pid: int) -> None:
+    """Start the idle watch of the server just started, `server_pid`, before the server is recorded (stdlib only:
+    ~15 MB), unless idling out is off."""
     if not idle_minutes():
         return
     with open(folder / "server.log", "ab") as log:
         # It names itself in watch.pid once it holds the watch lock (`watch`): only the one that watches does.
         subprocess.Popen(
-            [sys.executable, "-m", "flows.service.server", "watch", str(folder)],
+            [sys.executable, "-m", "flows.service.server", "watch", str(folder), str(server_pid)],
             env=os.environ.copy(),
             cwd=folder,
             stdin=subprocess.DEVNULL,
@@ -389,9 +394,31 @@ def _watch_in_background(folder: Path) -> None:
         )
 
 
-def watch(folder: Path, minutes: float) -> int:
+RECORD_SECONDS = 20.0  # how long a watch waits for its server to be recorded (the starter writes it at once)
+
+
+def _recorded(folder: Path, server_pid: int) -> Api | None:
+    """The state of the server `server_pid` once its starter has recorded it; None when it is gone first, or when it
+    is never recorded (the starter was killed in between: nothing else knows of the server, which is stopped)."""
+    deadline = time.monotonic() + RECORD_SECONDS
+    while time.monotonic() < deadline:
+        state = read_state(folder)
+        if state is not None and state.pid == server_pid:
+            return state
+        if not _is_our_server(server_pid):
+            return None
+        time.sleep(0.1)
+    now = datetime.now().astimezone().isoformat(timespec="seconds")
+    print(f"{now} event=unrecorded_stop pid={server_pid} (its starter ended before recording it)", flush=True)
+    if _is_our_server(server_pid):
+        _stop_pid(server_pid)
+    return None
+
+
+def watch(folder: Path, minutes: float, server_pid: int | None = None) -> int:
     """Stop the managed server (and the command runner) once nothing has held it in use for `minutes`; leave when
-    it is gone or replaced (its replacement has a watch of its own)."""
+    it is gone or replaced (its replacement has a watch of its own). `server_pid`: the server whose start began this
+    watch, recorded a moment later by its starter (`start`)."""
     lock = os.open(folder / "watch.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -400,7 +427,7 @@ def watch(folder: Path, minutes: float) -> int:
     # Named by the watch itself, not by the command that started it: that command may be killed before it writes,
     # and a watch started while an older one still holds the lock leaves at once (the older one is the watch).
     (folder / "watch.pid").write_text(str(os.getpid()), encoding="utf-8")
-    mine = read_state(folder)
+    mine = read_state(folder) if server_pid is None else _recorded(folder, server_pid)
     if mine is None:
         return 0
     period = max(0.5, min(30.0, minutes * 60 / 6))
@@ -427,15 +454,18 @@ def watch(folder: Path, minutes: float) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] != "watch":
-        print("usage: python -m flows.service.server watch STATE_DIR (started by transcripts itself)", file=sys.stderr)
+    if len(args) not in (2, 3) or args[0] != "watch" or not all(a.isdigit() for a in args[2:]):
+        print(
+            "usage: python -m flows.service.server watch STATE_DIR [SERVER_PID] (started by transcripts itself)",
+            file=sys.stderr,
+        )
         return 2
     try:
         minutes = idle_minutes()
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return watch(Path(args[1]), minutes) if minutes else 0
+    return watch(Path(args[1]), minutes, int(args[2]) if len(args) == 3 else None) if minutes else 0
 
 
 def exit_on_sigterm() -> None:
