@@ -190,6 +190,10 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     last = len(text) - 1  # the newline that ends the last line
     find, count, starts = text.find, text.count, text.startswith
     turns, usage = run.turns, run.usage
+    quarter = limits.max_field_bytes // 4  # a text of at most this many chars: `clip` keeps it as it is
+    # What the usual exchanges count, added to `kinds` at the end (each kind put in `kinds` when it first comes, so
+    # that the census keeps the order the kinds came in).
+    n_tool_output = n_tokens = n_reasoning = n_command = n_prompt = 0
     for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
         if group is None:
             kind, at = "end", last
@@ -250,7 +254,6 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 _close_prompt(run, limits)
             end = group.end()
             typed_at, typed_end = group.span(t.TYPED)
-            max_field = limits.max_field_bytes  # a text of at most a quarter of it in chars: `clip` keeps it as it is
             if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
@@ -275,8 +278,15 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     and t.CONFIRM_START not in command
                     and (run.last_answer is None or words[0] != run.last_answer_first)
                 ):
-                    kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
-                    words = words if len(words) * 4 <= max_field else clip(words, limits)
+                    if words.startswith(t.COMMAND_PREFIXES):
+                        if not n_command:
+                            kinds.setdefault("command", 0)
+                        n_command += 1
+                    else:
+                        if not n_prompt:
+                            kinds.setdefault("prompt", 0)
+                        n_prompt += 1
+                    words = words if len(words) <= quarter else clip(words, limits)
                     turns.append(new_turn(ln, _USER, words, None, None, ()))
                     run.last_answer = run.last_reply = None
                 else:
@@ -284,7 +294,9 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     run.command_args = None
                 echo_start, echo_end = group.span(t.ECHO)
                 echoed = count(b"\n", echo_start, echo_end) + 1
-                kinds["tool_output"] += echoed
+                if not n_tool_output:
+                    kinds.setdefault("tool_output", 0)
+                n_tool_output += echoed
                 run.pending_usage = None
                 said = 1 + echoed
                 prompt_at = ln + said + typed_at - echo_end - 1
@@ -302,11 +314,16 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 and (typed_lines > 1 or t.CONFIRM_START not in words)
                 and (run.last_answer is None or words[0] != run.last_answer_first)
             ):
-                kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
+                if words.startswith(t.COMMAND_PREFIXES):
+                    if not n_command:
+                        kinds.setdefault("command", 0)
+                    n_command += typed_lines
+                else:
+                    if not n_prompt:
+                        kinds.setdefault("prompt", 0)
+                    n_prompt += typed_lines
                 turns.append(
-                    new_turn(
-                        prompt_at, _USER, words if len(words) * 4 <= max_field else clip(words, limits), None, None, ()
-                    )
+                    new_turn(prompt_at, _USER, words if len(words) <= quarter else clip(words, limits), None, None, ())
                 )
                 run.last_answer = run.last_reply = None
             else:
@@ -320,7 +337,9 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             else:
                 reply_at = prompt_at + count(b"\n", typed_at, reply_start)
                 thought_lines = count(b"\n", thought, thought_end) - _empty_lines(text, thought + 1, thought_end + 1)
-                kinds["reasoning"] += thought_lines + 2
+                if not n_reasoning:
+                    kinds.setdefault("reasoning", 0)
+                n_reasoning += thought_lines + 2
                 said += thought_lines + 2
             kinds.setdefault("assistant", 0)
             answer = text[reply_start:reply_end]
@@ -338,7 +357,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     new_turn(
                         reply_at,
                         _ASSISTANT,
-                        words if len(words) * 4 <= max_field else clip(words, limits),
+                        words if len(words) <= quarter else clip(words, limits),
                         None,
                         run.model,
                         (),
@@ -348,7 +367,9 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 run.last_answer = words
                 first = words[0]  # the first character that is not a space (an indented first line has them before)
                 run.last_answer_first = words.lstrip()[0] if first.isspace() else first
-                kinds["tokens"] += 1
+                if not n_tokens:
+                    kinds.setdefault("tokens", 0)
+                n_tokens += 1
                 tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
                 sent, sent_scale, received, received_scale, cost = group.group(
                     t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
@@ -375,7 +396,9 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     _add_usage(run, tokens_at, text[report_start : report_end - 2].decode())
                 if output_start < end:  # aider's lines after the report
                     output = count(b"\n", output_start, end)
-                    kinds["tool_output"] += output
+                    if not n_tool_output:
+                        kinds.setdefault("tool_output", 0)
+                    n_tool_output += output
                     run.pending_usage = None
                     previous = "tool_output"
                 else:
@@ -464,6 +487,15 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     _close_prompt(run, limits)
     if reply is not None:
         _close_pieces(run, text, reply, limits)
+    for kind, n in (
+        ("tool_output", n_tool_output),
+        ("tokens", n_tokens),
+        ("reasoning", n_reasoning),
+        ("command", n_command),
+        ("prompt", n_prompt),
+    ):
+        if n:
+            kinds[kind] += n
     # The reply's lines: every line not blank, less those counted as another kind (each line is counted once).
     said = (ln - base - 1) - empties - spaces
     said -= sum(kinds.values()) - kinds["header"]
