@@ -18,7 +18,7 @@ from extractors.bounded import Limits, clip
 from extractors.bounded.text_lines import TextLine
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id, stable_hash
-from extractors.model import Agent, Disposition, Role, Session, Turn, Usage, new_turn, new_usage
+from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
 
 AGENT = Agent("aider")
 AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
@@ -170,6 +170,35 @@ _USER, _ASSISTANT = Role.USER, Role.ASSISTANT
 _DISPOSITIONS = {kind: disposition for kind, (disposition, _) in t.LINE_KINDS.items()}
 
 
+class _Turn:
+    """A `Turn` being made: its slots in a plain class, each set and the object then made a `Turn` (`__class__`), as
+    `model.new_turn` makes one, in line: the walk makes three a usual exchange, and a call costs more than the rest."""
+
+    __slots__ = Turn.__slots__
+    index: int
+    role: Role
+    text: str
+    timestamp: datetime | None
+    model: str | None
+    attachments: tuple[str, ...]
+
+
+class _Usage:
+    """A `Usage` being made, as `_Turn` (`model.new_usage`)."""
+
+    __slots__ = Usage.__slots__
+    turn_index: int
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    reasoning_tokens: int | None
+    cost_usd: float | None
+    timestamp: datetime | None
+    response_id: str | None
+
+
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     """Take the run's lines (UTF-8, each followed by `\\n`; the header, line `base`, first) into `run` as
     `_walk_lines` takes them, a group of lines at a time: it stops only at the lines `tables.LINE_GROUP` finds (the
@@ -194,6 +223,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     # What the usual exchanges count, added to `kinds` at the end (each kind put in `kinds` when it first comes, so
     # that the census keeps the order the kinds came in).
     n_tool_output = n_tokens = n_reasoning = n_command = n_prompt = 0
+    replied = False  # "assistant" is in `kinds`
     for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
         if group is None:
             kind, at = "end", last
@@ -287,7 +317,11 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                             kinds.setdefault("prompt", 0)
                         n_prompt += 1
                     words = words if len(words) <= quarter else clip(words, limits)
-                    turns.append(new_turn(ln, _USER, words, None, None, ()))
+                    turn = _Turn()  # new_turn(…) without its call (_Turn)
+                    turn.index, turn.role, turn.text = ln, _USER, words
+                    turn.timestamp, turn.model, turn.attachments = None, None, ()
+                    turn.__class__ = Turn  # type: ignore[assignment]
+                    turns.append(turn)  # type: ignore[arg-type]
                     run.last_answer = run.last_reply = None
                 else:
                     _typed(run, [command], ln, limits)
@@ -322,9 +356,11 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     if not n_prompt:
                         kinds.setdefault("prompt", 0)
                     n_prompt += typed_lines
-                turns.append(
-                    new_turn(prompt_at, _USER, words if len(words) <= quarter else clip(words, limits), None, None, ())
-                )
+                turn = _Turn()  # as above
+                turn.index, turn.role, turn.timestamp, turn.model, turn.attachments = prompt_at, _USER, None, None, ()
+                turn.text = words if len(words) <= quarter else clip(words, limits)
+                turn.__class__ = Turn  # type: ignore[assignment]
+                turns.append(turn)  # type: ignore[arg-type]
                 run.last_answer = run.last_reply = None
             else:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
@@ -341,7 +377,9 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     kinds.setdefault("reasoning", 0)
                 n_reasoning += thought_lines + 2
                 said += thought_lines + 2
-            kinds.setdefault("assistant", 0)
+            if not replied:
+                kinds.setdefault("assistant", 0)  # where the first reply opened puts it in the census
+                replied = True
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
@@ -353,16 +391,13 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 new_ln = reply_at + len(answer_lines) + end - reply_end
             else:
                 words = answer.decode()
-                turns.append(
-                    new_turn(
-                        reply_at,
-                        _ASSISTANT,
-                        words if len(words) <= quarter else clip(words, limits),
-                        None,
-                        run.model,
-                        (),
-                    )
-                )
+                model = run.model
+                turn = _Turn()  # as above
+                turn.index, turn.role, turn.model = reply_at, _ASSISTANT, model
+                turn.timestamp, turn.attachments = None, ()
+                turn.text = words if len(words) <= quarter else clip(words, limits)
+                turn.__class__ = Turn  # type: ignore[assignment]
+                turns.append(turn)  # type: ignore[arg-type]
                 run.last_reply = reply_at
                 run.last_answer = words
                 first = words[0]  # the first character that is not a space (an indented first line has them before)
@@ -375,20 +410,14 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
                 )
                 if sent is not None:  # the usual report: its figures as `_add_usage` reads them
-                    usage.append(
-                        new_usage(
-                            reply_at,
-                            run.model,
-                            round(float(sent) * _BYTE_SCALES[sent_scale]),
-                            round(float(received) * _BYTE_SCALES[received_scale]),
-                            None,
-                            None,
-                            None,
-                            float(cost),
-                            None,
-                            None,
-                        )
-                    )
+                    used = _Usage()  # new_usage(…) without its call, as the turns above
+                    used.turn_index, used.model, used.cost_usd = reply_at, model, float(cost)
+                    used.input_tokens = round(float(sent) * _BYTE_SCALES[sent_scale])
+                    used.output_tokens = round(float(received) * _BYTE_SCALES[received_scale])
+                    used.cache_read_tokens = used.cache_write_tokens = used.reasoning_tokens = None
+                    used.timestamp = used.response_id = None
+                    used.__class__ = Usage  # type: ignore[assignment]
+                    usage.append(used)  # type: ignore[arg-type]
                     run.pending_usage = None
                 else:  # any other report (cache figures, no cost): read as the walk reads it
                     report_start, report_end = group.span(t.REPORT)
