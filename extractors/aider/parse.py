@@ -104,7 +104,8 @@ def native_id(raw: bytes) -> str:
         end = raw.find(b"\n", end + 1)
         while raw.startswith(_PROMPT, end + 1):
             end = raw.find(b"\n", end + 1)
-    compact = stamp.replace("-", "").replace(":", "").replace(" ", "T")
+    # `YYYY-mm-dd HH:MM:SS` (tables.HEADER: each digit one character) as `YYYYmmddTHHMMSS`.
+    compact = f"{stamp[:4]}{stamp[5:7]}{stamp[8:10]}T{stamp[11:13]}{stamp[14:16]}{stamp[17:]}" if stamp else ""
     return f"{compact}-{stable_hash(raw[:end])[:12]}"
 
 
@@ -140,10 +141,10 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
             RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
         )
     version = run.versions[0] if run.versions else ""
-    # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came.
-    census: Counter[tuple[str, str, Disposition]] = Counter(
-        {(kind, version, _DISPOSITIONS.get(kind, Disposition.SKIPPED)): n for kind, n in run.kinds.items()}
-    )
+    # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came. Put in by
+    # dict.update: Counter's own (and its __init__) asks first whether it was given a Mapping, which costs more.
+    census: Counter[tuple[str, str, Disposition]] = Counter()
+    dict.update(census, {(kind, version, _DISPOSITIONS.get(kind, _SKIPPED)): n for kind, n in run.kinds.items()})
     session = Session(
         agent=AGENT,
         session_id=sid,
@@ -168,6 +169,7 @@ _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 _USER, _ASSISTANT = Role.USER, Role.ASSISTANT
 _DISPOSITIONS = {kind: disposition for kind, (disposition, _) in t.LINE_KINDS.items()}
+_SKIPPED = Disposition.SKIPPED
 
 
 class _Turn:
