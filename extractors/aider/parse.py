@@ -226,6 +226,10 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     # that the census keeps the order the kinds came in).
     n_tool_output = n_tokens = n_reasoning = n_command = n_prompt = 0
     replied = False  # "assistant" is in `kinds`
+    # The names of `tables` the usual exchange reads, as locals (each read a few times an exchange).
+    g_typed, g_command, g_echo, g_reply, g_thought, g_output = t.TYPED, t.COMMAND, t.ECHO, t.REPLY, t.THOUGHT, t.OUTPUT
+    g_usual = (t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST)
+    prefixes, blank_input, confirm_start = t.COMMAND_PREFIXES, t.BLANK_INPUT, t.CONFIRM_START
     for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
         if group is None:
             kind, at = "end", last
@@ -285,7 +289,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             if run.prompt:
                 _close_prompt(run, limits)
             end = group.end()
-            typed_at, typed_end = group.span(t.TYPED)
+            typed_at, typed_end = group.span(g_typed)
             if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
@@ -300,17 +304,17 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             prompt_at = ln
             said = 0  # the lines that are not empty
             if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
-                command_start, command_end = group.span(t.COMMAND)
+                command_start, command_end = group.span(g_command)
                 command = text[command_start:command_end].decode()
                 words = command.strip()
                 if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
                     words
                     and run.command_args is None
-                    and words != t.BLANK_INPUT
-                    and t.CONFIRM_START not in command
+                    and words != blank_input
+                    and confirm_start not in command
                     and (run.last_answer is None or words[0] != run.last_answer_first)
                 ):
-                    if words.startswith(t.COMMAND_PREFIXES):
+                    if words.startswith(prefixes):
                         if not n_command:
                             kinds.setdefault("command", 0)
                         n_command += 1
@@ -328,7 +332,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 else:
                     _typed(run, [command], ln, limits)
                     run.command_args = None
-                echo_start, echo_end = group.span(t.ECHO)
+                echo_start, echo_end = group.span(g_echo)
                 echoed = count(b"\n", echo_start, echo_end) + 1
                 if not n_tool_output:
                     kinds.setdefault("tool_output", 0)
@@ -346,11 +350,11 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             if (  # as above
                 words
                 and run.command_args is None
-                and words != t.BLANK_INPUT
-                and (typed_lines > 1 or t.CONFIRM_START not in words)
+                and words != blank_input
+                and (typed_lines > 1 or confirm_start not in words)
                 and (run.last_answer is None or words[0] != run.last_answer_first)
             ):
-                if words.startswith(t.COMMAND_PREFIXES):
+                if words.startswith(prefixes):
                     if not n_command:
                         kinds.setdefault("command", 0)
                     n_command += typed_lines
@@ -368,8 +372,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
                 run.command_args = None
             said += typed_lines
-            reply_start, reply_end = group.span(t.REPLY)
-            thought, thought_end = group.span(t.THOUGHT)
+            reply_start, reply_end = group.span(g_reply)
+            thought, thought_end = group.span(g_thought)
             if thought < 0:
                 reply_at = prompt_at + typed_lines - 1 + reply_start - typed_end
             else:
@@ -385,7 +389,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
-            output_start = group.start(t.OUTPUT)
+            output_start = group.start(g_output)
             if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
                 reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
                 run.reply_at = reply_at
@@ -408,9 +412,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     kinds.setdefault("tokens", 0)
                 n_tokens += 1
                 tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
-                sent, sent_scale, received, received_scale, cost = group.group(
-                    t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
-                )
+                sent, sent_scale, received, received_scale, cost = group.group(*g_usual)
                 if sent is not None:  # the usual report: its figures as `_add_usage` reads them
                     used = _Usage()  # new_usage(…) without its call, as the turns above
                     used.turn_index, used.model, used.cost_usd = reply_at, model, float(cost)
