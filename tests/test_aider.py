@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -9,6 +10,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -383,3 +385,19 @@ def test_a_file_named_like_aiders_history_is_detected_by_its_name(tmp_path: Path
     assert detect_format(tmp_path / "repo" / ".aider.chat.history.md") == "aider"
     with pytest.raises(ValueError, match="--format"):
         detect_format(tmp_path / "repo" / "chat-history.markdown")
+
+
+def test_the_objects_made_in_line_are_the_models_own_with_every_field_set(tmp_path: Path) -> None:
+    # parse.py makes the usual exchange's turns and usage, and the Session, without their __init__ (`_Turn`,
+    # `_Usage`, `_Session`): each must be what the class's own __init__ makes of the same fields, none left unset.
+    body = (
+        f"\n#### /add a.py{H}\n> Added a.py to the chat{H}\n\n#### fix it{H}\n\nDone.\n\n"
+        f"> Tokens: 2.3k sent, 120 received. Cost: $0.01 message, $0.02 session.{H}\n> Applied edit to a.py{H}\n"
+    )
+    session = only(history(tmp_path, run(body=body)))
+    values: list[Any] = [session, *session.turns, *session.usage]
+    assert [type(v).__name__ for v in values] == ["Session", "Turn", "Turn", "Turn", "Usage"]
+    for value in values:
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}  # an unset slot: AttributeError
+        assert set(fields) == set(type(value).__slots__)
+        assert type(value)(**fields) == value

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from itertools import chain, compress, count, repeat
 from operator import or_
+from typing import Any
 
 from extractors.aider import tables as t
 from extractors.bounded import Limits, clip
 from extractors.bounded.text_lines import TextLine
 from extractors.errors import RejectCode, RejectError
 from extractors.ids import session_id, stable_hash
-from extractors.model import Agent, Disposition, Role, Session, Turn, Usage, new_turn, new_usage
+from extractors.model import Agent, Disposition, Role, Session, Turn, Usage
 
 AGENT = Agent("aider")
 AIDER_LINES = frozenset({"tool_output", "tokens", "banner", "working_dir"})  # kinds of aider's own `>` lines
@@ -104,7 +105,8 @@ def native_id(raw: bytes) -> str:
         end = raw.find(b"\n", end + 1)
         while raw.startswith(_PROMPT, end + 1):
             end = raw.find(b"\n", end + 1)
-    compact = stamp.replace("-", "").replace(":", "").replace(" ", "T")
+    # `YYYY-mm-dd HH:MM:SS` (tables.HEADER: each digit one character) as `YYYYmmddTHHMMSS`.
+    compact = f"{stamp[:4]}{stamp[5:7]}{stamp[8:10]}T{stamp[11:13]}{stamp[14:16]}{stamp[17:]}" if stamp else ""
     return f"{compact}-{stable_hash(raw[:end])[:12]}"
 
 
@@ -140,22 +142,22 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
             RejectCode.NO_CONVERSATION, "a run with no prompt and no reply", line=lines.index, offset=lines.offset
         )
     version = run.versions[0] if run.versions else ""
-    # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came.
-    census: Counter[tuple[str, str, Disposition]] = Counter(
-        {(kind, version, _DISPOSITIONS.get(kind, Disposition.SKIPPED)): n for kind, n in run.kinds.items()}
-    )
-    session = Session(
-        agent=AGENT,
-        session_id=sid,
-        native_id=native,
-        started_at=start,
-        cwd=run.cwd,
-        models=tuple(dict.fromkeys(run.models)),
-        cli_versions=tuple(dict.fromkeys(run.versions)),
-        turns=tuple(run.turns),
-        usage=tuple(run.usage),
-        census=census,
-    )
+    # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came. Put in by
+    # dict.update: Counter's own (and its __init__) asks first whether it was given a Mapping, which costs more.
+    census: Counter[tuple[str, str, Disposition]] = Counter()
+    dict.update(census, {(kind, version, _DISPOSITIONS.get(kind, _SKIPPED)): n for kind, n in run.kinds.items()})
+    # Session(agent=AGENT, session_id=sid, …) made as `_Turn` makes a turn: each field set, the rest as Session's
+    # defaults (its __init__ sets each of 19 through object.__setattr__: ~3.7 us, this ~0.3).
+    session: Any = _Session()
+    session.agent, session.session_id, session.native_id, session.started_at = AGENT, sid, native, start
+    session.ended_at = session.parent_session_id = session.git_branch = session.git_repository = session.title = None
+    session.cwd = run.cwd
+    session.models = tuple(dict.fromkeys(run.models))
+    session.cli_versions = tuple(dict.fromkeys(run.versions))
+    session.archived = session.started_at_inferred = False
+    session.turns, session.usage, session.census = tuple(run.turns), tuple(run.usage), census
+    session.tool_calls = session.links = ()
+    session.__class__ = Session
     return session, count
 
 
@@ -168,6 +170,42 @@ _PLAIN_IN_REPLY = frozenset({"quote", "marker", "close"})
 _PLAIN_IN_REASONING = frozenset({"quote", "marker", "open"})
 _USER, _ASSISTANT = Role.USER, Role.ASSISTANT
 _DISPOSITIONS = {kind: disposition for kind, (disposition, _) in t.LINE_KINDS.items()}
+_SKIPPED = Disposition.SKIPPED
+
+
+class _Turn:
+    """A `Turn` being made: its slots in a plain class, each set and the object then made a `Turn` (`__class__`), as
+    `model.new_turn` makes one, in line: the walk makes three a usual exchange, and a call costs more than the rest."""
+
+    __slots__ = Turn.__slots__
+    index: int
+    role: Role
+    text: str
+    timestamp: datetime | None
+    model: str | None
+    attachments: tuple[str, ...]
+
+
+class _Session:
+    """A `Session` being made, as `_Turn` (in `parse_run`: tests/test_aider.py checks it sets every field)."""
+
+    __slots__ = Session.__slots__
+
+
+class _Usage:
+    """A `Usage` being made, as `_Turn` (`model.new_usage`)."""
+
+    __slots__ = Usage.__slots__
+    turn_index: int
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    reasoning_tokens: int | None
+    cost_usd: float | None
+    timestamp: datetime | None
+    response_id: str | None
 
 
 def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
@@ -190,6 +228,15 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     last = len(text) - 1  # the newline that ends the last line
     find, count, starts = text.find, text.count, text.startswith
     turns, usage = run.turns, run.usage
+    quarter = limits.max_field_bytes // 4  # a text of at most this many chars: `clip` keeps it as it is
+    # What the usual exchanges count, added to `kinds` at the end (each kind put in `kinds` when it first comes, so
+    # that the census keeps the order the kinds came in).
+    n_tool_output = n_tokens = n_reasoning = n_command = n_prompt = 0
+    replied = False  # "assistant" is in `kinds`
+    # The names of `tables` the usual exchange reads, as locals (each read a few times an exchange).
+    g_typed, g_command, g_echo, g_reply, g_thought, g_output = t.TYPED, t.COMMAND, t.ECHO, t.REPLY, t.THOUGHT, t.OUTPUT
+    g_usual = (t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST)
+    prefixes, blank_input, confirm_start = t.COMMAND_PREFIXES, t.BLANK_INPUT, t.CONFIRM_START
     for group in chain(t.LINE_GROUP.finditer(text, pend - 1), (None,)):
         if group is None:
             kind, at = "end", last
@@ -249,8 +296,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             if run.prompt:
                 _close_prompt(run, limits)
             end = group.end()
-            typed_at, typed_end = group.span(t.TYPED)
-            max_field = limits.max_field_bytes  # a text of at most a quarter of it in chars: `clip` keeps it as it is
+            typed_at, typed_end = group.span(g_typed)
             if typed_at < 0:  # a command and its echo alone
                 _typed(run, [group.group(t.ALONE).decode()], ln, limits)
                 run.command_args = None
@@ -265,26 +311,39 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             prompt_at = ln
             said = 0  # the lines that are not empty
             if typed_at > at + 1:  # a command of one line and aider's echo of it (its output) first
-                command_start, command_end = group.span(t.COMMAND)
+                command_start, command_end = group.span(g_command)
                 command = text[command_start:command_end].decode()
                 words = command.strip()
                 if (  # none of `_typed`'s exceptions can be: the person's words, taken as `_typed` takes them
                     words
                     and run.command_args is None
-                    and words != t.BLANK_INPUT
-                    and t.CONFIRM_START not in command
+                    and words != blank_input
+                    and confirm_start not in command
                     and (run.last_answer is None or words[0] != run.last_answer_first)
                 ):
-                    kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += 1
-                    words = words if len(words) * 4 <= max_field else clip(words, limits)
-                    turns.append(new_turn(ln, _USER, words, None, None, ()))
+                    if words.startswith(prefixes):
+                        if not n_command:
+                            kinds.setdefault("command", 0)
+                        n_command += 1
+                    else:
+                        if not n_prompt:
+                            kinds.setdefault("prompt", 0)
+                        n_prompt += 1
+                    words = words if len(words) <= quarter else clip(words, limits)
+                    turn = _Turn()  # new_turn(…) without its call (_Turn)
+                    turn.index, turn.role, turn.text = ln, _USER, words
+                    turn.timestamp, turn.model, turn.attachments = None, None, ()
+                    turn.__class__ = Turn  # type: ignore[assignment]
+                    turns.append(turn)  # type: ignore[arg-type]
                     run.last_answer = run.last_reply = None
                 else:
                     _typed(run, [command], ln, limits)
                     run.command_args = None
-                echo_start, echo_end = group.span(t.ECHO)
+                echo_start, echo_end = group.span(g_echo)
                 echoed = count(b"\n", echo_start, echo_end) + 1
-                kinds["tool_output"] += echoed
+                if not n_tool_output:
+                    kinds.setdefault("tool_output", 0)
+                n_tool_output += echoed
                 run.pending_usage = None
                 said = 1 + echoed
                 prompt_at = ln + said + typed_at - echo_end - 1
@@ -298,35 +357,46 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
             if (  # as above
                 words
                 and run.command_args is None
-                and words != t.BLANK_INPUT
-                and (typed_lines > 1 or t.CONFIRM_START not in words)
+                and words != blank_input
+                and (typed_lines > 1 or confirm_start not in words)
                 and (run.last_answer is None or words[0] != run.last_answer_first)
             ):
-                kinds["command" if words.startswith(t.COMMAND_PREFIXES) else "prompt"] += typed_lines
-                turns.append(
-                    new_turn(
-                        prompt_at, _USER, words if len(words) * 4 <= max_field else clip(words, limits), None, None, ()
-                    )
-                )
+                if words.startswith(prefixes):
+                    if not n_command:
+                        kinds.setdefault("command", 0)
+                    n_command += typed_lines
+                else:
+                    if not n_prompt:
+                        kinds.setdefault("prompt", 0)
+                    n_prompt += typed_lines
+                turn = _Turn()  # as above
+                turn.index, turn.role, turn.timestamp, turn.model, turn.attachments = prompt_at, _USER, None, None, ()
+                turn.text = words if len(words) <= quarter else clip(words, limits)
+                turn.__class__ = Turn  # type: ignore[assignment]
+                turns.append(turn)  # type: ignore[arg-type]
                 run.last_answer = run.last_reply = None
             else:
                 _typed(run, t.PROMPT_TEXT.findall(text[typed_at:typed_end].decode()), prompt_at, limits)
                 run.command_args = None
             said += typed_lines
-            reply_start, reply_end = group.span(t.REPLY)
-            thought, thought_end = group.span(t.THOUGHT)
+            reply_start, reply_end = group.span(g_reply)
+            thought, thought_end = group.span(g_thought)
             if thought < 0:
                 reply_at = prompt_at + typed_lines - 1 + reply_start - typed_end
             else:
                 reply_at = prompt_at + count(b"\n", typed_at, reply_start)
                 thought_lines = count(b"\n", thought, thought_end) - _empty_lines(text, thought + 1, thought_end + 1)
-                kinds["reasoning"] += thought_lines + 2
+                if not n_reasoning:
+                    kinds.setdefault("reasoning", 0)
+                n_reasoning += thought_lines + 2
                 said += thought_lines + 2
-            kinds.setdefault("assistant", 0)
+            if not replied:
+                kinds.setdefault("assistant", 0)  # where the first reply opened puts it in the census
+                replied = True
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
             said += len(answer_lines) - answer_lines.count(b"")
-            output_start = group.start(t.OUTPUT)
+            output_start = group.start(g_output)
             if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
                 reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
                 run.reply_at = reply_at
@@ -334,40 +404,31 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 new_ln = reply_at + len(answer_lines) + end - reply_end
             else:
                 words = answer.decode()
-                turns.append(
-                    new_turn(
-                        reply_at,
-                        _ASSISTANT,
-                        words if len(words) * 4 <= max_field else clip(words, limits),
-                        None,
-                        run.model,
-                        (),
-                    )
-                )
+                model = run.model
+                turn = _Turn()  # as above
+                turn.index, turn.role, turn.model = reply_at, _ASSISTANT, model
+                turn.timestamp, turn.attachments = None, ()
+                turn.text = words if len(words) <= quarter else clip(words, limits)
+                turn.__class__ = Turn  # type: ignore[assignment]
+                turns.append(turn)  # type: ignore[arg-type]
                 run.last_reply = reply_at
                 run.last_answer = words
                 first = words[0]  # the first character that is not a space (an indented first line has them before)
                 run.last_answer_first = words.lstrip()[0] if first.isspace() else first
-                kinds["tokens"] += 1
+                if not n_tokens:
+                    kinds.setdefault("tokens", 0)
+                n_tokens += 1
                 tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
-                sent, sent_scale, received, received_scale, cost = group.group(
-                    t.SENT, t.SENT_SCALE, t.RECEIVED, t.RECEIVED_SCALE, t.COST
-                )
+                sent, sent_scale, received, received_scale, cost = group.group(*g_usual)
                 if sent is not None:  # the usual report: its figures as `_add_usage` reads them
-                    usage.append(
-                        new_usage(
-                            reply_at,
-                            run.model,
-                            round(float(sent) * _BYTE_SCALES[sent_scale]),
-                            round(float(received) * _BYTE_SCALES[received_scale]),
-                            None,
-                            None,
-                            None,
-                            float(cost),
-                            None,
-                            None,
-                        )
-                    )
+                    used = _Usage()  # new_usage(…) without its call, as the turns above
+                    used.turn_index, used.model, used.cost_usd = reply_at, model, float(cost)
+                    used.input_tokens = round(float(sent) * _BYTE_SCALES[sent_scale])
+                    used.output_tokens = round(float(received) * _BYTE_SCALES[received_scale])
+                    used.cache_read_tokens = used.cache_write_tokens = used.reasoning_tokens = None
+                    used.timestamp = used.response_id = None
+                    used.__class__ = Usage  # type: ignore[assignment]
+                    usage.append(used)  # type: ignore[arg-type]
                     run.pending_usage = None
                 else:  # any other report (cache figures, no cost): read as the walk reads it
                     report_start, report_end = group.span(t.REPORT)
@@ -375,7 +436,9 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     _add_usage(run, tokens_at, text[report_start : report_end - 2].decode())
                 if output_start < end:  # aider's lines after the report
                     output = count(b"\n", output_start, end)
-                    kinds["tool_output"] += output
+                    if not n_tool_output:
+                        kinds.setdefault("tool_output", 0)
+                    n_tool_output += output
                     run.pending_usage = None
                     previous = "tool_output"
                 else:
@@ -464,6 +527,15 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
     _close_prompt(run, limits)
     if reply is not None:
         _close_pieces(run, text, reply, limits)
+    for kind, n in (
+        ("tool_output", n_tool_output),
+        ("tokens", n_tokens),
+        ("reasoning", n_reasoning),
+        ("command", n_command),
+        ("prompt", n_prompt),
+    ):
+        if n:
+            kinds[kind] += n
     # The reply's lines: every line not blank, less those counted as another kind (each line is counted once).
     said = (ln - base - 1) - empties - spaces
     said -= sum(kinds.values()) - kinds["header"]
