@@ -48,7 +48,7 @@ def _read(path: Path, limits: Limits, decode: bool) -> list[Any]:
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("limits", [SETTLED, TINY], ids=["settled", "tiny"])
 def test_blocks_read_without_decoding_are_the_decoded_ones(tmp_path: Path, name: str, limits: Limits) -> None:
-    path = tmp_path / "file.md"
+    path = tmp_path / "history.txt"
     path.write_bytes(CASES[name])
     os.utime(path, (1e9, 1e9))
     assert _read(path, limits, decode=False) == _read(path, limits, decode=True)
@@ -70,7 +70,7 @@ def test_the_check_takes_what_decode_takes() -> None:
 
 
 def test_a_block_read_without_decoding_makes_its_text_only_when_asked(tmp_path: Path) -> None:
-    path = tmp_path / "file.md"
+    path = tmp_path / "history.txt"
     path.write_bytes(CASES["wide"])
     (block,) = iter_text_blocks(path, SETTLED, decode=False)
     assert block._text is None and block.raw == CASES["wide"]
