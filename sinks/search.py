@@ -316,10 +316,16 @@ class _Ahead:
             self._turn.notify_all()
 
     def wait(self) -> None:
-        """Wait for every tokenizing thread; raise the first error one raised."""
-        for worker in self._workers:
-            with contextlib.suppress(BaseException):
-                worker.wait()
+        """Wait for every tokenizing thread; raise the first error one raised. A stop signal meanwhile (a
+        KeyboardInterrupt in this thread, never a thread's error) stops the threads and goes on up: swallowed here,
+        a stopped `watch` finished its load and recorded it `ok` while saying it was abandoned."""
+        try:
+            for worker in self._workers:
+                with contextlib.suppress(Exception):  # a thread's own error: the first is self._error, raised below
+                    worker.wait()
+        except BaseException:
+            self.cancel()
+            raise
         if self._error is not None:
             raise self._error
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -397,3 +398,25 @@ def test_after_incremental_runs_the_warehouse_index_equals_a_rebuild(tmp_path: P
     theirs = _rebuilt(rows)
     assert ours == _index_contents(theirs)
     assert found == _scores(theirs, "router replaced") and len(found) == 3
+
+
+def test_a_stop_signal_while_the_index_build_waits_for_its_tokenizers_is_raised_not_swallowed() -> None:
+    """The build's last wait for its tokenizing threads swallowed every exception, a Ctrl-C or SIGTERM in the main
+    thread included: the load went on to the end and was recorded `ok` (seen in CI: a stopped `watch`). The interrupt
+    (`_thread.interrupt_main`, as a signal's handler raises it; raised in the wait at once, or as the thread it waits
+    for ends, by Python version) now goes on up, the threads stopped."""
+    import _thread
+
+    con = duckdb.connect()
+    try:
+        ahead = search._Ahead(con, [], "porter")  # no group: no thread of its own
+        ahead._workers = [search.OnCursor(con, lambda _cursor: time.sleep(1.0), name="slow-tokenizer")]
+        timer = threading.Timer(0.2, _thread.interrupt_main)
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                ahead.wait()
+        finally:
+            timer.cancel()
+    finally:
+        con.close()

@@ -339,6 +339,9 @@ class Watch:
             return
         finally:
             self.working = False
+        # Ended well though a signal came during it (its interrupt swallowed on the way: sinks/search.py `_Ahead.wait`
+        # did once): the load is whole and recorded `ok`, so nothing was abandoned.
+        self.abandoned = False
         if checking:
             self.next_check = time.monotonic() + self.settings.watch_check_minutes * 60
             log.info("event=watch_checked agents=%s loaded=%s", ",".join(agents), report is not None)
