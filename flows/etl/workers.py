@@ -86,10 +86,31 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
     """The run failed or was interrupted: its batches are not wanted. Cancel those not started and kill the workers
     reading the others, rather than wait for them (a stopped watch would wait for every batch of its load)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    call_queue = getattr(pool, "_call_queue", None)  # and this
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             process.kill()
+    if processes and call_queue is not None and not _CLOSES_ITS_QUEUE:
+        # Python before the fix of gh-94777 (Debian 12's 3.11.2): a batch being written to the workers' queue as they
+        # are killed blocks the pool's writing thread for good, and the process's exit with it. Close the queue's
+        # reading end here as later Pythons do (the pool's own thread never does there): the write fails, and ends.
+        with contextlib.suppress(OSError, AttributeError):
+            call_queue._reader.close()
+
+
+def _closes_its_queue() -> bool:
+    """Whether this Python's broken pool closes its call queue's reading end itself (gh-94777: 3.11.3+, 3.12+)."""
+    from concurrent.futures import process
+
+    queue = getattr(process, "_SafeQueue", None)
+    manager = getattr(process, "_ExecutorManagerThread", None)
+    return hasattr(queue, "_terminate_broken") or (
+        manager is not None and "_reader" in manager.terminate_broken.__code__.co_names
+    )
+
+
+_CLOSES_ITS_QUEUE = _closes_its_queue()
 
 
 def _worker_start(log: runlog.Destination | None) -> None:
