@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import process as pool_internals
 
 from flows.etl import runlog
 
@@ -101,10 +102,8 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
 
 def _closes_its_queue() -> bool:
     """Whether this Python's broken pool closes its call queue's reading end itself (gh-94777: 3.11.3+, 3.12+)."""
-    from concurrent.futures import process
-
-    queue = getattr(process, "_SafeQueue", None)
-    manager = getattr(process, "_ExecutorManagerThread", None)
+    queue = getattr(pool_internals, "_SafeQueue", None)
+    manager = getattr(pool_internals, "_ExecutorManagerThread", None)
     return hasattr(queue, "_terminate_broken") or (
         manager is not None and "_reader" in manager.terminate_broken.__code__.co_names
     )
