@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from extractors import cursor
-from extractors.cursor.parse import _CURSOR_CLOCK, _WALL_CLOCK, tag_time
+from extractors.cursor import parse
+from extractors.cursor.parse import _CURSOR_CLOCK, _CURSOR_TAG, _WALL_CLOCK, tag_time
 from extractors.errors import DeferCode, RejectCode
 from extractors.model import Agent, Deferred, Disposition, LinkKind, Loaded, Outcome, Rejected, Session, Source
 from extractors.registry import detect_format, read_source
@@ -279,6 +280,49 @@ def test_the_form_cursor_writes_is_read_to_the_groups_of_the_general_pattern(bod
     assert fast.groups() == (month, day, year, hour, minute, ampm, sign, oh)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Sunday, Sep 20, 2026, 12:31 AM (UTC+3)",
+        "Monday, Jun 22, 2026, 09:09 PM (UTC-12)",
+        "Friday, Aug 21, 2026, 0:00 PM (UTC)",
+        "Sun, September 31, 2026, 13:60 PM (UTC-24)",
+        "Sunday, Sep 20, 2026, 12:31 AM (UTC+3:00)",  # neither: offset minutes are `_WALL_CLOCK`'s
+        "Sunday, Sep 20, 2026, 12:31:07 AM (UTC+3)",
+        "Sunday, Sep 20, 2026, 12:31 am (UTC+3)",
+    ],
+)
+def test_the_tag_pattern_reads_the_strings_of_cursors_form_to_its_day_clock_and_offset(body: str) -> None:
+    tag, clock = _CURSOR_TAG.fullmatch(body), _CURSOR_CLOCK.fullmatch(body)
+    assert (tag is None) == (clock is None)
+    if tag is not None and clock is not None:
+        month, day, year, hour, minute, half, sign, oh = clock.groups()
+        assert tag.groups() == (
+            f"{month} {day}, {year}",
+            f"{hour}:{minute} {half[0]}",
+            None if sign is None else sign + oh,
+        )
+
+
+def test_a_tag_time_is_the_same_once_its_day_is_read_and_after_the_days_are_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bodies = [
+        f"Sunday, {day}, {clock} (UTC{zone})"
+        for day in ("Sep 20, 2026", "Feb 29, 2025", "Jan 1, 2199")
+        for clock in ("12:31 AM", "01:59 PM", "0:31 AM", "11:60 PM")
+        for zone in ("+3", "-03", "", "+24")
+    ]
+    monkeypatch.setattr(parse, "_DAYS", {})
+    first = [tag_time(b) for b in bodies]
+    assert first == [parse._tag_time(b) for b in bodies]  # the general way, without `_DAYS` and `_CLOCKS`
+    assert [tag_time(b) for b in bodies] == first  # each day from `_DAYS` now
+    monkeypatch.setattr(parse, "_DAYS", {})
+    monkeypatch.setattr(parse, "_MAX_DAYS", 2)
+    assert [tag_time(b) for b in reversed(bodies)] == first[::-1] and len(parse._DAYS) <= 2
+    assert first[0] == AT_TAG and first[0].tzinfo is UTC and first.count(None) < len(bodies)
+
+
 def test_turn_times_and_the_session_times_come_only_from_the_tags(tmp_path: Path) -> None:
     later = "<timestamp>Sunday, Sep 20, 2026, 12:47 AM (UTC+3)</timestamp>"
     rows = [
@@ -324,6 +368,19 @@ def test_a_subagent_is_linked_to_the_folder_that_holds_it_and_its_first_prompt_i
     assert said(session) == [("assistant", "In tests/test_app.py."), ("user", "and bar?"), ("assistant", "Nowhere.")]
     assert session.started_at == AT_TAG  # the delegation prompt's tag still dates the session
     assert census(session)[("user/subagent_prompt", Disposition.HARNESS)] == 1
+
+
+def test_the_objects_made_in_line_are_the_models_own_with_every_field_set(tmp_path: Path) -> None:
+    # parse.py makes the calls, the turns and the Session without their __init__ (`_Call`, `_Turn`, `_Session`):
+    # each must be what its class's own __init__ makes of the same fields, none left unset.
+    rows = [user(f"{TAG}\n<user_query>a</user_query>"), assistant(text("b"), tool("Shell", command="ls"))]
+    session = one(nested(tmp_path, rows))
+    values: list[Any] = [session, *session.turns, *session.tool_calls]
+    assert [type(v).__name__ for v in values] == ["Session", "Turn", "Turn", "ToolCall"]
+    for value in values:
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}  # an unset slot: AttributeError
+        assert set(fields) == set(type(value).__slots__)
+        assert type(value)(**fields) == value
 
 
 def test_the_session_id_is_the_file_stem_or_the_nested_folder(tmp_path: Path) -> None:

@@ -124,9 +124,13 @@ def _session_key(path: str) -> tuple[str, str]:
 def _identity(path: str) -> tuple[str, str | None]:
     """(native id, parent native id or None) from a transcript's place: its name, its folder's and that folder's
     folder's, as `Path` gives them (a path of fewer parts, or with a `.` part, is read through `Path`)."""
-    head, name = os.path.split(path)
-    head, folder = os.path.split(head)
-    grand = os.path.basename(head)
+    parts = path.rsplit("/", 3)
+    if len(parts) == 4 and "//" not in path:  # what the two splits give a path of no empty part (a third of the cost)
+        _, grand, folder, name = parts
+    else:
+        head, name = os.path.split(path)
+        head, folder = os.path.split(head)
+        grand = os.path.basename(head)
     if not folder or "." in (folder, grand):
         p = Path(path)
         name, folder, grand = p.name, p.parent.name, p.parent.parent.name

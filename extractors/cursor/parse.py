@@ -33,7 +33,6 @@ from extractors.model import (
     ToolCall,
     Turn,
     new_tool_call,
-    new_turn,
 )
 from extractors.timeutil import in_range, parse_iso
 
@@ -97,10 +96,55 @@ _MONTHS = {
 }
 
 
+# `_CURSOR_CLOCK`'s strings (the same pattern, grouped otherwise: tests/test_cursor.py checks the two alike) as the
+# day with its offset, which a session's tags share (its UTC midnight is read once: `_DAYS`), and the time of day
+# (`_CLOCKS`): a tag of that form is then one match and two look-ups (~0.75 us, `_tag_time`'s way ~1.5).
+_CURSOR_TAG = re.compile(r"[A-Za-z]+, ([A-Za-z]+ \d{1,2}, \d{4}), (\d{1,2}:\d{2} [AP])M \(UTC([+-]\d{1,2})?\)")
+# `8:05 P` -> the time since midnight, for the hours 1-12 of a 12-hour clock (with a zero or not) and minutes 00-59;
+# any other clock (`0:05`, `13:05`, `1:60`) is read by `_tag_time`, as before.
+_CLOCKS: dict[str, timedelta] = {
+    f"{hour_text}:{minute:02d} {half}": timedelta(0, (hour % 12 + (12 if half == "P" else 0)) * 3600 + minute * 60)
+    for hour in range(1, 13)
+    for hour_text in {str(hour), f"{hour:02d}"}
+    for minute in range(60)
+    for half in "AP"
+}
+_DAYS: dict[tuple[str, str | None], datetime | None] = {}  # (`Sep 20, 2026`, `+3`) -> the UTC time of its midnight
+_UNREAD = datetime.min  # not in `_DAYS` yet
+_MAX_DAYS = 4096  # `_DAYS` is emptied when it reaches this many (as `_local_day`'s cache is bounded)
+
+
 def tag_time(body: str) -> datetime | None:
     """The time of a `<timestamp>` tag's text: `Sunday, Sep 20, 2026, 12:31 AM (UTC+3)` (local wall clock with its
     UTC offset; docs/agents/cursor.md "Times"), or an ISO 8601 string; None when it is neither."""
     body = body.strip()
+    m = _CURSOR_TAG.fullmatch(body)
+    if m is not None:
+        date, clock, offset = m.groups()
+        midnight = _DAYS.get((date, offset), _UNREAD)
+        if midnight is _UNREAD:
+            midnight = _read_day(date, offset)
+        since = _CLOCKS.get(clock)
+        if midnight is not None and since is not None:
+            return midnight + since  # what `_tag_time` makes of it
+    return _tag_time(body)
+
+
+def _read_day(date: str, offset: str | None) -> datetime | None:
+    """The UTC midnight `_local_day` gives a date and offset of `_CURSOR_TAG` (`Sep 20, 2026`, `+3`), kept in
+    `_DAYS`."""
+    month_name, day_text, year_text = date.replace(",", "").split(" ")
+    sign, oh = (offset[0], offset[1:]) if offset else (None, None)
+    day = _local_day(year_text, month_name, day_text, sign, oh, None)
+    midnight = None if day is None else day[4]
+    if len(_DAYS) >= _MAX_DAYS:
+        _DAYS.clear()
+    _DAYS[(date, offset)] = midnight
+    return midnight
+
+
+def _tag_time(body: str) -> datetime | None:
+    """`tag_time` of a stripped text, read whole."""
     m = _CURSOR_CLOCK.fullmatch(body)
     if m is not None:
         month_name, day_text, year_text, hour_text, minute_text, ampm, sign, oh = m.groups()
@@ -176,6 +220,25 @@ _QUERY_OPENING, _QUERY_CLOSING = tables.USER_QUERY
 # their lengths, once (each prompt asks them six times)
 _STAMP_SKIP, _QUERY_SKIP, _QUERY_CLOSING_SKIP = len(_STAMP_OPENING), len(_QUERY_OPENING), len(_QUERY_CLOSING)
 _REPLY = "assistant"  # an assistant row with text
+_QUERY = "user/user_query"  # a person's turn in <user_query>
+_REDACTED_SIZE = len(tables.REDACTED)
+
+
+# The calls, turns and sessions made as `model.new_tool_call` / `new_turn` make them (a plain class of the same slots,
+# each set, made the model's class by `__class__`), in line: a call of the maker costs as much as the rest
+# (tests/test_cursor.py checks each object so made is what its class's __init__ makes, no field unset).
+class _Call:
+    __slots__ = ToolCall.__slots__
+
+
+class _Turn:
+    __slots__ = Turn.__slots__
+
+
+class _Session:
+    __slots__ = Session.__slots__
+
+
 _CALLS = "assistant/tool_use"  # one with tool calls and no text
 
 
@@ -194,6 +257,7 @@ class _Assembler:
     reply_index: int | None = None  # the first line of the reply being merged
     reply_texts: list[str] = field(default_factory=list)
     prompts: int = 0  # user rows met that are not only tool results
+    queries: int = 0  # the person's turns of `<user_query>`, put in the census by `session`
 
     def count(self, kind: str, disposition: Disposition) -> None:
         self.census[(kind, self.facts.version, disposition)] += 1
@@ -205,7 +269,12 @@ class _Assembler:
             text = "\n\n".join(self.reply_texts)
             if len(text) * 4 > self.limits.max_field_bytes:  # `clip`'s own first test, without the call
                 text = clip(text, self.limits)
-            self.turns.append(new_turn(self.reply_index, _ASSISTANT, text, None, None, ()))
+            turn: Any = _Turn()  # new_turn(…) without its call
+            turn.index, turn.role, turn.text = self.reply_index, _ASSISTANT, text
+            turn.timestamp = turn.model = None
+            turn.attachments = ()
+            turn.__class__ = Turn
+            self.turns.append(turn)
         self.reply_index = None
         self.reply_texts.clear()  # the same list: `parse_jsonl` holds it
 
@@ -287,14 +356,14 @@ class _Assembler:
         if end >= 0 and raw.find(_QUERY_OPENING, end + _QUERY_CLOSING_SKIP) < 0:
             # the rule: one prompt (what `_tagged` finds, here without its list and the generators below)
             body = raw[start + _QUERY_SKIP : end]
-            text, kind = body.replace(tables.REDACTED, "").strip(), "user/user_query"
+            text, kind = body.replace(tables.REDACTED, "").strip(), _QUERY
         else:
             queries = _tagged(raw, tables.USER_QUERY)
             if len(queries) == 1:
-                text, kind = queries[0][2].replace(tables.REDACTED, "").strip(), "user/user_query"
+                text, kind = queries[0][2].replace(tables.REDACTED, "").strip(), _QUERY
             elif queries:
                 text = "\n".join(q for q in (_visible((q,)) for _, _, q in queries) if q)
-                kind = "user/user_query"
+                kind = _QUERY
             else:
                 text = _visible((_untagged(raw, tables.TIMESTAMP),))
                 if text.startswith(tables.HARNESS_TAGS):
@@ -306,8 +375,18 @@ class _Assembler:
             return
         if len(text) * 4 > self.limits.max_field_bytes:  # `clip`'s own first test, without the call
             text = clip(text, self.limits)
-        self.turns.append(new_turn(index, _USER, text, when, None, attachments))
-        self.census[(kind, self.facts.version, _TURN)] += 1
+        turn: Any = _Turn()  # new_turn(…) without its call
+        turn.index, turn.role, turn.text, turn.timestamp = index, _USER, text, when
+        turn.model = None
+        turn.attachments = attachments
+        turn.__class__ = Turn
+        self.turns.append(turn)
+        if kind is _QUERY:  # counted as `parse_jsonl` counts its kinds (`queries`)
+            if not self.queries:
+                self.census.setdefault((_QUERY, self.facts.version, _TURN), 0)
+            self.queries += 1
+        else:
+            self.census[(kind, self.facts.version, _TURN)] += 1
 
     def join(self, results: Sequence[Result]) -> None:
         """Results carry no call id: each goes to the oldest call still without one (of its name, where known)."""
@@ -325,6 +404,9 @@ class _Assembler:
     def session(self) -> Session:
         self.close_reply()
         facts = self.facts
+        if self.queries:
+            self.census[(_QUERY, facts.version, _TURN)] += self.queries
+            self.queries = 0
         started = self.times[0] if self.times else facts.mtime
         if started is None:
             raise RejectError(
@@ -334,19 +416,24 @@ class _Assembler:
             )
         latest = max(self.times, default=None)
         parent = session_id(AGENT, facts.parent) if facts.parent else None
-        return Session(
-            agent=AGENT,
-            session_id=session_id(AGENT, facts.native_id),
-            native_id=facts.native_id,
-            started_at=started,
-            ended_at=latest if latest is not None and latest > started else None,
-            parent_session_id=parent,
-            started_at_inferred=not self.times,
-            turns=tuple(self.turns),
-            tool_calls=tuple(self.calls),
-            links=(SessionLink(parent, LinkKind.SUBAGENT),) if parent else (),
-            census=self.census,
-        )
+        # Session(agent=AGENT, ...) made as `_Turn` makes a turn: its __init__ sets 19 fields through
+        # `object.__setattr__` (~3.7 us a session); the fields not given here are Session's defaults.
+        session: Any = _Session()
+        session.agent, session.native_id = AGENT, facts.native_id
+        session.session_id = session_id(AGENT, facts.native_id)
+        session.started_at = started
+        session.ended_at = latest if latest is not None and latest > started else None
+        session.parent_session_id = parent
+        session.cwd = session.git_branch = session.git_repository = session.title = None
+        session.models = session.cli_versions = session.usage = ()
+        session.archived = False
+        session.started_at_inferred = not self.times
+        session.turns, session.tool_calls = tuple(self.turns), tuple(self.calls)
+        session.links = (SessionLink(parent, LinkKind.SUBAGENT),) if parent else ()
+        session.census = self.census
+        session.__class__ = Session
+        made: Session = session
+        return made
 
 
 def _tagged(raw: str, tag: tuple[str, str]) -> list[tuple[int, int, str]]:
@@ -418,18 +505,26 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
     max_field_bytes = limits.max_field_bytes
     dumps = orjson.dumps
     prompt = assembler.prompt
+    made_append = made.append
+    # The loop's own kinds counted in locals (a Counter's `+=` costs ~130 ns, an int's ~15: a count a row), each put
+    # in the census where it first comes (so its keys keep their order) and its count added at the end.
+    n_redacted = n_ended = n_reply = n_calls = n_empty = 0
     for index, _, record, _, part, parts, _, _ in lines:
         if parts > 1 and part == 0:  # `count_glued_line`
             census[(GLUED_LINE_KIND, "", Disposition.SKIPPED)] += 1
         if record is redacted_record:  # an assistant row of only `[REDACTED]`: no text, no call
             if assembler.reply_index is None:
                 assembler.reply_index = index
-            census[redacted_kind] += 1
+            if not n_redacted:
+                census.setdefault(redacted_kind, 0)
+            n_redacted += 1
             continue
         if record is ended_record:  # `turn_ended` / success
             if pieces or assembler.reply_index is not None:
                 assembler.close_reply()
-            census[ended_kind] += 1
+            if not n_ended:
+                census.setdefault(ended_kind, 0)
+            n_ended += 1
             continue
         role = record.get("role")
         if role == "assistant":
@@ -441,7 +536,7 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                     reply = index
                 text: str | None = None  # the first text block's; `texts` only when there are more
                 texts: list[str] | None = None
-                new: list[ToolCall] | None = None
+                new = 0  # the row's calls, put in `made` as they come (taken out again if the row is not usual)
                 for position, block in enumerate(content):
                     if type(block) is not dict:
                         break
@@ -469,37 +564,49 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
                                 arguments = json_text(raw)
                             if len(arguments) * 4 > max_field_bytes:  # `clip`'s own first test, without the call
                                 arguments = clip(arguments, limits)
-                        call = new_tool_call(
-                            f"{index}.{position}", reply, name, arguments, None, None, None, None, None
-                        )
-                        if new is None:
-                            new = [call]
-                        else:
-                            new.append(call)
+                        call: Any = _Call()  # new_tool_call(…) without its call
+                        call.call_id, call.turn_index = f"{index}.{position}", reply
+                        call.name, call.input = name, arguments
+                        call.output = call.is_error = call.started_at = call.ended_at = call.spawned_session_id = None
+                        call.__class__ = ToolCall
+                        made_append(call)
+                        new += 1
                     else:
                         break
                 else:
                     assembler.reply_index = reply
-                    if new is not None:
-                        made.extend(new)
                     # `_visible`: most rows are one text block, and a third of them only `[REDACTED]`; a text with one
-                    # is read by `replace` alone (a test with `in` first scans it once more)
+                    # is read by `replace` alone (a test with `in` first scans it once more). Cursor ends a text with
+                    # it (`...to deploy.\n\n[REDACTED]`, 17 of the real capture's 22 other texts): with no other
+                    # before, the text without it is a slice, not `replace`'s search and copy
                     if texts is not None:
                         visible = _visible(texts)
                     elif text is None or text == redacted:
                         visible = ""
+                    elif text.endswith(redacted) and text.find(redacted, 0, len(text) - _REDACTED_SIZE) < 0:
+                        visible = text[: len(text) - _REDACTED_SIZE].strip()
                     else:
                         visible = text.replace(redacted, "").strip()
                     if visible:
                         pieces.append(visible)
-                        census[reply_kind] += 1
-                    elif new is not None:
-                        census[calls_kind] += 1
+                        if not n_reply:
+                            census.setdefault(reply_kind, 0)
+                        n_reply += 1
+                    elif new:
+                        if not n_calls:
+                            census.setdefault(calls_kind, 0)
+                        n_calls += 1
                     elif text is not None and (redacted in text or any(redacted in t for t in texts or ())):
-                        census[redacted_kind] += 1  # no result and no reasoning block here
+                        if not n_redacted:  # no result and no reasoning block here
+                            census.setdefault(redacted_kind, 0)
+                        n_redacted += 1
                     else:
-                        census[empty_kind] += 1
+                        if not n_empty:
+                            census.setdefault(empty_kind, 0)
+                        n_empty += 1
                     continue
+                if new:  # the row is read again whole
+                    del made[len(made) - new :]
             assembler.assistant_record(index, record)
             continue
         if role == "user":
@@ -540,6 +647,15 @@ def parse_jsonl(lines: Iterable[LineFields], limits: Limits, facts: Facts) -> Se
             continue
         # tables.ROLES holds "user" and "assistant", read above: any other role is skipped under its name
         assembler.count(f"role/{role}" if isinstance(role, str) else "role/(not text)", Disposition.SKIPPED)
+    for kind, n in (
+        (redacted_kind, n_redacted),
+        (ended_kind, n_ended),
+        (reply_kind, n_reply),
+        (calls_kind, n_calls),
+        (empty_kind, n_empty),
+    ):
+        if n:
+            census[kind] += n
     return assembler.session()
 
 
