@@ -3,13 +3,18 @@ hidden text never a person's turn, one usage source per session, lineage, reject
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from extractors import goose
 from extractors.bounded import Limits
+from extractors.bounded.sqlite_db import ReadOnlyDb, open_readonly
 from extractors.errors import RejectCode
 from extractors.model import Agent, Deferred, Disposition, LinkKind, Loaded, Outcome, Rejected, Role, Session, Source
 from extractors.registry import read_source
@@ -124,6 +129,86 @@ def test_ledger_rows_are_the_usage_and_the_accumulated_totals_are_not_added(tmp_
     # input is cache-inclusive in Goose: 12000 - 9000 read - 1500 written = 1500 uncached
     assert rows == [(1, 1500, 400, 9000, 1500, 0.0365), (3, 900, 120, None, None, None)]
     assert session.census[("usage_ledger", "v16", Disposition.METADATA)] == 3
+
+
+def test_the_objects_made_in_line_are_the_models_own_with_every_field_set(tmp_path: Path) -> None:
+    # parse.py makes the turns, calls, ledger usage and the Session without their __init__ (`_Turn`, `_Call`,
+    # `_Usage`, `_Session`): each must be what its class's own __init__ makes of the same fields, none left unset.
+    db = tmp_path / "sessions.db"
+    conn = create_db(db)
+    add_session(conn, "s", model_config_json='{"model_name":"claude-sonnet-4-5"}')
+    add_message(conn, "s", "user", [text("run it")])
+    call = {"status": "success", "value": {"name": "developer__shell", "arguments": {"command": "make"}}}
+    add_message(conn, "s", "assistant", [text("ok"), {"type": "toolRequest", "id": "c1", "toolCall": call}])
+    add_ledger(conn, "s", T0 + 1, "claude-sonnet-4-5", input_tokens=900, output_tokens=120, cost=0.01)
+    conn.close()
+    session = only(read_db(db))
+    values: list[object] = [session, *session.turns, *session.tool_calls, *session.usage]
+    assert [type(v).__name__ for v in values] == ["Session", "Turn", "Turn", "ToolCall", "Usage"]
+    for value in values:
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
+        assert set(fields) == set(type(value).__slots__)  # type: ignore[attr-defined]
+        assert type(value)(**fields) == value
+
+
+def test_a_ledger_model_of_invalid_utf8_is_read_leniently_as_every_text_is(tmp_path: Path) -> None:
+    # the ledger is read by `all_rows` (text decoded in C): a text that is not UTF-8 makes it read again leniently
+    db = tmp_path / "sessions.db"
+    conn = create_db(db)
+    add_session(conn, "s")
+    add_exchange(conn, "s", 2)
+    add_ledger(conn, "s", T0 + 1, "claude", input_tokens=900, output_tokens=120)
+    conn.execute("UPDATE usage_ledger SET model = CAST(X'636CFF' AS TEXT)")
+    conn.commit()
+    conn.close()
+    assert [u.model for u in only(read_db(db)).usage] == ["cl\ufffd"]
+
+
+def test_all_rows_are_the_rows_whatever_their_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x TEXT, y)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [("a", 1), ("é", b"\xff"), (None, 2.5)])
+    conn.commit()
+    sql = "SELECT x, y FROM t ORDER BY rowid"
+    with open_readonly(path, tmp_path, SETTLED) as reader:
+        factory = reader.connection.text_factory
+        assert reader.all_rows(sql) == list(reader.rows(sql)) == [("a", 1), ("é", b"\xff"), (None, 2.5)]
+        assert reader.connection.text_factory is factory
+    conn.execute("UPDATE t SET x = CAST(X'61FF62' AS TEXT) WHERE y = 1")  # not UTF-8: read again, leniently
+    conn.commit()
+    conn.close()
+    with open_readonly(path, tmp_path, SETTLED) as reader:
+        assert reader.all_rows(sql)[0] == ("a\ufffdb", 1) and reader.all_rows(sql) == list(reader.rows(sql))
+        assert reader.connection.text_factory is factory
+
+
+def test_all_rows_reads_again_only_text_that_is_not_utf8_and_raises_any_other_error_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x TEXT)")
+    conn.commit()
+    conn.close()
+    with open_readonly(path, tmp_path, SETTLED) as reader:
+        again: list[str] = []
+        lenient = ReadOnlyDb.rows
+
+        def rows(self: ReadOnlyDb, sql: str, params: Any = ()) -> Any:
+            again.append(sql)
+            return lenient(self, sql, params)
+
+        monkeypatch.setattr(ReadOnlyDb, "rows", rows)  # a spy: the lenient read, still made
+        with pytest.raises(sqlite3.OperationalError, match="no such column"):
+            reader.all_rows("SELECT nope FROM t")
+        assert again == [], "an error that is not about decoding is raised, not met again by a second read"
+        conn = sqlite3.connect(path)
+        conn.execute("INSERT INTO t VALUES (CAST(X'61FF62' AS TEXT))")
+        conn.commit()
+        conn.close()
+        assert reader.all_rows("SELECT x FROM t") == [("a\ufffdb",)]
+        assert again == ["SELECT x FROM t"], "text that is not UTF-8 is read again, leniently"
 
 
 def test_accumulated_totals_are_one_usage_row_when_there_is_no_ledger(tmp_path: Path) -> None:

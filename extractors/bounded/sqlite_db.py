@@ -82,6 +82,28 @@ class ReadOnlyDb:
         finally:
             cursor.close()
 
+    def all_rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of one statement with bound `params`, as `rows` streams them, in a list: for a statement of many
+        rows with text columns. Its text is decoded in C (`str`, the lenient text factory's answer for valid UTF-8;
+        the factory is a Python call a value, ~0.25 us); when some is not valid UTF-8 (sqlite3 raises
+        OperationalError), the statement is run again through `rows`, as before."""
+        connection = self.connection
+        lenient = connection.text_factory
+        connection.text_factory = str
+        try:
+            cursor = connection.execute(sql, tuple(params))
+            try:
+                found: list[tuple[Any, ...]] = cursor.fetchall()
+                return found
+            finally:
+                cursor.close()
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc):  # only `Could not decode to UTF-8 column ...` is read again, leniently
+                raise
+        finally:
+            connection.text_factory = lenient
+        return list(self.rows(sql, params))
+
     def one(self, sql: str, params: Iterable[Any] = ()) -> tuple[Any, ...] | None:
         """The first row of a statement, or None."""
         cursor = self.connection.execute(sql, tuple(params))

@@ -29,11 +29,9 @@ from extractors.model import (
     Role,
     Session,
     SessionLink,
+    ToolCall,
     Turn,
     Usage,
-    new_tool_call,
-    new_turn,
-    new_usage,
 )
 from extractors.timeutil import parse_any, parse_iso
 
@@ -79,6 +77,25 @@ _SECONDS_INSIDE = (
 # Enum members as module names: a member looked up on its class costs ~90 ns (Python 3.11), several times a message.
 _USER, _ASSISTANT = Role.USER, Role.ASSISTANT
 _TURN, _SKIPPED, _METADATA, _HARNESS = Disposition.TURN, Disposition.SKIPPED, Disposition.METADATA, Disposition.HARNESS
+
+
+# The turns, calls, usage and sessions made as `model.new_turn` / `new_tool_call` / `new_usage` make them (a plain
+# class of the same slots, each set, made the model's class by `__class__`), in line: a call of the maker costs as
+# much as the rest (tests/test_goose.py checks each object so made is what its class's __init__ makes).
+class _Turn:
+    __slots__ = Turn.__slots__
+
+
+class _Call:
+    __slots__ = ToolCall.__slots__
+
+
+class _Usage:
+    __slots__ = Usage.__slots__
+
+
+class _Session:
+    __slots__ = Session.__slots__
 
 
 def session_id_of(native_id: str) -> str:
@@ -237,20 +254,13 @@ def _ledger_usage(
         if rows == 1:  # the key counted where it was first counted (after the first row's other counts)
             census[ledger_key] += 1
         if fresh or output or read or write or cost_usd:
-            found.append(
-                new_usage(
-                    index,
-                    model if isinstance(model, str) and model else None,
-                    fresh,
-                    output,
-                    read,
-                    write,
-                    None,
-                    cost_usd,
-                    when,
-                    f"ledger:{row_id}",
-                )
-            )
+            used: Any = _Usage()  # new_usage(…) without its call
+            used.turn_index, used.model = index, model if isinstance(model, str) and model else None
+            used.input_tokens, used.output_tokens = fresh, output
+            used.cache_read_tokens, used.cache_write_tokens, used.reasoning_tokens = read, write, None
+            used.cost_usd, used.timestamp, used.response_id = cost_usd, when, f"ledger:{row_id}"
+            used.__class__ = Usage
+            found.append(used)
     if rows > 1:
         census[ledger_key] += rows - 1
     return found
@@ -330,6 +340,11 @@ def build_session(
     at_second: dict[int, int] = {}
     whole_seconds = True
     place = -1
+    # The usual kinds counted in ints (a Counter's += costs ~140 ns, an int's ~15: ~130k counts in 50 MB), each put
+    # in the census where it first comes (its keys keep their order) and its count added after the loop.
+    n_user = n_assistant = n_text = n_request = n_response = n_thinking = 0
+    n_user_hidden = n_assistant_hidden = n_hidden_text = 0
+    thinking_key = block_keys["thinking"]
     for mid, role_value, content, created, metadata, _, position in messages:
         place += 1
         index = place if position is None else position
@@ -346,10 +361,23 @@ def build_session(
                 continue
             role = _USER if role_name == "user" else _ASSISTANT
         hidden = isinstance(metadata, dict) and metadata.get("userVisible") is False
-        if role is _USER:
-            census[user_hidden_key if hidden else user_key] += 1
+        if hidden:
+            if role is _USER:
+                if not n_user_hidden:
+                    census.setdefault(user_hidden_key, 0)
+                n_user_hidden += 1
+            else:
+                if not n_assistant_hidden:
+                    census.setdefault(assistant_hidden_key, 0)
+                n_assistant_hidden += 1
+        elif role is _USER:
+            if not n_user:
+                census.setdefault(user_key, 0)
+            n_user += 1
         else:
-            census[assistant_hidden_key if hidden else assistant_key] += 1
+            if not n_assistant:
+                census.setdefault(assistant_key, 0)
+            n_assistant += 1
         # The texts: the first alone, a list only from the second (most messages have one block).
         first_text: str | None = None
         texts: list[str] | None = None
@@ -358,9 +386,13 @@ def build_session(
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text":  # the usual kinds first (the general branch below reads them alike)
                 if hidden:
-                    census[hidden_text_key] += 1
+                    if not n_hidden_text:
+                        census.setdefault(hidden_text_key, 0)
+                    n_hidden_text += 1
                     continue
-                census[text_key] += 1
+                if not n_text:
+                    census.setdefault(text_key, 0)
+                n_text += 1
                 text = block.get("text")
                 if not isinstance(text, str):
                     raise _reject(RejectCode.BAD_SHAPE, f"message {mid}: a text block without text", native)
@@ -380,11 +412,20 @@ def build_session(
                 result = block.get("toolResult")
                 call = calls[at]
                 call[4], call[5] = _result_text(result if isinstance(result, dict) else {}, limits)
-                census[response_key] += 1
+                if not n_response:
+                    census.setdefault(response_key, 0)
+                n_response += 1
                 continue
             if kind == "toolRequest":
-                census[request_key] += 1
+                if not n_request:
+                    census.setdefault(request_key, 0)
+                n_request += 1
                 calls.append(_tool_call(block, index, mid, limits, native, by_call, len(calls)))
+                continue
+            if kind == "thinking":  # what the general branch below does with it (HARNESS: never hidden text)
+                if not n_thinking:
+                    census.setdefault(thinking_key, 0)
+                n_thinking += 1
                 continue
             if not isinstance(kind, str):
                 if isinstance(block, dict) and FIRST_DIALECT_KEYS & block.keys():
@@ -423,16 +464,12 @@ def build_session(
         else:
             when = parse_any(created)
         if turn_text is not None:
-            turns.append(
-                new_turn(
-                    index,
-                    role,
-                    turn_text,
-                    when,
-                    model if role is _ASSISTANT else None,
-                    tuple(attachments) if attachments else (),
-                )
-            )
+            turn: Any = _Turn()  # new_turn(…) without its call
+            turn.index, turn.role, turn.text, turn.timestamp = index, role, turn_text, when
+            turn.model = model if role is _ASSISTANT else None
+            turn.attachments = tuple(attachments) if attachments else ()
+            turn.__class__ = Turn
+            turns.append(turn)
         if role is _ASSISTANT:
             assistant_at.append((when, index))
             if whole:
@@ -440,6 +477,19 @@ def build_session(
             elif when is not None:
                 whole_seconds = False
 
+    for key, n in (
+        (user_key, n_user),
+        (assistant_key, n_assistant),
+        (text_key, n_text),
+        (request_key, n_request),
+        (response_key, n_response),
+        (thinking_key, n_thinking),
+        (user_hidden_key, n_user_hidden),
+        (assistant_hidden_key, n_assistant_hidden),
+        (hidden_text_key, n_hidden_text),
+    ):
+        if n:
+            census[key] += n
     last_assistant = assistant_at[-1][1] if assistant_at else place  # the last message's place
     # docs/agents/goose.md "Tokens": the ledger's rows where the session has any, else the running totals; never both.
     usage = (
@@ -460,24 +510,33 @@ def build_session(
     parent_sid = session_id_of(parent) if parent else None
     title = _text(columns.get("name")) or _text(columns.get("description"))
     ended = parse_any(columns.get("updated_at"))
-    return Session(
-        agent=AGENT,
-        session_id=session_id_of(native),
-        native_id=native,
-        started_at=started,
-        ended_at=ended if ended is not None and ended >= started else started,
-        parent_session_id=parent_sid,
-        cwd=_text(columns.get("working_dir")),
-        title=title,
-        models=tuple(models),
-        cli_versions=(version,) if version else (),
-        archived=parse_iso(columns.get("archived_at")) is not None or bool(columns.get("archived_at")),
-        turns=tuple(turns),
-        tool_calls=tuple([new_tool_call(*call) for call in calls]),
-        usage=tuple(usage),
-        links=(SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else (),
-        census=census,
-    )
+    made: list[ToolCall] = []
+    for call_id, turn_index, name, arguments, output, is_error, _, _, _ in calls:
+        tool_call: Any = _Call()  # new_tool_call(*call) without its call
+        tool_call.call_id, tool_call.turn_index, tool_call.name, tool_call.input = call_id, turn_index, name, arguments
+        tool_call.output, tool_call.is_error = output, is_error
+        tool_call.started_at = tool_call.ended_at = tool_call.spawned_session_id = None
+        tool_call.__class__ = ToolCall
+        made.append(tool_call)
+    # Session(agent=AGENT, ...) made as a turn is: its __init__ sets 19 fields through `object.__setattr__`.
+    session: Any = _Session()
+    session.agent, session.session_id, session.native_id = AGENT, session_id_of(native), native
+    session.started_at = started
+    session.ended_at = ended if ended is not None and ended >= started else started
+    session.parent_session_id = parent_sid
+    session.cwd = _text(columns.get("working_dir"))
+    session.git_branch = session.git_repository = None
+    session.title = title
+    session.models = tuple(models)
+    session.cli_versions = (version,) if version else ()
+    session.archived = parse_iso(columns.get("archived_at")) is not None or bool(columns.get("archived_at"))
+    session.started_at_inferred = False
+    session.turns, session.tool_calls, session.usage = tuple(turns), tuple(made), tuple(usage)
+    session.links = (SessionLink(parent_sid, LinkKind.SUBAGENT),) if parent_sid else ()
+    session.census = census
+    session.__class__ = Session
+    built: Session = session
+    return built
 
 
 def _message_keys(version: str) -> dict[tuple[bool, bool], tuple[str, str, Disposition]]:
