@@ -112,9 +112,11 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     cut_tail: TextLine | None = None  # the open run's last line when the file ends inside it
     before: TextLine | None = None  # the first non-blank line before the first header
     seen: dict[str, int] = {}
+    stamp = ""  # the open run's header time
     for block in iter_text_blocks(source.path, limits, decode=False):
         raw = block.raw
-        heads = _headers(raw)
+        stamps = _headers(raw)
+        heads = list(stamps)
         heads.append(len(raw))
         position = 0  # where the lines not taken yet start
         for at in heads:
@@ -139,7 +141,9 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
             if at == len(raw):
                 break
             if head >= 0:
-                outcome, lines = _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen)
+                outcome, lines = _outcome(
+                    source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen, stamp
+                )
                 yield outcome
                 head += lines  # the new run's header: the line after the run's last
             else:
@@ -148,12 +152,13 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                 head = block.index + raw.count(b"\n", 0, at)
             end = raw.find(b"\n", at) + 1 or len(raw)  # after the header line
             head_offset = block.offset_at(at)
+            stamp = stamps[at]
             run, run_bytes, oversized, cut_tail = [(raw, at, end)], block.offset_at(end) - head_offset, False, None
             if not block.complete and end == len(raw):
                 cut_tail = _last_line(block)
             position = end
     if head >= 0:
-        yield _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen)[0]
+        yield _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen, stamp)[0]
     else:
         raise RejectError(
             RejectCode.BAD_SHAPE,
@@ -162,14 +167,15 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
         )
 
 
-def _headers(raw: bytes) -> list[int]:
-    """Where the runs' header lines start in `raw` (whole lines)."""
-    heads = []
+def _headers(raw: bytes) -> dict[int, str]:
+    """Where the runs' header lines start in `raw` (whole lines), in order, each with its time (`header_time`)."""
+    heads = {}
     at = 0 if raw.startswith(_HEADER_START) else raw.find(_NEW_HEADER) + 1 or -1
     while at >= 0:
         end = raw.find(b"\n", at)
-        if header_time(raw[at : end if end >= 0 else len(raw)].decode()) is not None:
-            heads.append(at)
+        stamp = header_time(raw[at : end if end >= 0 else len(raw)].decode())
+        if stamp is not None:
+            heads[at] = stamp
         at = raw.find(_NEW_HEADER, at) + 1 or -1
     return heads
 
@@ -205,8 +211,10 @@ def _outcome(
     dropped: int,
     limits: Limits,
     seen: dict[str, int],
+    stamp: str,
 ) -> tuple[Outcome, int]:
-    """The run's outcome, and how many lines it has (the next run's header is the line after its last)."""
+    """The run's outcome, and how many lines it has (the next run's header is the line after its last); `stamp`: its
+    header's time."""
     if oversized:
         detail = f"the run is longer than max_conversation_bytes={limits.max_conversation_bytes}"
         return Rejected(source, RejectCode.LIMIT_EXCEEDED, detail, line=head, offset=offset), dropped
@@ -217,12 +225,12 @@ def _outcome(
         raw = b"".join([piece[start:end] for piece, start, end in run])
     if not raw.endswith(b"\n"):
         raw += b"\n"  # the file's last line, cut
-    native = native_id(raw)
+    native = native_id(raw, stamp)
     seen[native] = seen.get(native, 0) + 1
     if seen[native] > 1:  # the same opening twice in one file (scripted runs in one second): the n-th gets `-n`
         native = f"{native}-{seen[native]}"
     try:
-        session, lines = parse_run(RunText(raw, head, offset, cut_tail), native, limits)
+        session, lines = parse_run(RunText(raw, head, offset, cut_tail), native, limits, stamp=stamp)
         return Loaded(source, session), lines
     except RejectError as exc:
         hint = exc.session_hint or session_id(SPEC.name, native)

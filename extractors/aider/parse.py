@@ -30,13 +30,18 @@ _NEW_PROMPT = b"\n" + _PROMPT
 _TOKENS_START = t.TOKENS_START.encode()
 
 
+def _counter() -> Counter[Any]:
+    """An empty Counter, made without `Counter.__init__` (which only asks whether it was given anything: ~1 us)."""
+    return Counter.__new__(Counter)
+
+
 @dataclass(slots=True)
 class _Run:
     """What the walk over one run's lines has gathered so far."""
 
     turns: list[Turn] = field(default_factory=list)
     usage: list[Usage] = field(default_factory=list)
-    kinds: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=_counter)
     models: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
     cwd: str | None = None
@@ -89,15 +94,17 @@ def started_at(stamp: str, zone: tzinfo | None) -> datetime:
             naive = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
     except ValueError as exc:
         raise RejectError(RejectCode.MISSING_TIMESTAMP, f"the run's header time {stamp!r} is no date") from exc
-    local = naive.replace(tzinfo=zone) if zone is not None else naive.astimezone()
-    return local.astimezone(UTC)
+    # A naive time's `astimezone(UTC)` reads it in the machine's zone, as `astimezone()` then `astimezone(UTC)` does.
+    return (naive.replace(tzinfo=zone) if zone is not None else naive).astimezone(UTC)
 
 
-def native_id(raw: bytes) -> str:
+def native_id(raw: bytes, stamp: str | None = None) -> str:
     """`<header time as YYYYmmddTHHMMSS>-<12 hex>`: the digest of the run's opening, its lines from the header through
     its first `####` block (docs/agents/aider.md "Session ids"). Appending to the run never changes it, and it is
-    the same wherever the file lies. `raw`: the run's lines as UTF-8, each followed by `\\n`."""
-    stamp = header_time(raw[: raw.find(b"\n")].decode()) or ""
+    the same wherever the file lies. `raw`: the run's lines as UTF-8, each followed by `\\n`; `stamp`: its header's
+    time when the caller has read it already (`header_time` of its first line)."""
+    if stamp is None:
+        stamp = header_time(raw[: raw.find(b"\n")].decode()) or ""
     end = raw.find(_NEW_PROMPT)  # the newline before the first `####` line
     if end < 0:
         end = len(raw) - 1  # no `####` line: the whole run
@@ -110,13 +117,17 @@ def native_id(raw: bytes) -> str:
     return f"{compact}-{stable_hash(raw[:end])[:12]}"
 
 
-def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None = None) -> tuple[Session, int]:
-    """The Session of one run (`lines.raw` starts with its header), and how many lines the run has. Raises
-    RejectError: truncated_tail (its last line is partial), missing_timestamp (a header time that is no date),
-    no_conversation (nothing said: a run that only started)."""
+def parse_run(
+    lines: RunText, native: str, limits: Limits, zone: tzinfo | None = None, stamp: str | None = None
+) -> tuple[Session, int]:
+    """The Session of one run (`lines.raw` starts with its header), and how many lines the run has (`stamp`: its
+    header's time when the caller has read it already, `header_time` of its first line). Raises RejectError:
+    truncated_tail (its last line is partial), missing_timestamp (a header time that is no date), no_conversation
+    (nothing said: a run that only started)."""
     sid = session_id(AGENT, native)
     raw = lines.raw
-    stamp = header_time(raw[: raw.find(b"\n")].decode())
+    if stamp is None:
+        stamp = header_time(raw[: raw.find(b"\n")].decode())
     if stamp is None:
         raise RejectError(RejectCode.BAD_SHAPE, "a run that does not start with its header", line=lines.index)
     start = started_at(stamp, zone)
@@ -144,7 +155,7 @@ def parse_run(lines: RunText, native: str, limits: Limits, zone: tzinfo | None =
     version = run.versions[0] if run.versions else ""
     # Each kind once (a Counter's keys): one census entry each, in the order the kinds first came. Put in by
     # dict.update: Counter's own (and its __init__) asks first whether it was given a Mapping, which costs more.
-    census: Counter[tuple[str, str, Disposition]] = Counter()
+    census: Counter[tuple[str, str, Disposition]] = _counter()
     dict.update(census, {(kind, version, _DISPOSITIONS.get(kind, _SKIPPED)): n for kind, n in run.kinds.items()})
     # Session(agent=AGENT, session_id=sid, …) made as `_Turn` makes a turn: each field set, the rest as Session's
     # defaults (its __init__ sets each of 19 through object.__setattr__: ~3.7 us, this ~0.3).
@@ -329,7 +340,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                         if not n_prompt:
                             kinds.setdefault("prompt", 0)
                         n_prompt += 1
-                    words = words if len(words) <= quarter else clip(words, limits)
+                    if command_end - command_start > quarter and len(words) > quarter:
+                        words = clip(words, limits)
                     turn = _Turn()  # new_turn(…) without its call (_Turn)
                     turn.index, turn.role, turn.text = ln, _USER, words
                     turn.timestamp, turn.model, turn.attachments = None, None, ()
@@ -371,7 +383,8 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                     n_prompt += typed_lines
                 turn = _Turn()  # as above
                 turn.index, turn.role, turn.timestamp, turn.model, turn.attachments = prompt_at, _USER, None, None, ()
-                turn.text = words if len(words) <= quarter else clip(words, limits)
+                # (no more characters than bytes: a short slice needs no `len`)
+                turn.text = words if typed_end - typed_at <= quarter or len(words) <= quarter else clip(words, limits)
                 turn.__class__ = Turn  # type: ignore[assignment]
                 turns.append(turn)  # type: ignore[arg-type]
                 run.last_answer = run.last_reply = None
@@ -395,20 +408,23 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 replied = True
             answer = text[reply_start:reply_end]
             answer_lines = answer.split(b"\n")
-            said += len(answer_lines) - answer_lines.count(b"")
+            answer_count = len(answer_lines)
+            said += answer_count - answer_lines.count(b"")
             output_start = group.start(g_output)
             if output_start < 0:  # no usual usage report after the reply: the walk reads on, the reply open
                 reply = [(reply_start, end)]  # its lines and the empty ones after it, as the walk keeps them
                 run.reply_at = reply_at
                 previous = "" if end > reply_end else "assistant"
-                new_ln = reply_at + len(answer_lines) + end - reply_end
+                new_ln = reply_at + answer_count + end - reply_end
             else:
                 words = answer.decode()
                 model = run.model
                 turn = _Turn()  # as above
                 turn.index, turn.role, turn.model = reply_at, _ASSISTANT, model
                 turn.timestamp, turn.attachments = None, ()
-                turn.text = words if len(words) <= quarter else clip(words, limits)
+                turn.text = (
+                    words if reply_end - reply_start <= quarter or len(words) <= quarter else clip(words, limits)
+                )
                 turn.__class__ = Turn  # type: ignore[assignment]
                 turns.append(turn)  # type: ignore[arg-type]
                 run.last_reply = reply_at
@@ -418,7 +434,7 @@ def _walk_text(run: _Run, text: bytes, base: int, limits: Limits) -> int:
                 if not n_tokens:
                     kinds.setdefault("tokens", 0)
                 n_tokens += 1
-                tokens_at = reply_at + len(answer_lines) - 1 + count(b"\n", reply_end, output_start)
+                tokens_at = reply_at + answer_count - 1 + count(b"\n", reply_end, output_start)
                 sent, sent_scale, received, received_scale, cost = group.group(*g_usual)
                 if sent is not None:  # the usual report: its figures as `_add_usage` reads them
                     used = _Usage()  # new_usage(…) without its call, as the turns above
