@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sinks.files import ScratchFile
-from sinks.manifest import Plan, S, source_row, source_table
+from sinks.manifest import Manifest, Plan, S, source_row, source_table
 from sinks.results import BatchResult, SourceResult, Staged, agent_of
 from sinks.staging import SOURCE_COLUMN
-from sinks.store import FileKey, KeptRows, NextVersion, Store
+from sinks.store import FileKey, KeptRows, NextVersion, Store, source_buckets_for
 from transforms import ids
 from transforms.normalize import rows_table, to_table
 from transforms.schema import REJECTS, RUNS, SESSION_TABLES, SOURCES, Table
@@ -399,17 +399,39 @@ def resize_partitions(version: NextVersion, buckets: Mapping[str, int]) -> None:
 _Job = tuple[Table, FileKey, set[str]]  # a bucket file to merge: its table, its key, the sessions it replaces
 
 
-def _merge_session_tables(
-    store: Store, version: NextVersion, batches: Sequence[BatchResult], winners: Mapping[str, str]
-) -> dict[str, set[str]]:
+def replaced_sessions(batches: Sequence[BatchResult]) -> dict[str, set[str]]:
+    """agent -> the ids of the sessions whose rows the commit of `batches` replaces: every session they loaded
+    (after `resolve_duplicates` took the losing copies out). Known before the commit, so the warehouse can begin
+    the same change while the commit writes (`sinks.warehouse.Begun`)."""
     replaced: dict[str, set[str]] = defaultdict(set)
-    by_bucket: dict[tuple[str, int], set[str]] = defaultdict(set)
     for batch in batches:
         for result in batch.sources:
-            agent = agent_of(result.source)
-            for sid, _ in result.loaded:
-                replaced[agent].add(sid)
-                by_bucket[(agent, ids.bucket_of(sid, version.buckets[agent]))].add(sid)
+            replaced[agent_of(result.source)].update(sid for sid, _ in result.loaded)
+    return {agent: sids for agent, sids in replaced.items() if sids}
+
+
+def changed_sources(plan: Plan[S], batches: Sequence[BatchResult]) -> set[str]:
+    """The source paths whose `sources` and `rejects` rows the commit of `batches` rewrites: every source they
+    read or touched, and every source the plan found deleted."""
+    changed = {result.source.path for batch in batches for result in batch.sources}
+    return changed | {row["source_path"] for row in plan.deleted}
+
+
+def _by_bucket(replaced: Mapping[str, set[str]], buckets: Mapping[str, int]) -> dict[tuple[str, int], set[str]]:
+    """(agent, bucket) -> the replaced sessions in that bucket."""
+    by_bucket: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for agent, sids in replaced.items():
+        for sid in sids:
+            by_bucket[(agent, ids.bucket_of(sid, buckets[agent]))].add(sid)
+    return by_bucket
+
+
+def _merge_session_tables(
+    version: NextVersion,
+    batches: Sequence[BatchResult],
+    winners: Mapping[str, str],
+    by_bucket: Mapping[tuple[str, int], set[str]],
+) -> None:
     staged: dict[FileKey, list[Staged]] = defaultdict(list)
     for batch in batches:  # in batch order: deterministic
         for key, pieces in batch.staged.items():
@@ -436,7 +458,6 @@ def _merge_session_tables(
             finally:
                 opened.close()
     pa.default_memory_pool().release_unused()
-    return dict(replaced)
 
 
 def _groups(jobs: Sequence[_Job], staged: Mapping[FileKey, Sequence[Staged]]) -> Iterator[list[_Job]]:
@@ -498,13 +519,10 @@ def _merge_sources_and_rejects(
     for row in plan.deleted:
         updates[row["source_path"]] = {**row, "present": False}
     touched_agents = {row["agent"] for row in updates.values()}
+    new_paths = {source.path for source in plan.new}
     for agent in sorted(touched_agents):
-        key = FileKey(SOURCES.name, agent, 0)
-        # The agent's rows as stored, less the ones this run replaces, plus those: no row is made a dict again.
         mine = {p: r for p, r in updates.items() if r["agent"] == agent}
-        kept = plan.manifest.of_agent(agent, without=mine)
-        rows = pa.concat_tables([kept, source_table(list(mine.values())).cast(kept.schema)])
-        version.put(key, _sorted(SOURCES, rows))
+        _merge_sources(store, version, plan.manifest, agent, mine, sum(1 for p in mine if p in new_paths))
         rkey = FileKey(REJECTS.name, agent, 0)
         old = store.read(rkey)
         parts = (
@@ -518,6 +536,42 @@ def _merge_sources_and_rejects(
         merged = pa.concat_tables([p.cast(REJECTS.arrow_schema) for p in parts])
         version.put(rkey, _sorted(REJECTS, merged))
     return set(updates)
+
+
+def _merge_sources(
+    store: Store,
+    version: NextVersion,
+    manifest: Manifest,
+    agent: str,
+    mine: Mapping[str, Mapping[str, Any]],
+    added: int,
+) -> None:
+    """Write `agent`'s manifest: its rows as stored, less the ones this run replaces (`mine`, `added` of them new
+    paths), plus those, no row made a dict again. Only the buckets (`store.SOURCE_BUCKET_ROWS`) that hold a path
+    of `mine` are written; all of them when the manifest grows past its bucket count (it is split again)."""
+    current = version.source_buckets.get(agent, 1)
+    count = source_buckets_for(manifest.count(agent) + added, current)
+    new = source_table(list(mine.values())).cast(SOURCES.arrow_schema)
+    if count == current and (count == 1 or manifest.spans is not None):
+        if count == 1:
+            kept = manifest.of_agent(agent, without=mine)
+            version.put(FileKey(SOURCES.name, agent, 0), _sorted(SOURCES, pa.concat_tables([kept, new])))
+            return
+        placed = pa.array([ids.bucket_of(path, count) for path in mine], pa.int64())  # `mine`'s order is `new`'s
+        for bucket in sorted(set(placed.to_pylist())):
+            kept = manifest.of_bucket(agent, bucket, without=mine)
+            rows = pa.concat_tables([kept, new.filter(pc.equal(placed, bucket))])
+            version.put(FileKey(SOURCES.name, agent, bucket), _sorted(SOURCES, rows))
+        return
+    # Split again (or read from files of another layout): every row placed by its path, every old file replaced.
+    rows = pa.concat_tables([manifest.of_agent(agent, without=mine), new])
+    placed = pa.array([ids.bucket_of(p, count) for p in rows.column("source_path").to_pylist()], pa.int64())
+    for bucket in range(count):
+        version.put(FileKey(SOURCES.name, agent, bucket), _sorted(SOURCES, rows.filter(pc.equal(placed, bucket))))
+    for key in store.partition_keys(SOURCES.name, agent, version.base):
+        if key.bucket >= count:
+            version.put(key, SOURCES.arrow_schema.empty_table())  # removed from the new version
+    version.source_buckets[agent] = count
 
 
 def append_run(store: Store, version: NextVersion, run_row: Mapping[str, Any]) -> None:
@@ -582,11 +636,24 @@ def commit_run(
     try:
         version.conform_all()  # the first run after a schema change brings every old file to it
         resize_partitions(version, buckets)
-        replaced = _merge_session_tables(store, version, batches, winners)
+        replaced = replaced_sessions(batches)
+        by_bucket = _by_bucket(replaced, version.buckets)
+        # The files no change of this run touches are linked into the new version while it writes the others.
+        merging = {os.fspath(FileKey(t.name, a, b).relpath()) for t in SESSION_TABLES for a, b in by_bucket}
+        version.link_ahead({SOURCES.name, REJECTS.name, RUNS.name} | merging)
         results = [r for b in batches for r in b.sources]
         sources_changed: set[str] = set()
-        if results or plan.deleted:
-            sources_changed = _merge_sources_and_rejects(store, version, plan, results, parser_versions)
+        # The manifest (one file per agent, rewritten whole: 19 MB in memory at 5 GB) is merged and written beside
+        # the session tables' buckets: neither reads what the other writes. Its thread is waited for either way.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit-sources") as beside:
+            merged = (
+                beside.submit(_merge_sources_and_rejects, store, version, plan, results, parser_versions)
+                if results or plan.deleted
+                else None
+            )
+            _merge_session_tables(version, batches, winners, by_bucket)
+            if merged is not None:
+                sources_changed = merged.result()
         summary = summarize(batches, plan)
         run_row.update(
             sources_seen=plan.seen,

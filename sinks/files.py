@@ -135,10 +135,21 @@ def read_parquet(path: Path | str, columns: list[str] | None = None) -> pa.Table
         return file.read(columns=columns)
 
 
-def write_parquet(table: pa.Table, path: Path) -> None:
-    """Write one Parquet file (zstd, deterministic for the same rows), private and fsynced."""
+def write_parquet(
+    table: pa.Table, path: Path, dictionary: Sequence[str] | None = None, row_group_rows: int | None = None
+) -> None:
+    """Write one Parquet file (zstd, deterministic for the same rows), private and fsynced; `dictionary` names the
+    columns to dictionary-encode (None: every column), `row_group_rows` the rows per row group (None: Arrow's)."""
     private_dir(path.parent)
-    pq.write_table(table, path, compression="zstd", write_statistics=True)
+    use_dictionary: bool | list[str] = True if dictionary is None else list(dictionary)
+    pq.write_table(
+        table,
+        path,
+        compression="zstd",
+        write_statistics=True,
+        use_dictionary=use_dictionary,
+        row_group_size=row_group_rows,
+    )
     os.chmod(path, FILE_MODE)
     fd = os.open(path, os.O_RDONLY)
     try:

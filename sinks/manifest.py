@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,8 +11,9 @@ from typing import Any, Generic, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sinks.files import read_parquet
 from sinks.results import Previous, SourceRef, agent_of
-from sinks.store import Store, buckets_for
+from sinks.store import Store, buckets_for, conform
 from transforms.normalize import rows_table
 from transforms.schema import SOURCES
 
@@ -74,8 +76,11 @@ class Manifest(Mapping[str, dict[str, Any]]):
     sources does no work per source in Python.
     """
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, spans: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> None:
         self.table = table
+        # (agent, bucket) -> (first row, rows) of each file the table was read from, in file order (`load_manifest`);
+        # None: not known (then an agent's rows are found by filtering).
+        self.spans = dict(spans) if spans is not None else None
         self._paths: list[str] | None = None
         self._where: dict[str, int] | None = None
         self._columns: dict[str, list[Any]] = {}
@@ -129,16 +134,56 @@ class Manifest(Mapping[str, dict[str, Any]]):
         found: list[dict[str, Any]] = self.table.take(pa.array(positions, pa.int64())).to_pylist()
         return found
 
+    def _agent_rows(self, agent: str) -> pa.Table:
+        if self.spans is not None:  # an agent's files are read one after the other: its rows are one slice
+            mine = [span for (a, _), span in self.spans.items() if a == agent]
+            if not mine:
+                return self.table.slice(0, 0)
+            first = min(start for start, _ in mine)
+            return self.table.slice(first, sum(n for _, n in mine))
+        return self.table.filter(pc.equal(self.table.column("agent"), agent))
+
+    def count(self, agent: str) -> int:
+        """How many rows `agent` has."""
+        return int(self._agent_rows(agent).num_rows)
+
     def of_agent(self, agent: str, without: Iterable[str]) -> pa.Table:
         """The rows of `agent`'s sources, less those of the paths `without`."""
-        table = self.table.filter(pc.equal(self.table.column("agent"), agent))
-        drop = pa.array(sorted(set(without)), type=pa.string())
-        return table.filter(pc.invert(pc.is_in(table.column("source_path"), value_set=drop)))
+        return _without(self._agent_rows(agent), without)
+
+    def of_bucket(self, agent: str, bucket: int, without: Iterable[str]) -> pa.Table:
+        """The rows of `agent`'s manifest file `bucket` (none when there is no such file), less those of the paths
+        `without`; the spans must be known (`load_manifest`)."""
+        if self.spans is None:
+            raise ValueError("the manifest's files are not known")
+        start, rows = self.spans.get((agent, bucket), (0, 0))
+        return _without(self.table.slice(start, rows), without)
+
+
+def _without(table: pa.Table, paths: Iterable[str]) -> pa.Table:
+    drop = pa.array(sorted(set(paths)), type=pa.string())
+    return table.filter(pc.invert(pc.is_in(table.column("source_path"), value_set=drop)))
 
 
 def load_manifest(store: Store) -> Manifest:
-    """Every manifest row of the current version, by source path."""
-    return Manifest(store.read_table(SOURCES))
+    """Every manifest row of the current version, by source path, with the rows of each of its files."""
+    parts: list[pa.Table] = []
+    spans: dict[tuple[str, int], tuple[int, int]] | None = {}
+    start = 0
+    for path in store.files(SOURCES.name):
+        part = conform(SOURCES, read_parquet(path), path)
+        match = _PART_FILE.fullmatch(path.name)
+        if match is None or not path.parent.name.startswith("agent=") or spans is None:
+            spans = None  # a file not of the layout: rows found by filtering
+        else:
+            spans[(path.parent.name.removeprefix("agent="), int(match.group(1)))] = (start, part.num_rows)
+        parts.append(part)
+        start += part.num_rows
+    table = pa.concat_tables(parts) if parts else SOURCES.arrow_schema.empty_table()
+    return Manifest(table, spans)
+
+
+_PART_FILE = re.compile(r"part-(\d+)\.parquet")
 
 
 _COMPARED = ("content_sha256", "parser_version", "outcome", "size_bytes", "mtime_ns", "present")

@@ -29,7 +29,7 @@ from sinks.commit import append_run
 from sinks.files import read_parquet
 from sinks.store import FileKey, NextVersion, Store
 from transforms import ids
-from transforms.schema import REJECTS, SESSION_LINKS, SESSION_TABLES, SESSIONS, SOURCES, Table
+from transforms.schema import BY_NAME, REJECTS, SESSION_LINKS, SESSION_TABLES, SESSIONS, SOURCES, Table
 
 # --- durations --------------------------------------------------------------------------------------------------
 
@@ -292,11 +292,12 @@ def write_prune(store: Store, version: NextVersion, plan: PrunePlan) -> None:
     for agent, path in plan.sources:
         paths[agent].add(path)
     for agent, forgotten in sorted(paths.items()):
-        for table in (SOURCES, REJECTS):
-            key = FileKey(table.name, agent, 0)
+        # The manifest may be in buckets (sinks.store.SOURCE_BUCKET_ROWS): each file of the agent's is filtered.
+        keys = [*store.partition_keys(SOURCES.name, agent), FileKey(REJECTS.name, agent, 0)]
+        for key in keys:
             old = store.read(key)
             if old is not None:
-                version.put(key, _without(old, "source_path", forgotten, table))
+                version.put(key, _without(old, "source_path", forgotten, BY_NAME[key.table]))
 
 
 def commit_prune(store: Store, run_id: str, plan: PrunePlan, run_row: Mapping[str, Any]) -> int:

@@ -165,26 +165,16 @@ def update_index(
     """
     load_extension(con)
     tokenizer = tokenizer_of(con) if tokenizer is None else tokenizer
-    x = INDEX_SCHEMA
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE fts_sessions AS
             SELECT session_id, hash(session_id) AS h FROM (SELECT DISTINCT s AS session_id FROM ({sessions}) t(s))"""
     )
     gone = "name NOT IN (SELECT turn_id FROM turns)" if removed is None else f"name IN ({removed})"
-    removal = [
+    con.execute(
         """CREATE OR REPLACE TEMP TABLE fts_changed AS
-            SELECT turn_id FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)""",
-        f"""CREATE OR REPLACE TEMP TABLE fts_gone AS
-            SELECT docid FROM {x}.docs WHERE name IN (SELECT turn_id FROM fts_changed) OR {gone}""",
-        f"""UPDATE {x}.dict SET df = dict.df - g.n
-            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
-                  WHERE docid IN (SELECT docid FROM fts_gone) GROUP BY termid) g
-            WHERE dict.termid = g.termid""",
-        f"DELETE FROM {x}.terms WHERE docid IN (SELECT docid FROM fts_gone)",
-        f"DELETE FROM {x}.docs WHERE docid IN (SELECT docid FROM fts_gone)",
-    ]
-    for sql in removal:
-        con.execute(sql)
+            SELECT turn_id FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)"""
+    )
+    _drop_gone(con, f"name IN (SELECT turn_id FROM fts_changed) OR {gone}")
     row = con.execute(
         "SELECT coalesce(sum(strlen(text)), 0) FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)"
     ).fetchone()
@@ -196,6 +186,36 @@ def update_index(
     _finish(con)
     for temp in ("fts_sessions", "fts_changed", "fts_gone", *_TEMP):
         con.execute(f"DROP TABLE IF EXISTS {temp}")
+
+
+# `removed` for a caller that dropped the documents of every turn it deleted already (`drop_documents`).
+NOTHING_REMOVED = "SELECT NULL::VARCHAR WHERE false"
+
+
+def drop_documents(con: duckdb.DuckDBPyConnection, turns: str) -> None:
+    """Remove the documents of the turns `turns` (SQL yielding turn_id) from the index, with their terms and their
+    share of each term's document frequency: the first half of `update_index`, for a change that knows the turns it
+    deleted before it inserts their sessions' new rows (`sinks.warehouse.Begun` does it beside the commit). The
+    index is then brought up to date by `update_index(..., removed=NOTHING_REMOVED)` once the rows are in."""
+    _drop_gone(con, f"name IN ({turns})")
+    con.execute("DROP TABLE IF EXISTS fts_gone")
+
+
+def _drop_gone(con: duckdb.DuckDBPyConnection, which: str) -> None:
+    """Drop the documents `which` (a condition on the index's `docs`) into temp table `fts_gone`, then from the
+    index, with their terms and document frequencies."""
+    x = INDEX_SCHEMA
+    removal = [
+        f"CREATE OR REPLACE TEMP TABLE fts_gone AS SELECT docid FROM {x}.docs WHERE {which}",
+        f"""UPDATE {x}.dict SET df = dict.df - g.n
+            FROM (SELECT termid, count(DISTINCT docid) AS n FROM {x}.terms
+                  WHERE docid IN (SELECT docid FROM fts_gone) GROUP BY termid) g
+            WHERE dict.termid = g.termid""",
+        f"DELETE FROM {x}.terms WHERE docid IN (SELECT docid FROM fts_gone)",
+        f"DELETE FROM {x}.docs WHERE docid IN (SELECT docid FROM fts_gone)",
+    ]
+    for sql in removal:
+        con.execute(sql)
 
 
 # A fresh build tokenizes its turns a group of files at a time, ahead of the statements that add them to the index.

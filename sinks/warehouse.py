@@ -24,7 +24,8 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 
 from sinks import failpoints, prices, readonly, search, views
 from sinks.files import FILE_MODE, clone, copy, fsync_path, private_dir, replace_releasing, write_private_atomic
-from sinks.store import FileKey, Store
+from sinks.store import FileKey, Store, part_name
 from transforms.ids import bucket_of
 from transforms.redact import redaction_version
 from transforms.schema import REJECTS, SCHEMA_VERSION, SESSION_TABLES, SOURCES, TABLES, TURNS, Table, duckdb_ddl
@@ -121,7 +122,7 @@ def _modes(con: duckdb.DuckDBPyConnection, sessions: str) -> dict[str, dict[str,
 
 # --- corpus figures: what `status` and each run's ledger record show, kept in the file and updated per run ----------
 
-REPLACED = "SELECT session_id FROM replaced_ids"  # the sessions a run replaced (registered by _apply)
+REPLACED = "SELECT session_id FROM replaced_ids"  # the sessions a run replaced (registered by _begin_apply)
 _USAGE_SOURCE = "FROM usage u\n"  # where prices.USAGE_COSTS reads `usage`: _costs_of points it at other rows
 
 
@@ -483,20 +484,43 @@ def _build(
     return meta
 
 
-def _apply(
+@dataclass(slots=True)
+class _Change:
+    """A change under way on `con`: its transaction begun and the replaced rows deleted (`_begin_apply`), to be
+    finished by `_finish_apply` once the Parquet version it applies exists, or rolled back by `close`."""
+
+    con: duckdb.DuckDBPyConnection
+    in_place: bool
+    flushing: threading.Thread | None
+    replaced: Mapping[str, set[str]]
+    sources: set[str] | None
+    meta: dict[str, str]
+    old: dict[str, Any] | None
+    keep_figures: bool
+    indexed: bool
+    loading: search.Preload | None
+    gone: _Rows = field(default_factory=_Rows)
+    gone_unpriced: dict[str, int] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Roll the change back (closing the connection ends its open transaction) and wait for its threads."""
+        if self.loading is not None:
+            self.loading.cancel()
+        self.con.close()
+        if self.flushing is not None:
+            self.flushing.join()
+
+
+def _begin_apply(
     con: duckdb.DuckDBPyConnection,
-    store: Store,
-    version: Path,
-    version_number: int,
+    in_place: bool,
+    flushing: threading.Thread | None,
     replaced: Mapping[str, set[str]],
-    zone: str,
-    *,
-    before_commit: Callable[[], None] | None = None,
-    sources: set[str] | None = None,
-) -> dict[str, str]:
-    """Apply a run that replaced the sessions `replaced` (agent -> ids) in one transaction; returns the meta it
-    wrote, whose figures are updated from those sessions' rows when the file holds figures that still apply (same
-    redaction rules and prices), else computed whole (once, for a warehouse from before they were kept).
+    sources: set[str] | None,
+) -> _Change:
+    """Begin the change of a run that replaced the sessions `replaced` (agent -> ids): the transaction, and the
+    DELETEs of those sessions' rows and of the changed sources' rows, none of which needs the new Parquet version
+    (so `Begun` makes them while the commit writes it).
 
     With `sources`, the rows of `sources` and `rejects` of those paths alone are replaced (what the commit changed
     in them), so that a change of one session does not rewrite tables that grow with the corpus."""
@@ -512,28 +536,58 @@ def _apply(
     )
     indexed = search.has_index(con)
     loading = search.Preload(con) if indexed and ids.num_rows else None  # needed at the end: loaded meanwhile
-    con.register("replaced_ids", ids)
+    change = _Change(con, in_place, flushing, replaced, sources, meta, old, keep_figures, indexed, loading)
     try:
+        con.register("replaced_ids", ids)
         con.execute("BEGIN")
-        gone, new = _replace_sessions(con, version, store.layout(version), replaced, figures=keep_figures)
-        gone_unpriced = gone.unpriced(con) if keep_figures else {}  # by the price tables they were priced with
-        _replace_per_source(con, store, version, sources)
+        change.gone = _delete_sessions(con, figures=keep_figures)
+        change.gone_unpriced = change.gone.unpriced(con) if keep_figures else {}  # by the price tables they had
+        _delete_per_source(con, sources)
+        if indexed:  # their documents too (plain SQL on the index's tables: the extension is not needed yet)
+            con.register("removed_turns", change.gone.removed_turns())
+            search.drop_documents(con, "SELECT turn_id FROM removed_turns")
+            con.unregister("removed_turns")
+    except BaseException:
+        if loading is not None:
+            loading.cancel()
+        raise
+    return change
+
+
+def _finish_apply(
+    change: _Change,
+    store: Store,
+    version: Path,
+    version_number: int,
+    zone: str,
+    *,
+    before_commit: Callable[[], None] | None = None,
+) -> dict[str, str]:
+    """Finish `change` with the rows `version` holds for its sessions and sources, the search index, the views,
+    the prices and the figures, and commit it; returns the meta it wrote. The figures are updated from the
+    replaced sessions' rows when the file holds figures that still apply (same redaction rules and prices), else
+    computed whole (once, for a warehouse from before they were kept)."""
+    con, meta, old, loading, gone = change.con, change.meta, change.old, change.loading, change.gone
+    indexed = change.indexed
+    try:
+        new = _insert_sessions(con, version, store.layout(version), change.replaced, figures=change.keep_figures)
+        _insert_per_source(con, store, version, change.sources)
         if not indexed:
             search.create_index(con)  # a warehouse from before search: built once, whole
         # Kept by the run that made the index (a lookup is 15-50 ms); looked up for a warehouse from before it was.
         tokenizer = (indexed and meta.get(TOKENIZER)) or search.tokenizer_of(con)
         if indexed and loading is not None:
             loading.wait()
-            con.register("removed_turns", gone.removed_turns())  # known: no document is compared with `turns`
-            search.update_index(con, REPLACED, removed="SELECT turn_id FROM removed_turns", tokenizer=tokenizer)
-            con.unregister("removed_turns")
+            # The documents of the deleted turns were dropped as the change began: no document is compared with
+            # `turns`, and those of the new rows' turn ids (if any were indexed) go here.
+            search.update_index(con, REPLACED, removed=search.NOTHING_REMOVED, tokenizer=tokenizer)
         # New views reach old warehouses, a changed zone is applied; the same DDL as the file's is not run again.
         same_ddl = meta.get(DDL) == _ddl_digest(zone)
         if not same_ddl:
             views.create_views(con, zone)
         prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl)
-        if keep_figures and old is not None:
-            figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
+        if change.keep_figures and old is not None:
+            figures_json = json.dumps(_updated(con, old, gone, change.gone_unpriced, new))
         else:
             figures_json = json.dumps(figures(con))
         written = _set_meta(con, version_number, zone, prices_from, figures_json, tokenizer)
@@ -547,49 +601,91 @@ def _apply(
     return written
 
 
-def _replace_per_source(con: duckdb.DuckDBPyConnection, store: Store, version: Path, sources: set[str] | None) -> None:
+def _delete_per_source(con: duckdb.DuckDBPyConnection, sources: set[str] | None) -> None:
     """The tables that are not keyed by session (`sources`, `rejects`, `runs`): the rows of the `sources` paths
-    replaced in the first two, when they are known, else each table loaded whole; `runs` (a row per run) whole."""
+    deleted from the first two, when they are known, else every row of each (`_insert_per_source` puts them back)."""
     for table in TABLES:
         if table in SESSION_TABLES:
             continue
         if sources is None or table not in (SOURCES, REJECTS):
             con.execute(f"DELETE FROM {table.name}")
+        elif sources:
+            with _changed_sources(con, sources):
+                con.execute(f"DELETE FROM {table.name} WHERE source_path IN (SELECT source_path FROM changed_sources)")
+
+
+def _insert_per_source(con: duckdb.DuckDBPyConnection, store: Store, version: Path, sources: set[str] | None) -> None:
+    """The rows `_delete_per_source` deleted, as `version` holds them: those of the `sources` paths, or every row
+    (`runs`, a row per run, always whole)."""
+    for table in TABLES:
+        if table in SESSION_TABLES:
+            continue
+        if sources is None or table not in (SOURCES, REJECTS):
             _insert_all(con, store, table, version)
             continue
         if not sources:
             continue
-        con.register("changed_sources", pa.table({"source_path": pa.array(sorted(sources), pa.string())}))
-        try:
-            con.execute(f"DELETE FROM {table.name} WHERE source_path IN (SELECT source_path FROM changed_sources)")
-            files = _files(store, table, version)
-            if files:
+        files = _source_files(store, version, sources) if table is SOURCES else _files(store, table, version)
+        if files:
+            with _changed_sources(con, sources):
                 con.execute(
                     f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
                     "WHERE source_path IN (SELECT source_path FROM changed_sources)",
                     [files],
                 )
-        finally:
-            con.unregister("changed_sources")
 
 
-def _replace_sessions(
+def _source_files(store: Store, version: Path, paths: set[str]) -> list[str]:
+    """The manifest files of `version` that can hold the rows of `paths`: of an agent whose manifest is in buckets
+    (sinks.store.SOURCE_BUCKET_ROWS), the buckets of those paths alone."""
+    layout = store.source_layout(version)
+    names: dict[int, set[str]] = {}  # bucket count -> the file names of the paths' buckets
+    files: list[str] = []
+    for path in store.files(SOURCES.name, version):
+        count = layout.get(path.parent.name.removeprefix("agent="), 1)
+        if count > 1:
+            if count not in names:
+                names[count] = {part_name(bucket_of(p, count)) for p in paths}
+            if path.name not in names[count]:
+                continue
+        files.append(str(path))
+    return files
+
+
+@contextlib.contextmanager
+def _changed_sources(con: duckdb.DuckDBPyConnection, sources: set[str]) -> Iterator[None]:
+    con.register("changed_sources", pa.table({"source_path": pa.array(sorted(sources), pa.string())}))
+    try:
+        yield
+    finally:
+        con.unregister("changed_sources")
+
+
+def _delete_sessions(con: duckdb.DuckDBPyConnection, *, figures: bool) -> _Rows:
+    """Delete the replaced sessions' rows (`replaced_ids`) from every session table; returns what was deleted (the
+    turn ids, and with `figures` what the figures need)."""
+    gone = _Rows()
+    for table in SESSION_TABLES:
+        clause = _Rows.returning(table, figures)
+        result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){clause}")
+        if clause:
+            gone.add(table, result.to_arrow_table())
+    return gone
+
+
+def _insert_sessions(
     con: duckdb.DuckDBPyConnection,
     version: Path,
     layout: Mapping[str, int],
     replaced: Mapping[str, set[str]],
     *,
     figures: bool,
-) -> tuple[_Rows, _Rows]:
-    """Delete the replaced sessions' rows from every session table and insert the ones `version` holds for them
-    (from their buckets' files only); returns what was deleted and what was inserted (the turn ids, and with
-    `figures` what the figures need)."""
-    gone, new = _Rows(), _Rows()
+) -> _Rows:
+    """Insert the rows `version` holds for the replaced sessions into every session table (from their buckets'
+    files only); returns what was inserted (as `_delete_sessions`)."""
+    new = _Rows()
     for table in SESSION_TABLES:
         clause = _Rows.returning(table, figures)
-        result = con.execute(f"DELETE FROM {table.name} WHERE session_id IN ({REPLACED}){clause}")
-        if clause:
-            gone.add(table, result.to_arrow_table())
         files = sorted(
             {
                 str(version / FileKey(table.name, agent, bucket).relpath())
@@ -606,7 +702,7 @@ def _replace_sessions(
             )
             if clause:
                 new.add(table, result.to_arrow_table())
-    return gone, new
+    return new
 
 
 def is_current(data_dir: Path, version_number: int, timezone: str | None) -> bool:
@@ -649,6 +745,7 @@ def refresh(
     replaced: Mapping[str, set[str]] | None,
     timezone: str | None = None,
     sources: set[str] | None = None,
+    begun: Begun | None = None,
 ) -> None:
     """Bring `warehouse.duckdb` to the current Parquet version, atomically: a new file swapped in, or one transaction.
 
@@ -659,19 +756,140 @@ def refresh(
     applied to a copy, or in place (`_open_to_change`); otherwise (first run, a killed run left it behind, a schema
     change, a file this DuckDB cannot open, e.g. one written by DuckDB 2.0) it is rebuilt. Per-day views use
     `timezone` (default: the machine's zone). Raises views.ZoneError for an unknown zone.
+
+    `begun`: the same change begun while the commit wrote the version (`Begun`, made with the same `replaced` and
+    `sources`), finished here; when it could not begin, the change is made here as without it.
     """
-    given = views.check_zone(timezone) if timezone else None  # an unknown zone fails before anything is touched
-    version = store.current()
-    if version is None:
-        return
-    tmp = data_dir / f"{WAREHOUSE}.tmp-{run_id}"
+    change = begun.take() if begun is not None else None
     try:
-        _refresh(data_dir, store, version, tmp, previous_version, replaced, given, sources)
+        given = views.check_zone(timezone) if timezone else None  # an unknown zone fails before anything is made
+        version = store.current()
+    except BaseException:
+        if change is not None:
+            change.close()
+        raise
+    if version is None:
+        if change is not None:
+            change.close()
+        return
+    tmp = _tmp_path(data_dir, run_id)
+    try:
+        _refresh(data_dir, store, version, tmp, previous_version, replaced, given, sources, change)
     except BaseException:
         # A build or change that failed (a full disk, a view's overflow) leaves nothing behind: the warehouse is as
         # the last run left it, and the run's error (in the ledger and `status`) says why.
-        for stale in (tmp, Path(f"{tmp}.wal")):
-            stale.unlink(missing_ok=True)
+        _remove_tmp(tmp)
+        raise
+
+
+def _tmp_path(data_dir: Path, run_id: str) -> Path:
+    """Where a run builds a new warehouse, or changes a copy of it."""
+    return data_dir / f"{WAREHOUSE}.tmp-{run_id}"
+
+
+def _remove_tmp(tmp: Path) -> None:
+    for stale in (tmp, Path(f"{tmp}.wal")):
+        stale.unlink(missing_ok=True)
+
+
+class Begun:
+    """A run's warehouse change begun on a thread while its commit writes the next Parquet version: the warehouse
+    opened (its log replayed) or copied, the transaction begun, and the replaced sessions' and changed sources' rows
+    deleted. None of that needs the new version, and at 5 GB it is ~0.1-0.15 s of a one-session change that would
+    otherwise follow the commit (issue 32). Nothing of it is visible to anyone until `refresh(begun=...)` finishes
+    and commits it; `abandon()` rolls it back (the commit failed, or the run was stopped). In place, the warehouse
+    is locked from the start of this change rather than from the end of the commit (readers of the tool wait for
+    a run's lock: `readonly.connect`).
+
+    When the change cannot begin (no warehouse, one that is not at `previous_version`, an error), nothing is held
+    and `refresh` does what it does without it: rebuild, or meet the same error and report it.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        run_id: str,
+        *,
+        previous_version: int,
+        replaced: Mapping[str, set[str]],
+        sources: set[str] | None,
+    ) -> None:
+        self._tmp = _tmp_path(data_dir, run_id)
+        self._change: _Change | None = None
+        args = (data_dir, previous_version, replaced, sources)
+        self._thread = threading.Thread(target=self._begin, args=args, name="warehouse-begin", daemon=True)
+        self._thread.start()
+
+    def _begin(
+        self, data_dir: Path, previous_version: int, replaced: Mapping[str, set[str]], sources: set[str] | None
+    ) -> None:
+        target = warehouse_path(data_dir)
+        try:
+            _remove_tmp(self._tmp)
+            if not target.exists():
+                return
+            con, in_place, flushing = _open_incremental(target, self._tmp, data_dir, previous_version)
+            if con is None:
+                return
+            self._change = _begun(con, in_place, flushing, replaced, sources)
+        except Exception as exc:  # refresh makes the change itself, and says what fails then
+            log.info("event=warehouse_begin_failed error=%r", f"{type(exc).__name__}: {exc}")
+            _remove_tmp(self._tmp)
+
+    def take(self) -> _Change | None:
+        """The change begun (waiting for the thread), handed over once; None when it could not begin."""
+        self._thread.join()
+        change, self._change = self._change, None
+        return change
+
+    def abandon(self) -> None:
+        """Roll back a change not handed over (a no-op after `take`); the warehouse is as the last run left it."""
+        change = self.take()
+        if change is not None:
+            change.close()
+            if not change.in_place:
+                _remove_tmp(self._tmp)
+
+
+def _open_incremental(
+    target: Path, tmp: Path, data_dir: Path, previous_version: int
+) -> tuple[duckdb.DuckDBPyConnection | None, bool, threading.Thread | None]:
+    """`_open_to_change`, when the warehouse holds `previous_version` under the current schema and index settings,
+    so that a run's change applies to it; else nothing is held (no connection, no copy left behind)."""
+    con, in_place, flushing = _open_to_change(target, tmp, data_dir)
+    if con is not None:
+        try:
+            meta = _meta(con)
+        except BaseException:
+            con.close()
+            raise
+        if (
+            meta.get("schema_version") == SCHEMA_VERSION
+            and meta.get("parquet_version") == str(previous_version)
+            and meta.get(INDEX) == search.INDEX_SETTINGS  # an index made otherwise is rebuilt, not updated
+        ):
+            return con, in_place, flushing
+        con.close()
+    if flushing is not None:
+        flushing.join()
+    _remove_tmp(tmp)
+    return None, False, None
+
+
+def _begun(
+    con: duckdb.DuckDBPyConnection,
+    in_place: bool,
+    flushing: threading.Thread | None,
+    replaced: Mapping[str, set[str]],
+    sources: set[str] | None,
+) -> _Change:
+    """`_begin_apply` on a connection `_open_incremental` gave; one that fails is closed (rolled back)."""
+    try:
+        return _begin_apply(con, in_place, flushing, replaced, sources)
+    except BaseException:
+        con.close()
+        if flushing is not None:
+            flushing.join()
         raise
 
 
@@ -684,51 +902,38 @@ def _refresh(
     replaced: Mapping[str, set[str]] | None,
     given: str | None,
     sources: set[str] | None = None,
+    change: _Change | None = None,
 ) -> None:
     number = store.current_number()
     target = warehouse_path(data_dir)
-    for stale in (tmp, Path(f"{tmp}.wal")):
-        stale.unlink(missing_ok=True)
-    incremental = in_place = False
-    flushing: threading.Thread | None = None
-    con: duckdb.DuckDBPyConnection | None = None
-    if replaced is not None and target.exists():
-        con, in_place, flushing = _open_to_change(target, tmp, data_dir)
-        if con is not None:
-            meta = _meta(con)
-            incremental = (
-                meta.get("schema_version") == SCHEMA_VERSION
-                and meta.get("parquet_version") == str(previous_version)
-                and meta.get(INDEX) == search.INDEX_SETTINGS  # an index made otherwise is rebuilt, not updated
-            )
-            if not incremental:
-                con.close()
-        if not incremental:
-            in_place = False
-            if flushing is not None:
-                flushing.join()
-                flushing = None
-            for stale in (tmp, Path(f"{tmp}.wal")):
-                stale.unlink(missing_ok=True)
-    if incremental and con is not None:
+    if change is not None and (change.replaced != replaced or change.sources != sources):
+        change.close()  # begun for another change: not this one's (never, from the flows)
+        change = None
+    if change is None:
+        _remove_tmp(tmp)
+        if replaced is not None and target.exists():
+            con, in_place, flushing = _open_incremental(target, tmp, data_dir, previous_version)
+            if con is not None:
+                change = _begun(con, in_place, flushing, replaced, sources)
+    if change is not None:
+        in_place, flushing = change.in_place, change.flushing
         try:
             # In place, the failpoint's moment (the change made, not yet seen) is before the COMMIT.
             before_commit = functools.partial(failpoints.reach, "warehouse") if in_place else None
-            zone = given or views.machine_zone(con)  # asked of this connection: a connection of its own is ~10 ms
-            meta = _apply(
-                con, store, version, number, replaced or {}, zone, before_commit=before_commit, sources=sources
-            )
+            zone = given or views.machine_zone(change.con)  # asked of this connection: one of its own is ~10 ms
+            meta = _finish_apply(change, store, version, number, zone, before_commit=before_commit)
             if in_place:
                 # Committed: the change is in the log, where it stays (see the module's docstring).
                 failpoints.reach("warehouse_log")
             else:
-                con.execute("CHECKPOINT")  # the copy is swapped in whole, without a log
+                change.con.execute("CHECKPOINT")  # the copy is swapped in whole, without a log
         finally:
-            con.close()  # a change that failed is rolled back: in place, the file is as the last run left it
+            change.con.close()  # a change that failed is rolled back: in place, the file is as the last run left it
         if in_place:
             _remember(target, meta)
             return
     else:
+        flushing = None
         con = _connect(tmp, data_dir)
         try:
             meta = _build(con, store, version, number, given or views.machine_zone(con))

@@ -288,7 +288,7 @@ def _session(agent: Agent, native: str, model: str) -> Session:
 
 
 def test_an_incremental_load_prices_a_model_it_brings_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The warehouse's incremental path (_apply) re-installs prices and price_models: a model first seen in
+    # The warehouse's incremental path (_finish_apply) re-installs prices and price_models: a model first seen in
     # this run is priced, and the earlier sessions' costs are unchanged.
     data = tmp_path / "data"
     data.mkdir()

@@ -194,7 +194,7 @@ def test_a_change_that_fails_on_a_copy_leaves_no_temporary_file_and_the_old_ware
     def overflow(*_args: object, **_kwargs: object) -> None:
         raise duckdb.OutOfRangeException("Out of Range Error: Overflow in addition of INT64 (1 + 2)!")
 
-    monkeypatch.setattr(warehouse, "_apply", overflow)
+    monkeypatch.setattr(warehouse, "_finish_apply", overflow)
     with pytest.raises(duckdb.OutOfRangeException):
         run(settings)
     assert leftovers(data) == []

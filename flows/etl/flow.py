@@ -31,7 +31,7 @@ from flows.etl.settings import Settings, load_settings
 from flows.etl.status import corpus_snapshot
 from flows.etl.workers import extraction_pool
 from sinks import failpoints, ledger, warehouse
-from sinks.commit import Committed
+from sinks.commit import Committed, changed_sources, replaced_sessions
 from sinks.files import private_dir, private_umask
 from sinks.lock import writer_lock
 from sinks.manifest import Plan
@@ -88,16 +88,23 @@ def extract_batch(run: Run, batch_no: int, sources: list[Source], previous: dict
 
 
 @task(name="commit", cache_policy=NO_CACHE)
-def commit(run: Run, plan: Plan[Source], results: list[BatchResult], row: dict[str, Any]) -> Committed:
+def commit(
+    run: Run, plan: Plan[Source], results: list[BatchResult], row: dict[str, Any], winners: dict[str, str]
+) -> Committed:
     """Merge the staged rows into the next Parquet version and swap it in."""
-    return pipeline.commit(run, plan, results, row)
+    return pipeline.commit(run, plan, results, row, winners)
 
 
 @task(name="load-warehouse", cache_policy=NO_CACHE)
 def load_warehouse(
-    run: Run, previous_version: int, replaced: dict[str, set[str]] | None, sources: set[str] | None = None
+    run: Run,
+    previous_version: int,
+    replaced: dict[str, set[str]] | None,
+    sources: set[str] | None = None,
+    begun: warehouse.Begun | None = None,
 ) -> None:
-    """Apply the run to warehouse.duckdb (a copy swapped in atomically)."""
+    """Apply the run to warehouse.duckdb (a copy swapped in atomically, or one transaction in place), finishing the
+    change `begun` during the commit."""
     warehouse.refresh(
         run.data_dir,
         run.store,
@@ -106,6 +113,29 @@ def load_warehouse(
         replaced=replaced,
         timezone=run.settings.timezone,
         sources=sources,
+        begun=begun,
+    )
+
+
+# A change of more sessions than this is begun after the commit, as before: beside it, its DELETEs (and the rows
+# they return for the figures and the search index) would hold memory while the commit's merges hold theirs, for a
+# gain that matters only to small changes (the one-session change of a big corpus: issue 32).
+BEGIN_BESIDE_SESSIONS = 5000
+
+
+def _begin_warehouse_change(
+    run: Run, plan: Plan[Source], results: list[BatchResult], previous_version: int
+) -> warehouse.Begun | None:
+    """The warehouse's part of an incremental run begun on a thread before its commit (`sinks.warehouse.Begun`),
+    for the sessions and sources the commit will replace; None for a first run (the warehouse is built whole) and
+    for a change of more than BEGIN_BESIDE_SESSIONS sessions."""
+    if not previous_version:
+        return None
+    replaced, sources = replaced_sessions(results), changed_sources(plan, results)
+    if sum(len(sids) for sids in replaced.values()) > BEGIN_BESIDE_SESSIONS:
+        return None
+    return warehouse.Begun(
+        run.data_dir, run.run_id, previous_version=previous_version, replaced=replaced, sources=sources
     )
 
 
@@ -165,6 +195,7 @@ def load(
         row["flow_run_id"] = flow_run_id
         previous_version = store.current_number()
         sweeper: threading.Thread | None = None
+        begun: warehouse.Begun | None = None
         try:
             _progress("planning", (0, 0), (0, 0))
             given = explicit if explicit is not None else discovered
@@ -230,11 +261,15 @@ def load(
                     _progress("reading", (read, sources), (done, total))
             big = _opaque if as_tasks else _as_is
             _progress("committing", (read, sources), (done, total))
-            committed = commit_step(big(run), big(plan), big(results), big(row))
+            winners = pipeline.resolve_duplicates(store, plan, results, run.parser_versions)
+            # What the warehouse can do before the version exists (open it, delete the replaced rows) overlaps the
+            # commit; rolled back below if the commit or anything after it fails.
+            begun = _begin_warehouse_change(run, plan, results, previous_version)
+            committed = commit_step(big(run), big(plan), big(results), big(row), big(winners))
             replaced = committed.replaced if previous_version else None
             sweeper = _sweep_old_versions(store)
             _progress("loading the warehouse", (read, sources), (done, total))
-            load_step(big(run), previous_version, big(replaced), big(committed.sources_changed))
+            load_step(big(run), previous_version, big(replaced), big(committed.sources_changed), big(begun))
             pipeline.save_listing(settings, found)
             record.counts = pipeline.ledger_counts(row)
             record.corpus = corpus_snapshot(settings.data_dir)
@@ -248,12 +283,16 @@ def load(
                 time.monotonic() - start,
             )
         except Exception as exc:
+            if begun is not None:
+                begun.abandon()  # rolled back (a no-op once the warehouse step took it)
             if sweeper is not None:
                 sweeper.join()  # it removes every version but the current two: not while the failure writes one
             if record.interrupted is None:  # a stop signal's exception in disguise is no failure (ledger.interrupt)
                 pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
+            if begun is not None:
+                begun.abandon()  # a stop signal's way out, too
             if sweeper is not None:
                 sweeper.join()
             _clean_up(store, run_id)

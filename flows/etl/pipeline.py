@@ -377,11 +377,12 @@ def resolve_duplicates(
     return winners
 
 
-def commit(run: Run, plan: Plan[Source], results: Sequence[BatchResult], row: dict[str, Any]) -> Committed:
-    store = run.store
-    winners = resolve_duplicates(store, plan, results, run.parser_versions)
+def commit(
+    run: Run, plan: Plan[Source], results: Sequence[BatchResult], row: dict[str, Any], winners: Mapping[str, str]
+) -> Committed:
+    """The commit of the run's batches, whose duplicates `resolve_duplicates` settled (`winners`)."""
     row["ended_at"] = run.clock()
-    return commit_run(store, run.run_id, plan, results, _by_value(run.parser_versions), row, run.buckets, winners)
+    return commit_run(run.store, run.run_id, plan, results, _by_value(run.parser_versions), row, run.buckets, winners)
 
 
 def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Exception) -> None:
