@@ -173,12 +173,90 @@ def test_defer_changed_during_read_when_a_file_of_the_unit_changes(tmp_path: Pat
     real_read = opencode_storage.read_json_document
     calls = []
 
-    def read_and_touch(path: Path, limits: Limits) -> Any:
+    def read_and_touch(path: Path, limits: Limits, **kwargs: Any) -> Any:
         calls.append(path)
         if len(calls) == 2:  # OpenCode writes a new part while we read
             (tmp_path / "storage" / "part" / "msg_2" / "prt_new.json").write_text('{"type":"text","text":"x"}')
-        return real_read(path, limits)
+        return real_read(path, limits, **kwargs)
 
     monkeypatch.setattr(opencode_storage, "read_json_document", read_and_touch)
     [outcome] = list(read_source(source, SETTLED))
     assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
+
+
+def _read_then(monkeypatch: Any, at_call: int, change: Any) -> None:
+    """Reads of the unit's files as usual, `change()` made just before the `at_call`-th (the session file is the
+    first; then msg_1, prt_1, msg_2, prt_2, prt_3): OpenCode writing while the unit is read."""
+    real_read = opencode_storage.read_json_document
+    calls: list[Path] = []
+
+    def read(path: Path, limits: Limits, **kwargs: Any) -> Any:
+        calls.append(path)
+        if len(calls) == at_call:
+            change()
+        return real_read(path, limits, **kwargs)
+
+    monkeypatch.setattr(opencode_storage, "read_json_document", read)
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Write `path` anew (OpenCode rewrites a message's file as its reply streams), with an mtime that moves even on a
+    filesystem of coarse times."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def test_defer_changed_during_read_when_a_listed_file_changes_before_it_is_read(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
+    [source] = opencode.discover(tmp_path)
+    part = tmp_path / "storage" / "part" / "msg_2" / "prt_3.json"
+    _read_then(monkeypatch, 2, lambda: _rewrite(part, json.dumps(text("hi! and more"))))  # read 6th: not as listed
+    [outcome] = list(read_source(source, SETTLED))
+    assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
+
+
+def test_defer_changed_during_read_when_the_session_file_changes_after_it_is_read(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
+    [source] = opencode.discover(tmp_path)
+    session_file = Path(source.path)
+    _read_then(monkeypatch, 3, lambda: _rewrite(session_file, session_file.read_text("utf-8") + " "))
+    [outcome] = list(read_source(source, SETTLED))
+    assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
+
+
+def test_defer_changed_during_read_when_a_message_file_is_removed_during_the_read(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
+    [source] = opencode.discover(tmp_path)
+    first = tmp_path / "storage" / "message" / "ses_a" / "msg_1.json"
+
+    def remove_after_its_read() -> None:  # msg_1 was read (2nd call): its folder changes under the read
+        before = first.parent.stat().st_mtime_ns
+        first.unlink()
+        os.utime(first.parent, ns=(before + 10**9, before + 10**9))
+
+    _read_then(monkeypatch, 4, remove_after_its_read)
+    [outcome] = list(read_source(source, SETTLED))
+    assert isinstance(outcome, Deferred) and outcome.code is DeferCode.CHANGED_DURING_READ
+
+
+def test_ok_a_file_rewritten_after_it_was_read_loads_as_listed_and_moves_the_fingerprint(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # What was read is the unit as it was when listed: msg_2's part prt_2 rewritten after it was read (before
+    # prt_3 is) changes nothing read. Its new time moves the unit's fingerprint: the next run reads it again.
+    storage_session(tmp_path / "storage", "ses_a", EXCHANGE)
+    [source] = opencode.discover(tmp_path)
+    part = tmp_path / "storage" / "part" / "msg_2" / "prt_2.json"
+    _read_then(monkeypatch, 6, lambda: _rewrite(part, json.dumps({"type": "reasoning", "text": "hm, more"})))
+    [outcome] = list(read_source(source, SETTLED))
+    assert isinstance(outcome, Loaded)
+    assert [t.text for t in outcome.session.turns] == ["hello from the old days", "hi!"]
+    [again] = opencode.discover(tmp_path)
+    assert (again.size, again.mtime_ns) != (source.size, source.mtime_ns)

@@ -23,7 +23,20 @@ from extractors import ids
 from extractors.bounded import Limits, clip, json_text
 from extractors.bounded.numbers import INT64_MAX, INT64_MIN, OUT_OF_RANGE, fit_float, token_count
 from extractors.errors import RejectCode, RejectError
-from extractors.model import Agent, Disposition, LinkKind, Role, Session, SessionLink, ToolCall, Turn, Usage
+from extractors.model import (
+    Agent,
+    Disposition,
+    LinkKind,
+    Role,
+    Session,
+    SessionLink,
+    ToolCall,
+    Turn,
+    Usage,
+    new_tool_call,
+    new_turn,
+    new_usage,
+)
 from extractors.timeutil import from_epoch_ms
 
 AGENT = Agent("opencode")  # SPEC.name: the package imports this module before it declares SPEC
@@ -235,18 +248,8 @@ def _usage(
         cost = None
     if cost is None and totals.count(None) == 5:
         return None
-    return Usage(
-        turn_index=index,
-        model=model,
-        input_tokens=totals[0],
-        output_tokens=totals[1],
-        cache_read_tokens=totals[2],
-        cache_write_tokens=totals[3],
-        reasoning_tokens=totals[4],
-        cost_usd=cost,
-        timestamp=when,
-        response_id=message_id,
-    )
+    # Usage(turn_index, model, input, output, cache read, cache write, reasoning, cost_usd, timestamp, response_id)
+    return new_usage(index, model, totals[0], totals[1], totals[2], totals[3], totals[4], cost, when, message_id)
 
 
 def _tool_call(part: PartRow, data: dict[str, Any], index: int, limits: Limits, native_id: str) -> ToolCall:
@@ -259,17 +262,18 @@ def _tool_call(part: PartRow, data: dict[str, Any], index: int, limits: Limits, 
     times = _dict(state.get("time"))
     spawned = _dict(state.get("metadata")).get("sessionId")  # the `task` tool records the child session here
     call_id = data.get("callID")
-    return ToolCall(
-        # callID is required by message-v2.ts; a file without one (hand-written samples) falls back to the part id.
-        call_id=call_id if isinstance(call_id, str) and call_id else part.id,
-        turn_index=index,
-        name=name,
-        input=_text_or_json(state.get("input"), limits),
-        output=_text_or_json(output, limits),
-        is_error=status == "error",
-        started_at=from_epoch_ms(times.get("start")),
-        ended_at=from_epoch_ms(times.get("end")),
-        spawned_session_id=session_id_of(spawned) if isinstance(spawned, str) and spawned else None,
+    # ToolCall(call_id, turn_index, name, input, output, is_error, started_at, ended_at, spawned_session_id); callID
+    # is required by message-v2.ts: a file without one (hand-written samples) falls back to the part id.
+    return new_tool_call(
+        call_id if isinstance(call_id, str) and call_id else part.id,
+        index,
+        name,
+        _text_or_json(state.get("input"), limits),
+        _text_or_json(output, limits),
+        status == "error",
+        from_epoch_ms(times.get("start")),
+        from_epoch_ms(times.get("end")),
+        session_id_of(spawned) if isinstance(spawned, str) and spawned else None,
     )
 
 
@@ -308,6 +312,7 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
     part_keys: dict[str, tuple[str, str, Disposition]] = {
         kind: (f"part/{kind}", version, disposition) for kind, disposition in PART_KINDS.items()
     }
+    message_keys: dict[str, tuple[str, str, Disposition]] = {}  # by role name, made once per session as part_keys
     turns: list[Turn] = []
     calls: list[ToolCall] = []
     usage: list[Usage] = []
@@ -318,7 +323,11 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
         if not isinstance(data, dict) or not isinstance(role_name := data.get("role"), str):
             raise _reject(RejectCode.BAD_SHAPE, f"message {message.id} is not an object with a role", native)
         role = MESSAGE_ROLES.get(role_name)
-        census[(f"message/{role_name}", version, Disposition.METADATA if role else Disposition.SKIPPED)] += 1
+        message_key = message_keys.get(role_name)
+        if message_key is None:
+            disposition = Disposition.METADATA if role else Disposition.SKIPPED
+            message_key = message_keys[role_name] = (f"message/{role_name}", version, disposition)
+        census[message_key] += 1
         model = _model_of(data)
         if model and model not in models:
             models.append(model)
@@ -363,7 +372,7 @@ def build_session(row: SessionRow, messages: list[MessageRow], parts: list[PartR
         when = from_epoch_ms(message.time_created)
         text = "\n\n".join(texts)
         if text.strip():
-            turns.append(Turn(index, role, text, when, model, tuple(attachments)))
+            turns.append(new_turn(index, role, text, when, model, tuple(attachments)))
         if role is Role.ASSISTANT:
             found_usage = _usage(index, message.id, data, model, steps, when, census)
             if found_usage is not None:

@@ -14,7 +14,6 @@ migration's `part/*/*.json` glob skips them too), `project/`, `todo/`, `permissi
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from collections.abc import Iterator
@@ -127,6 +126,8 @@ class Listing:
     part_files: dict[str, list[tuple[str, os.stat_result]]]  # message id -> its part files
     size: int
     mtime_ns: int
+    session_stat: os.stat_result  # the session file's
+    folders: list[tuple[str, int | None]]  # the message folder and each message's part folder: (path, mtime or None)
 
     @property
     def records(self) -> int:
@@ -161,23 +162,50 @@ def list_unit(unit: Unit, root: Path) -> Listing:
     message_root, part_root = str(unit.message_root()), str(unit.part_root())
     fast = not listing_on()  # in a listing block (the nightly discovery) every folder takes the recorded walk
     messages, folder_mtime = _folder_files(message_root, unit.native_id, fast and _inside(message_root, root), root)
-    folders = [folder_mtime]
+    folders = [(f"{message_root}/{unit.native_id}", folder_mtime)]
     parts: dict[str, list[tuple[str, os.stat_result]]] = {}
     part_inside = fast and _inside(part_root, root)
     for path, mst in messages:
         size, newest = size + mst.st_size, max(newest, mst.st_mtime_ns)
         message_id = _stem(path)
         parts[message_id], folder_mtime = _folder_files(part_root, message_id, part_inside, root)
-        folders.append(folder_mtime)
+        folders.append((f"{part_root}/{message_id}", folder_mtime))
         for _, pst in parts[message_id]:
             size, newest = size + pst.st_size, max(newest, pst.st_mtime_ns)
-    for folder in folders:
-        if isinstance(folder, str):
-            with contextlib.suppress(FileNotFoundError):  # a session with no messages yet has no folder
-                newest = max(newest, os.stat(folder).st_mtime_ns)
-        elif folder is not None:
+    marks: list[tuple[str, int | None]] = []
+    for name, folder in folders:
+        if isinstance(folder, str):  # stat'd after its listing
+            name, folder = folder, _mtime(folder)
+        if folder is not None:
             newest = max(newest, folder)
-    return Listing(messages, parts, size, newest)
+        marks.append((name, folder))
+    return Listing(messages, parts, size, newest, st, marks)
+
+
+def _mtime(folder: str) -> int | None:
+    """A folder's mtime, or None when there is none (a session with no messages yet has no message folder)."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def unchanged(listing: Listing, session_file: Path) -> bool:
+    """Whether the unit still holds the files `listing` found: the session file as it was, and no file added to or
+    removed from its message folder or any part folder (their mtimes, each as it was or still absent).
+
+    With every file read checked against its own listed stat (`read_json_document(stat_result=...)`: a file that
+    moved between its listing and the end of its read is deferred there), this makes what was read the unit as it
+    was at one moment, the end of the listing: each file was unchanged from its listing to its read, and each
+    folder's members from its listing to this check. A file changed after it was read is not that moment's concern:
+    its new mtime moves the unit's fingerprint, and the next run reads it again."""
+    try:
+        st = os.stat(session_file)
+    except FileNotFoundError:
+        return False
+    if (st.st_size, st.st_mtime_ns) != (listing.session_stat.st_size, listing.session_stat.st_mtime_ns):
+        return False
+    return all(_mtime(folder) == mtime for folder, mtime in listing.folders)
 
 
 def _root_of(source: Source, unit: Unit) -> Path:
@@ -214,19 +242,24 @@ def read_storage_session(source: Source, limits: Limits) -> Iterator[Outcome]:
             session_hint=hint,
         )
     try:
-        session = _object(read_json_document(unit.session_file, limits), "session file")
+        session = _object(
+            read_json_document(unit.session_file, limits, stat_result=listing.session_stat), "session file"
+        )
         messages = []
         parts = []
-        for path, _ in listing.message_files:
+        # Each file read with the stat its listing took (`stat_result`): one stat a file fewer, and a file that
+        # moved between the listing and the end of its read is deferred by its own fstat (see `unchanged`).
+        for path, st in listing.message_files:
             message_id = _stem(path)
-            data = _object(read_json_document(path, limits), f"message {message_id}")
+            data = _object(read_json_document(path, limits, stat_result=st), f"message {message_id}")
             messages.append(MessageRow(message_id, _dict(data.get("time")).get("created"), data))
-            for part_path, _ in listing.part_files[message_id]:
-                parts.append(PartRow(_stem(part_path), message_id, read_json_document(part_path, limits)))
+            for part_path, pst in listing.part_files[message_id]:
+                parts.append(
+                    PartRow(_stem(part_path), message_id, read_json_document(part_path, limits, stat_result=pst))
+                )
     except RejectError as exc:
         raise RejectError(exc.code, exc.detail, line=exc.line, offset=exc.offset, session_hint=hint) from exc
-    after = list_unit(unit, root)
-    if (after.size, after.mtime_ns) != (listing.size, listing.mtime_ns):
+    if not unchanged(listing, unit.session_file):
         raise DeferError(DeferCode.CHANGED_DURING_READ, "session files changed while they were read")
     times = _dict(session.get("time"))
     row = SessionRow(
