@@ -8,12 +8,19 @@ A run writes only the files that change into a new version folder, hard-links th
 version, then points `data/parquet` at it with one atomic rename. Readers never see a half-written file or a mix
 of two runs; a reader that opened files of the old version keeps reading them. A run killed before the swap
 leaves the current version untouched, and its leftovers are removed by the next run.
+
+The version before the current one, which the run would remove as it ends, is recycled instead when it can be
+(`NextVersion._recycle`): its folder becomes the new version's, and only the files the current version changed
+(`CHANGES`, written by the run that made it) are linked again. A small change then costs links and unlinks in
+proportion to the change, not to the corpus (at 5 GB, ~6,000 links and ~6,000 unlinks a run otherwise).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
+import logging
 import os
 import re
 import threading
@@ -49,7 +56,13 @@ LAYOUT = "layout.json"
 # A reader that must keep seeing one version (the Python API's open corpus) holds a shared lock on this file in the
 # version's folder for as long as it reads; cleanup leaves a version so held in place (`pin`, `_pinned`).
 READERS = ".readers"
+# What a version changed from the one before it: {"made_from": N, "changed": [the relative paths it wrote or
+# removed]}, written by `publish` when there are at most RECYCLE_CHANGES of them, so that the run after next can
+# turn version N into its own (`NextVersion._recycle`). No file: the version cannot be recycled (a first load).
+CHANGES = "changes.json"
+RECYCLE_CHANGES = 2048
 _VERSION = re.compile(r"^v(\d{6})$")
+log = logging.getLogger("transcripts.store")
 
 
 class SchemaMismatch(OSError):
@@ -332,7 +345,6 @@ class NextVersion:
         private_dir(store.versions)
         self.tmp = store.versions / f"v{self.number:06d}.tmp-{run_id}"
         remove_tree(self.tmp)
-        private_dir(self.tmp)
         self.written: set[Path] = set()
         found = store.store_format()
         if found > STORE_FORMAT:
@@ -340,6 +352,11 @@ class NextVersion:
                 f"{store.link}: this corpus was written by a newer version of transcripts (store format {found}; this "
                 f"version writes format {STORE_FORMAT} and would damage it); upgrade transcripts to write to it"
             )
+        # The folders whose entries recycling changed (fsynced by `publish`); whether the folder is a recycled one.
+        self._fixed_folders: set[str] = set()
+        self.recycled = self._recycle()
+        if not self.recycled:
+            private_dir(self.tmp)
         self.buckets: dict[str, int] = store.layout()
         self.source_buckets: dict[str, int] = store.source_layout()
         # `link_ahead`: the files it links (as strings relative to the version), its thread, the folders it made.
@@ -350,6 +367,55 @@ class NextVersion:
         self._ahead_folders: set[str] = set()
         # Carried forward until `conform_all` has brought every file of the base to the current schema.
         self.schema_version: str | None = SCHEMA_VERSION if self.base is None else store.schema_version(self.base)
+
+    def _recycle(self) -> bool:
+        """Make the version before the base (which this run's end would remove) the new version's folder, holding the
+        base's files: renamed into place, then each file the base changed from it (the base's CHANGES) unlinked and,
+        where the base has it, linked from the base. Every file is then a link to the base's, as `publish` would
+        link it, and a write unlinks first (`_own`). Not when there is no such version, when the base does not say
+        what it changed (a first load, a change of more than RECYCLE_CHANGES files, a version of an older
+        transcripts), or when a reader pins it (`pin`); then the base's files are linked as before. Any error
+        leaves an empty folder and the links are made as before."""
+        if self.base is None:
+            return False
+        try:
+            changes = json.loads((self.base / CHANGES).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        old = self.store.versions / f"v{self.number - 2:06d}"
+        changed = changes.get("changed") if isinstance(changes, dict) else None
+        if (
+            not isinstance(changed, list)
+            or changes.get("made_from") != self.number - 2
+            or not all(_plain_relative(rel) for rel in changed)
+            or not old.is_dir()
+            or old.is_symlink()
+            or _pinned(old)
+        ):
+            return False
+        base = os.fspath(self.base)
+        try:
+            os.rename(old, self.tmp)
+            for name in (LAYOUT, CHANGES, READERS):
+                (self.tmp / name).unlink(missing_ok=True)
+            for rel in changed:
+                target = os.path.join(self.tmp, rel)
+                folder = os.path.dirname(target)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(target)
+                    self._fixed_folders.add(folder)
+                source = os.path.join(base, rel)
+                if os.path.exists(source):
+                    private_dir(Path(folder))
+                    _link_or_copy(source, target)
+                    self._fixed_folders.add(folder)
+        except OSError as exc:
+            log.info("event=version_not_recycled error=%r", f"{type(exc).__name__}: {exc}")
+            remove_tree(self.tmp)
+            private_dir(self.tmp)
+            self._fixed_folders.clear()
+            return False
+        return True
 
     def conform_all(self) -> int:
         """Rewrite every file of the base version written with an older schema, so that the new version is one
@@ -366,6 +432,7 @@ class NextVersion:
                 continue
             if pq.read_schema(path).equals(table.arrow_schema, check_metadata=False):
                 continue
+            self._own(rel)
             self.written.add(rel)
             write_parquet(conform(table, read_parquet(path), path), self.tmp / rel)
             rewritten += 1
@@ -395,8 +462,8 @@ class NextVersion:
         folders (relative, e.g. `sources`) and files (relative paths) the caller is about to write. A file linked
         ahead and then written after all is unlinked first (`_own`): a write never goes through a link into the
         base version's file."""
-        if self.base is None or self._linking is not None:
-            return
+        if self.base is None or self._linking is not None or self.recycled:
+            return  # (a recycled folder holds the base's files already)
         written = {os.fspath(rel) for rel in self.written}
         skipped = set(skip)
         files = [
@@ -429,8 +496,12 @@ class NextVersion:
             self._linking.join()
 
     def _own(self, rel: Path) -> None:
-        """Before `rel` is written: if it was linked ahead, its link goes, so that the write makes a file of its own."""
-        if os.fspath(rel) in self._ahead:
+        """Before `rel` is written (or removed: a put of no rows): if it was linked ahead, or the folder is a recycled
+        one (every file a link to the base's), its link goes, so that a write makes a file of its own and never
+        goes through a link into the base version's file."""
+        if self.recycled:
+            (self.tmp / rel).unlink(missing_ok=True)
+        elif os.fspath(rel) in self._ahead:
             self._links_done()
             (self.tmp / rel).unlink(missing_ok=True)
 
@@ -462,8 +533,8 @@ class NextVersion:
         self._links_done()
         if self._link_error is not None:
             raise self._link_error
-        folders = {os.fspath(self.tmp)} | self._ahead_folders
-        if self.base is not None:
+        folders = {os.fspath(self.tmp)} | self._ahead_folders | self._fixed_folders
+        if self.base is not None and not self.recycled:
             written = {os.fspath(rel) for rel in self.written}
             done = self._linked - written  # linked ahead and not written after all
             for rel_folder, source_folder, names in _parquet_folders(os.fspath(self.base)):
@@ -476,7 +547,9 @@ class NextVersion:
                         private_dir(Path(folder))
                         folders.add(folder)
                     _link_or_copy(f"{source_folder}/{name}", f"{folder}/{name}")
-        folders |= {os.path.dirname(os.path.join(self.tmp, rel)) for rel in self.written if (self.tmp / rel).exists()}
+        # The folders of the files written, and of those removed (a recycled folder's link of one unlinked)
+        parents = {os.path.dirname(os.path.join(self.tmp, rel)) for rel in self.written}
+        folders |= {folder for folder in parents if os.path.isdir(folder)}
         layout = self.tmp / LAYOUT
         data: dict[str, object] = {"store_format": STORE_FORMAT, "buckets": dict(sorted(self.buckets.items()))}
         if any(n > 1 for n in self.source_buckets.values()):
@@ -487,6 +560,14 @@ class NextVersion:
         os.chmod(layout, 0o600)
         with open(layout, "rb") as handle:
             os.fsync(handle.fileno())
+        if self.base is not None and len(self.written) <= RECYCLE_CHANGES:
+            changes = self.tmp / CHANGES  # what the run after next needs to recycle the base (`_recycle`)
+            made_from = self.number - 1
+            changed = sorted(os.fspath(rel) for rel in self.written)
+            changes.write_text(json.dumps({"made_from": made_from, "changed": changed}) + "\n", "utf-8")
+            os.chmod(changes, 0o600)
+            with open(changes, "rb") as handle:
+                os.fsync(handle.fileno())
         for folder in sorted(folders):  # every folder that holds a file of the version, and the version's own
             fsync_path(Path(folder))
         final = self.store.versions / f"v{self.number:06d}"
@@ -503,6 +584,18 @@ class NextVersion:
     def abandon(self) -> None:
         self._links_done()  # never a link made into a tree being removed
         remove_tree(self.tmp)
+
+
+def _plain_relative(rel: object) -> bool:
+    """Whether `rel` (read from a version's CHANGES) names a Parquet file inside a version, as `publish` writes them:
+    relative, no `..`, no empty part. Anything else (a hand-edited file) stops the recycling, never reaches a path."""
+    return (
+        isinstance(rel, str)
+        and rel.endswith(".parquet")
+        and not rel.startswith("/")
+        and "\\" not in rel
+        and all(part not in ("", ".", "..") for part in rel.split("/"))
+    )
 
 
 def _link_or_copy(src: str, dst: str) -> None:
