@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -183,18 +184,84 @@ def test_a_change_of_many_sessions_is_begun_after_the_commit(tmp_path: Path, mon
     run(settings_for(home, data))
     monkeypatch.setattr(flow, "BEGIN_BESIDE_SESSIONS", 0)
     monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", 0)
-    made: list[int] = []
-    real = warehouse.Begun.__init__
+    threads: list[str] = []
+    real = warehouse._begin_apply
 
-    def counted(self: warehouse.Begun, *args: Any, **kwargs: Any) -> None:
-        made.append(1)
-        real(self, *args, **kwargs)
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(warehouse.Begun, "__init__", counted)
-    begun = _counting(monkeypatch, "_begin_apply")
+    monkeypatch.setattr(warehouse, "_begin_apply", noted)
     write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
     run(settings_for(home, data))
-    assert (made, len(begun)) == ([], 1), "no change begun beside the commit; the warehouse step made it"
+    # (the warehouse opened before the read is abandoned, closed with no change begun in it)
+    assert threads == ["MainThread"], "no change begun beside the commit; the warehouse step made it"
     clean = tmp_path / "clean"
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
+
+
+@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
+def test_a_small_run_opens_the_warehouse_while_it_reads_its_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+) -> None:
+    """The open (and its log's replay) overlaps the read (`flow.OPEN_BEFORE_READ_BYTES`): the read waits here until
+    the warehouse is opened, which, opened after the read as before, it never would be."""
+    from flows.etl import flow
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
+    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)  # as on ext4
+    opened = threading.Event()
+    real_open = warehouse._open_to_change
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        found = real_open(*args, **kwargs)
+        opened.set()
+        return found
+
+    real_read = flow.read_batch
+    seen: list[bool] = []
+
+    def read_once_opened(*args: Any, **kwargs: Any) -> Any:
+        seen.append(opened.wait(30))
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(warehouse, "_open_to_change", noted)
+    monkeypatch.setattr(flow, "read_batch", read_once_opened)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    run(settings_for(home, data))
+    assert seen == [True], "the warehouse was opened while the sources were read"
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+    assert leftovers(data) == []
+
+
+@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
+def test_a_read_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+) -> None:
+    from flows.etl import flow
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    before = {t: table_rows(data, t) for t in ("sessions", "turns", "sources")}
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
+    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)
+
+    def disk_gone(*_args: Any, **_kwargs: Any) -> Any:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(flow, "read_batch", disk_gone)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    with pytest.raises(OSError, match="Input/output error"):
+        run(settings_for(home, data))
+    assert not _held(data / "warehouse.duckdb"), "the warehouse opened for the run was let go"
+    assert {t: table_rows(data, t) for t in before} == before
+    assert not list(data.glob("warehouse.duckdb.tmp-*"))
+    monkeypatch.undo()
+    rerun_equals_a_clean_run(tmp_path, home, data)

@@ -123,17 +123,42 @@ def load_warehouse(
 BEGIN_BESIDE_SESSIONS = 5000
 
 
+# A run that reads at most this many bytes opens the warehouse as soon as it is planned (`warehouse.Begun` made
+# without its change), so that the open overlaps the read: in place, the warehouse is then locked for the read too,
+# which for this much is well under a second; a bigger run opens it after its read.
+OPEN_BEFORE_READ_BYTES = 64 * 1024 * 1024
+
+
+def _open_warehouse_early(
+    run_id: str, settings: Settings, plan: Plan[Source], previous_version: int
+) -> warehouse.Begun | None:
+    """The warehouse opened on a thread before a small incremental run reads its sources (see OPEN_BEFORE_READ_BYTES);
+    `_begin_warehouse_change` gives it the change, or abandons it."""
+    if not previous_version or sum(s.size for s in plan.to_read) > OPEN_BEFORE_READ_BYTES:
+        return None
+    return warehouse.Begun(settings.data_dir, run_id, previous_version=previous_version)
+
+
 def _begin_warehouse_change(
-    run: Run, plan: Plan[Source], results: list[BatchResult], previous_version: int
+    run: Run,
+    plan: Plan[Source],
+    results: list[BatchResult],
+    previous_version: int,
+    opened: warehouse.Begun | None = None,
 ) -> warehouse.Begun | None:
     """The warehouse's part of an incremental run begun on a thread before its commit (`sinks.warehouse.Begun`),
-    for the sessions and sources the commit will replace; None for a first run (the warehouse is built whole) and
-    for a change of more than BEGIN_BESIDE_SESSIONS sessions."""
+    for the sessions and sources the commit will replace, on the warehouse `opened` early when it was; None for a
+    first run (the warehouse is built whole) and for a change of more than BEGIN_BESIDE_SESSIONS sessions."""
     if not previous_version:
         return None
     replaced, sources = replaced_sessions(results), changed_sources(plan, results)
     if sum(len(sids) for sids in replaced.values()) > BEGIN_BESIDE_SESSIONS:
+        if opened is not None:
+            opened.abandon()
         return None
+    if opened is not None:
+        opened.apply(replaced, sources)
+        return opened
     return warehouse.Begun(
         run.data_dir, run.run_id, previous_version=previous_version, replaced=replaced, sources=sources
     )
@@ -228,6 +253,7 @@ def load(
                     redacted=settings.redact,
                 )
             total = sum(s.size for s in plan.to_read)
+            begun = _open_warehouse_early(run_id, settings, plan, previous_version)
             run = Run(
                 settings,
                 run_id,
@@ -264,7 +290,7 @@ def load(
             winners = pipeline.resolve_duplicates(store, plan, results, run.parser_versions)
             # What the warehouse can do before the version exists (open it, delete the replaced rows) overlaps the
             # commit; rolled back below if the commit or anything after it fails.
-            begun = _begin_warehouse_change(run, plan, results, previous_version)
+            begun = _begin_warehouse_change(run, plan, results, previous_version, begun)
             committed = commit_step(big(run), big(plan), big(results), big(row), big(winners))
             replaced = committed.replaced if previous_version else None
             sweeper = _sweep_old_versions(store)
