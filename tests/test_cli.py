@@ -581,12 +581,17 @@ def test_schedule_refuses_a_bad_cron_or_time_zone_before_starting_anything(tmp_p
 def test_ctrl_c_of_a_real_run_on_the_managed_server_is_one_line_and_exit_130(tmp_path: Path) -> None:
     """The whole path as a person meets it: the managed server (started once for the tests), a real flow, SIGINT."""
     import signal
+    import time
 
     from sinks import ledger
     from tests.corpus import busy_home
 
     busy_home(tmp_path / "home")
+    # Held after its first batch (sinks/failpoints.py `pause`), so that the signal finds the run still going: seen
+    # once in CI on 3.13, the run ended (exit 0, 5.2 s) though the signal was sent as its plan was logged.
+    hold = tmp_path / "go"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["TRANSCRIPTS_PAUSEPOINT"] = f"extract:{hold}"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -613,7 +618,13 @@ def test_ctrl_c_of_a_real_run_on_the_managed_server_is_one_line_and_exit_130(tmp
             seen.append(line)
             if "event=plan" in line:
                 break
+        deadline = time.monotonic() + 120
+        while not Path(f"{hold}.reached").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert Path(f"{hold}.reached").exists(), "the run never reached its first batch's end"
         proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        hold.touch()  # a pause point holds no real run: released, whatever the signal has done by then
         out, rest = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
