@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from extractors.aider import default_roots, discover, tables
-from extractors.bounded import Limits
+from extractors.bounded import Limits, text_lines
 from extractors.model import Deferred, Disposition, Loaded, Outcome, Rejected, Role, Session, Source
 from extractors.registry import detect_format, read_source
 from tests.support import SETTLED
@@ -330,6 +330,52 @@ def test_a_last_line_being_written_is_deferred_and_an_old_one_rejects_its_run(tm
     outcomes = read(path)  # settled
     assert [type(o).__name__ for o in outcomes] == ["Loaded", "Rejected"]
     assert isinstance(outcomes[1], Rejected) and outcomes[1].code == "truncated_tail"
+
+
+def test_a_history_of_more_lines_than_max_records_loads_every_run(tmp_path: Path) -> None:
+    # max_records bounds what is held at once: a run, not a history that grows for years.
+    text = "".join(run(f"2026-01-02 10:00:{second:02d}") for second in range(6))
+    assert text.count("\n") > 40
+    outcomes = read(history(tmp_path, text), Limits(settle_seconds=0, max_records=12))
+    assert [type(o).__name__ for o in outcomes] == ["Loaded"] * 6
+
+
+def test_a_run_of_more_lines_than_max_records_is_rejected_and_the_next_loads(tmp_path: Path) -> None:
+    long = run(body="".join(f"\n#### line {i}{H}\n\nok\n" for i in range(5)))
+    text = run() + long + run("2026-01-02 11:00:00")
+    outcomes = read(history(tmp_path, text), Limits(settle_seconds=0, max_records=12))
+    assert [type(o).__name__ for o in outcomes] == ["Loaded", "Rejected", "Loaded"]
+    rejected = outcomes[1]
+    assert isinstance(rejected, Rejected) and rejected.code == "limit_exceeded"
+    assert rejected.line == run().count("\n") + 1  # the long run's header: the line after the first run's
+    third = outcomes[2]
+    assert isinstance(third, Loaded) and third.session.turns[0].index == (run() + long).count("\n") + 6
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 16], ids=["one chunk", "chunks of 16 bytes"])
+def test_rejected_lines_say_their_number_in_the_file_however_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    # Chunks of 16 bytes (a scale knob): every run and line spans blocks, which are not numbered.
+    monkeypatch.setattr(text_lines, "CHUNK_BYTES", chunk)
+    before = f"#### a cut-off prompt{H}\n" * 3
+    runs = run() + run("2026-01-02 11:00:00") + run("2026-01-02 12:00:00", f"\n#### hel{H}\n\nok\n\nstill writ")
+    outcomes = read(history(tmp_path, "\n\n" + before + runs))
+    assert [(type(o).__name__, getattr(o, "code", None), getattr(o, "line", None)) for o in outcomes] == [
+        ("Rejected", "bad_shape", 2),
+        ("Loaded", None, None),
+        ("Loaded", None, None),
+        ("Rejected", "truncated_tail", ("\n\n" + before + runs).count("\n")),
+    ]
+    loaded = [o.session for o in outcomes if isinstance(o, Loaded)]
+    assert [s.turns[0].index for s in loaded] == [5 + 6, 5 + run().count("\n") + 6]
+    bad = tmp_path / "not utf-8" / ".aider.chat.history.md"
+    bad.parent.mkdir()
+    bad.write_bytes(runs.encode().replace(b"\nok\n", b"\nok \xff\n"))
+    outcomes = read(bad)
+    assert [type(o).__name__ for o in outcomes] == ["Loaded", "Loaded", "Rejected"]
+    assert isinstance(outcomes[2], Rejected) and outcomes[2].code == "invalid_utf8"
+    assert outcomes[2].line == runs[: runs.index("\nok\n")].count("\n") + 1
 
 
 def test_a_run_over_max_conversation_bytes_is_rejected_and_the_next_loads(tmp_path: Path) -> None:

@@ -1,8 +1,11 @@
 """`iter_text_blocks(decode=False)`: a chunk checked to be UTF-8 without making its text gives the same blocks (text,
-bytes, lines, offsets) and the same errors as the reading that decodes it; the check takes what `bytes.decode` takes."""
+bytes, lines, offsets) and the same errors as the reading that decodes it; the check takes what `bytes.decode` takes.
+Blocks not numbered (`numbered=False`) are the numbered ones, their lines not counted, a rejected line's number
+still the file's."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from pathlib import Path
@@ -10,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from extractors.bounded import Limits
+from extractors.bounded import Limits, text_lines
 from extractors.bounded.text_lines import _is_utf8, iter_text_blocks
 from extractors.errors import DeferError, RejectError
 
@@ -75,3 +78,50 @@ def test_a_block_read_without_decoding_makes_its_text_only_when_asked(tmp_path: 
     (block,) = iter_text_blocks(path, SETTLED, decode=False)
     assert block._text is None and block.raw == CASES["wide"]
     assert block.text == CASES["wide"].decode()
+
+
+def _unnumbered(path: Path, limits: Limits) -> list[Any]:
+    """As `_read`, the blocks not numbered: each block's lines numbered again from the lines of the blocks before."""
+    out: list[Any] = []
+    base = 0
+    try:
+        for block in iter_text_blocks(path, limits, decode=False, numbered=False):
+            assert block.index == -1
+            lines = [dataclasses.replace(block.line(i), index=base + i) for i in range(len(block.texts))]
+            out.append((base, block.text, block.raw, block.complete, block.starts(), lines))
+            base += len(block.texts)
+    except (RejectError, DeferError) as exc:
+        out.append((type(exc).__name__, exc.code, exc.detail, getattr(exc, "line", None)))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("chunk", [1 << 20, 7], ids=["one chunk", "chunks of 7 bytes"])
+def test_blocks_not_numbered_are_the_numbered_ones_and_a_rejected_line_says_its_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, chunk: int
+) -> None:
+    # Chunks of 7 bytes (a scale knob): a file of many blocks, its bad line in a later one than the first.
+    monkeypatch.setattr(text_lines, "CHUNK_BYTES", chunk)
+    path = tmp_path / "history.txt"
+    path.write_bytes(CASES[name] * 3)
+    os.utime(path, (1e9, 1e9))
+    long_lines = Limits(settle_seconds=0.0, max_line_bytes=40)
+    for limits in (SETTLED, long_lines):
+        numbered = _read(path, limits, decode=False)
+        assert _unnumbered(path, limits) == numbered
+    if name in ("surrogate", "long line"):  # the rejected line's number and offset are the file's
+        with pytest.raises(RejectError) as caught:
+            list(iter_text_blocks(path, long_lines, decode=False, numbered=False))
+        bad = CASES[name].split(b"\n")[1]
+        assert caught.value.line == 1 and caught.value.offset == CASES[name].index(bad)
+
+
+def test_blocks_not_numbered_do_not_count_lines_against_max_records(tmp_path: Path) -> None:
+    path = tmp_path / "history.txt"
+    path.write_bytes(b"a\n" * 10)
+    os.utime(path, (1e9, 1e9))
+    few = Limits(settle_seconds=0.0, max_records=6)
+    with pytest.raises(RejectError) as caught:
+        list(iter_text_blocks(path, few, decode=False))
+    assert caught.value.code == "limit_exceeded" and caught.value.line == 6
+    assert b"".join(block.raw for block in iter_text_blocks(path, few, decode=False, numbered=False)) == b"a\n" * 10

@@ -8,7 +8,9 @@ discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSC
 `transcripts backfill FILE` takes one file, whose name says it is Aider's (`Claim.NAME`).
 
 The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits, UTF-8 checked; a file whose
-last line is still being written is deferred) and taken as the chunk's bytes, never split into lines: the runs are cut
+last line is still being written is deferred; the chunks' lines not counted: each run's walk counts its own, and
+`max_records` bounds a run, the unit held in memory, not the file) and taken as the chunk's bytes, never split into
+lines: the runs are cut
 at their headers (`bytes.find`); what each line is: `tables`; one run -> a Session: `parse`, which stops only at the
 lines that matter (`tables.LINE_GROUP`: the usual exchange, from the person's `####` lines through the reply and its
 usage report, in one match; else aider's `####` and `>` lines, a group at a time, markers, reasoning tags, blank lines
@@ -44,7 +46,7 @@ SPEC = AgentSpec(
     name=Agent("aider"),
     display="Aider",
     rank=110,
-    parser_version="1",
+    parser_version="2",  # 2: max_records bounds a run's lines, not the file's (a long history loads whole)
     env=(HISTORY_ENV,),
     nightly=True,
     export=None,
@@ -96,10 +98,10 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     """One outcome per run of the history file, in file order.
 
     Per run: Loaded, or Rejected with truncated_tail (the file ends inside the run's last line), limit_exceeded
-    (the run is over max_conversation_bytes), missing_timestamp, no_conversation (benign: a run that only started).
-    For the rest of the source, raises RejectError: bad_shape (lines before the first header, or no header at
-    all: not an aider history), invalid_utf8, limit_exceeded (the file, a line or the line count over the limits),
-    source_unreadable; DeferError: write_in_progress, changed_during_read.
+    (the run is over max_conversation_bytes, or has more lines than max_records), missing_timestamp,
+    no_conversation (benign: a run that only started). For the rest of the source, raises RejectError: bad_shape
+    (lines before the first header, or no header at all: not an aider history), invalid_utf8, limit_exceeded (the
+    file or a line over the limits), source_unreadable; DeferError: write_in_progress, changed_during_read.
     """
     run: list[
         tuple[bytes, int, int]
@@ -113,7 +115,8 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
     before: TextLine | None = None  # the first non-blank line before the first header
     seen: dict[str, int] = {}
     stamp = ""  # the open run's header time
-    for block in iter_text_blocks(source.path, limits, decode=False):
+    counted = 0  # the lines of the blocks before the first header (the blocks are not numbered: the runs count theirs)
+    for block in iter_text_blocks(source.path, limits, decode=False, numbered=False):
         raw = block.raw
         stamps = _headers(raw)
         heads = list(stamps)
@@ -123,7 +126,7 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
             if at > position:  # the open run's lines, or lines before the first header
                 if head < 0:
                     if before is None:
-                        before = _first_non_blank(block, position, at)
+                        before = _first_non_blank(block, counted, position, at)
                 else:
                     run_bytes += block.offset_at(at) - block.offset_at(position)
                     if not oversized and run_bytes > limits.max_conversation_bytes:
@@ -136,9 +139,12 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
                         run[-1] = (raw, run[-1][1], at)
                     else:
                         run.append((raw, position, at))
-                    if not block.complete and at == len(raw):
-                        cut_tail = _last_line(block)
+                    if not block.complete and at == len(raw):  # the tail: the line after the run's whole ones
+                        whole = dropped if oversized else sum(piece.count(b"\n", s, e) for piece, s, e in run)
+                        cut_tail = _last_line(block, head + whole)
             if at == len(raw):
+                if head < 0:
+                    counted += raw.count(b"\n")
                 break
             if head >= 0:
                 outcome, lines = _outcome(
@@ -149,13 +155,13 @@ def read(source: Source, limits: Limits) -> Iterator[Outcome]:
             else:
                 if before is not None:
                     yield _orphans(source, before)
-                head = block.index + raw.count(b"\n", 0, at)
+                head = counted + raw.count(b"\n", 0, at)
             end = raw.find(b"\n", at) + 1 or len(raw)  # after the header line
             head_offset = block.offset_at(at)
             stamp = stamps[at]
             run, run_bytes, oversized, cut_tail = [(raw, at, end)], block.offset_at(end) - head_offset, False, None
             if not block.complete and end == len(raw):
-                cut_tail = _last_line(block)
+                cut_tail = _last_line(block, head)
             position = end
     if head >= 0:
         yield _outcome(source, run, head, head_offset, cut_tail, oversized, dropped, limits, seen, stamp)[0]
@@ -180,18 +186,25 @@ def _headers(raw: bytes) -> dict[int, str]:
     return heads
 
 
-def _first_non_blank(block: TextBlock, start: int, end: int) -> TextLine | None:
-    """The first line in `block.raw[start:end]` (whole lines) that is not blank, if any."""
+def _first_non_blank(block: TextBlock, base: int, start: int, end: int) -> TextLine | None:
+    """The first line in `block.raw[start:end]` (whole lines) that is not blank, if any; `base`: the number of the
+    block's first line."""
     raw = block.raw
     first = raw.count(b"\n", 0, start)
     for i, line in enumerate(raw[start:end].decode().split("\n"), first):  # text before any header: rare
         if line.strip():
-            return block.line(i)
+            return _numbered(block.line(i), base + i)
     return None
 
 
-def _last_line(block: TextBlock) -> TextLine:
-    return block.line(block.raw.count(b"\n"))
+def _last_line(block: TextBlock, index: int) -> TextLine:
+    """The block's last line (the file's, cut), as line `index`."""
+    return _numbered(block.line(block.raw.count(b"\n")), index)
+
+
+def _numbered(line: TextLine, index: int) -> TextLine:
+    """`line` (of a block not numbered) as line `index` of the file."""
+    return TextLine(index, line.offset, line.text, line.size, line.complete)
 
 
 def _orphans(source: Source, first: TextLine) -> Rejected:
@@ -225,6 +238,10 @@ def _outcome(
         raw = b"".join([piece[start:end] for piece, start, end in run])
     if not raw.endswith(b"\n"):
         raw += b"\n"  # the file's last line, cut
+    # A run of more lines than max_records (each line at least its newline: a run of fewer bytes has fewer lines).
+    if len(raw) > limits.max_records and (lines := raw.count(b"\n")) > limits.max_records:
+        detail = f"the run has more than max_records={limits.max_records} lines"
+        return Rejected(source, RejectCode.LIMIT_EXCEEDED, detail, line=head, offset=offset), lines
     native = native_id(raw, stamp)
     seen[native] = seen.get(native, 0) + 1
     if seen[native] > 1:  # the same opening twice in one file (scripted runs in one second): the n-th gets `-n`

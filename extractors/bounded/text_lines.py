@@ -11,15 +11,18 @@ at once; a line that does not decode is `invalid_utf8` with its line and offset,
 `iter_text_blocks` hands on a chunk's lines together (`TextBlock`: their text whole, split into lines only when asked,
 and their bytes), for readers that take lines a span at a time or look for their marks in the bytes (with
 `decode=False` the chunk is checked to be UTF-8 without keeping its text, decoded only if asked for);
-`iter_text_lines` one `TextLine` at a time.
+`iter_text_lines` one `TextLine` at a time. A reader that numbers its own lines and bounds its own records (Aider:
+`max_records` per run, not per file) asks for blocks not numbered (`numbered=False`): no chunk's lines are counted (a
+count is one more scan of every byte), and only a rejected line's number is worked out, from the bytes before it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate, repeat
 from operator import add
 from pathlib import Path
@@ -52,7 +55,8 @@ def _ends_with_newline(handle: BinaryIO, size: int) -> bool:
 
 
 class TextBlock:
-    """Consecutive lines of one read chunk: `text` is their text (each line as `TextLine.text`, followed by `\\n`; the
+    """Consecutive lines of one read chunk (`index` -1: not numbered, `iter_text_blocks(numbered=False)`; `line(i)`
+    is then numbered from -1): `text` is their text (each line as `TextLine.text`, followed by `\\n`; the
     last without it when `complete` is False), `texts[i]` is line `index + i` (split from `text` when first asked
     for), which starts at byte `start(i)` and ends (its line end included) at `start(i + 1)`. `complete` is False only
     for a block whose last line is the file's last and has no newline.
@@ -74,7 +78,7 @@ class TextBlock:
         self._offset = offset
         self._starts: list[int] | None = None
         self._raw: bytes | None = None
-        self._plain = not (b"\r" in data or (index == 0 and data.startswith(b"\xef\xbb\xbf")))
+        self._plain = not (b"\r" in data or (offset == 0 and data.startswith(b"\xef\xbb\xbf")))
         if not self._plain:
             self.starts()
 
@@ -154,11 +158,16 @@ def iter_text_lines(path: str | Path, limits: Limits) -> Iterator[TextLine]:
             yield TextLine(index + i, starts[i], text, starts[i + 1] - starts[i], block.complete or i != last)
 
 
-def iter_text_blocks(path: str | Path, limits: Limits, decode: bool = True) -> Iterator[TextBlock]:
+def iter_text_blocks(
+    path: str | Path, limits: Limits, decode: bool = True, numbered: bool = True
+) -> Iterator[TextBlock]:
     """Stream the lines of a UTF-8 text file (blank lines included), a read chunk's lines at a time; with
     decode=False a chunk is checked to be UTF-8 without making its text (`TextBlock.text` decodes it when asked for),
-    for a reader that reads the bytes (`TextBlock.raw`): the same blocks, the same errors. Raises:
-    - RejectError(limit_exceeded) for a source, line or line count over the limits, before reading past the bound;
+    for a reader that reads the bytes (`TextBlock.raw`): the same blocks, the same errors. With numbered=False the
+    lines are not counted: each block's `index` is -1 and `max_records` is not checked (the caller bounds its records
+    itself); a rejected line still says its number, the lines before it counted when it is found. Raises:
+    - RejectError(limit_exceeded) for a source, line or line count (numbered only) over the limits, before reading
+      past the bound;
     - RejectError(invalid_utf8) for a line that does not decode;
     - RejectError(source_unreadable) when the file cannot be opened;
     - DeferError(write_in_progress) when the file ends without a newline and changed within `settle_seconds`;
@@ -176,7 +185,9 @@ def iter_text_blocks(path: str | Path, limits: Limits, decode: bool = True) -> I
             raise DeferError(DeferCode.CHANGED_DURING_READ, "file changed between discovery and open")
         if not _ends_with_newline(handle, before.st_size) and time.time() - before.st_mtime < limits.settle_seconds:
             raise DeferError(DeferCode.WRITE_IN_PROGRESS, "last line has no newline and the file changed recently")
-        index = 0
+        index = 0 if numbered else -1
+        if not numbered:
+            limits = replace(limits, max_records=sys.maxsize)  # the slow path's per-line check: not this file's
         offset = 0
         carried: list[bytes] = []  # the start of a line the reads so far cut, never longer than max_line_bytes
         carried_bytes = 0
@@ -188,25 +199,29 @@ def iter_text_blocks(path: str | Path, limits: Limits, decode: bool = True) -> I
             if not cut:
                 carried.append(data)
                 carried_bytes += len(data)
-                if carried_bytes > limits.max_line_bytes:
-                    yield from _slow_block(b"".join(carried), index, offset, limits)  # raises: the line is too long
+                if carried_bytes > limits.max_line_bytes:  # raises: the line is too long
+                    yield from _slow_block(b"".join(carried), index, offset, limits, handle)
                 continue
             if carried:
                 carried.append(data[:cut])
                 whole = b"".join(carried)
             else:
                 whole = data[:cut] if cut < len(data) else data
-            lines = whole.count(b"\n")  # every line of `whole` ends with its newline
-            yield from _block(whole, index, offset, limits, lines, decode)
-            index += lines
+            if numbered:
+                lines = whole.count(b"\n")  # every line of `whole` ends with its newline
+                yield from _block(whole, index, offset, limits, lines, decode)
+                index += lines
+            else:
+                yield from _block(whole, index, offset, limits, None, decode, handle)
             offset += len(whole)
             carried = [data[cut:]] if cut < len(data) else []
             carried_bytes = len(data) - cut
-            if carried_bytes > limits.max_line_bytes:
-                yield from _slow_block(carried[0], index, offset, limits)  # raises: the line is too long
+            if carried_bytes > limits.max_line_bytes:  # raises: the line is too long
+                yield from _slow_block(carried[0], index, offset, limits, handle)
         tail = b"".join(carried)
         if tail:
-            yield from _block(tail, index, offset, limits, tail.count(b"\n") + (not tail.endswith(b"\n")), decode)
+            tail_lines = tail.count(b"\n") + (not tail.endswith(b"\n")) if numbered else None
+            yield from _block(tail, index, offset, limits, tail_lines, decode, handle)
             offset += len(tail)
         after = os.fstat(handle.fileno())
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or offset != before.st_size:
@@ -215,34 +230,59 @@ def iter_text_blocks(path: str | Path, limits: Limits, decode: bool = True) -> I
         handle.close()
 
 
-def _block(data: bytes, index: int, offset: int, limits: Limits, n: int, decode: bool = True) -> Iterator[TextBlock]:
-    """The `n` lines of `data` (whole lines; only the file's last may lack its newline), checked and decoded at once
-    (decode=False: checked only, when the bytes are the text's as they are: no `\\r`, no byte-order mark); a block
-    with a line over the limits, or one that does not decode, is read line by line to say which."""
+def _block(
+    data: bytes,
+    index: int,
+    offset: int,
+    limits: Limits,
+    n: int | None,
+    decode: bool = True,
+    handle: BinaryIO | None = None,
+) -> Iterator[TextBlock]:
+    """The `n` lines of `data` (whole lines; only the file's last may lack its newline; None: not counted, `index`
+    -1, the file open as `handle`), checked and decoded at once (decode=False: checked only, when the bytes are the
+    text's as they are: no `\\r`, no byte-order mark); a block with a line over the limits, or one that does not
+    decode, is read line by line to say which."""
     complete = data.endswith(b"\n")
-    if index + n > limits.max_records or (
+    if (n is not None and index + n > limits.max_records) or (
         len(data) > limits.max_line_bytes and max(map(len, data.split(b"\n"))) + 1 > limits.max_line_bytes
     ):
-        yield from _slow_block(data, index, offset, limits)
+        yield from _slow_block(data, index, offset, limits, handle)
         return
-    if not decode and b"\r" not in data and not (index == 0 and data.startswith(_BOM)) and _is_utf8(data):
+    if not decode and b"\r" not in data and not (offset == 0 and data.startswith(_BOM)) and _is_utf8(data):
         yield TextBlock(index, None, data, offset, complete)
         return
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        yield from _slow_block(data, index, offset, limits)
+        yield from _slow_block(data, index, offset, limits, handle)
         return
     if b"\r" in data:  # as `"\r" in text` (a CR byte in UTF-8 is only ever CR), a scan of bytes, not of 1-4 byte chars
         text = text.replace("\r\n", "\n")
         if not complete and text.endswith("\r"):
             text = text[:-1]
-    if index == 0 and text.startswith("\ufeff"):
+    if offset == 0 and text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark (an editor's, or `--encoding utf-8-sig`) is not text
     yield TextBlock(index, text, data, offset, complete)
 
 
 _BOM = b"\xef\xbb\xbf"
+
+
+def _number(handle: BinaryIO | None, index: int, offset: int) -> int:
+    """The number of the line that starts at byte `offset`: `index` when the lines are numbered, else the newlines
+    before it counted (a rejected line of a file read without numbering: read again up to it, a chunk at a time; a
+    file that changed meanwhile is deferred after the read as any other)."""
+    if index >= 0 or handle is None:
+        return index
+    fd, lines, position = handle.fileno(), 0, 0
+    while position < offset:
+        data = os.pread(fd, min(CHUNK_BYTES, offset - position), position)
+        if not data:
+            break
+        lines += data.count(b"\n")
+        position += len(data)
+    return lines
 
 
 UTF8_PIECE = 16384  # bytes checked at a time by `_is_utf8`, cut after a newline
@@ -270,16 +310,20 @@ def _is_utf8(data: bytes) -> bool:
     return True
 
 
-def _slow_block(data: bytes, index: int, offset: int, limits: Limits) -> Iterator[TextBlock]:
+def _slow_block(
+    data: bytes, index: int, offset: int, limits: Limits, handle: BinaryIO | None = None
+) -> Iterator[TextBlock]:
     """`data` line by line, as a bounded readline reads it: the lines before the first one over the limits (or not
-    UTF-8) as one block, then the RejectError. A block with no such line is yielded whole."""
+    UTF-8) as one block, then the RejectError (the line's number the file's, `_number`, also when `index` is -1: not
+    numbered). A block with no such line is yielded whole."""
     texts: list[str] = []
     position = 0
+    first = _number(handle, index, offset)
     while position < len(data):
         end = data.find(b"\n", position, position + limits.max_line_bytes + 1)
         raw = data[position : end + 1] if end >= 0 else data[position : position + limits.max_line_bytes + 1]
         try:
-            texts.append(_decode_line(raw, index + len(texts), offset + position, limits))
+            texts.append(_decode_line(raw, first + len(texts), offset + position, limits))
         except RejectError:
             if texts:
                 yield TextBlock(index, "".join(t + "\n" for t in texts), data[:position], offset)
