@@ -127,12 +127,22 @@ def _clonefile(src: Path, dst: Path) -> bool:
     return bool(clonefile(os.fsencode(src), os.fsencode(dst), 0) == 0)
 
 
+# A Parquet file at least this big is decoded on Arrow's thread pool; a smaller one in the calling thread. The pool
+# starts with the first read that asks for it, and in a fresh process (every run) that read took 0.06-0.13 s where
+# the same file took 0.02 s in one thread (the 5 GB corpus's 4.4 MB bucket file, or its 8 manifest files: 0.022 s
+# against 0.06-0.08 s); the project's files are buckets of a few MB (one row group each), which one thread decodes
+# as fast as the pool once it runs. One session appended at 5 GB: ~25 ms less (docs/benchmarks.md "Fifth round").
+THREADED_READ_BYTES = 64 * 1024 * 1024
+
+
 def read_parquet(path: Path | str, columns: list[str] | None = None) -> pa.Table:
     """One Parquet file, whole or some of its columns, as `pq.read_table` gives it, without the dataset layer that
     goes through: in a fresh process that layer's import and discovery made the first read (the manifest, in every
-    run) ~0.13 s against ~0.01 s here; a no-op at 1 GB measured ~0.04-0.05 s quicker."""
+    run) ~0.13 s against ~0.01 s here; a no-op at 1 GB measured ~0.04-0.05 s quicker. Decoded in this thread unless
+    the file is `THREADED_READ_BYTES` or more."""
+    threads = os.stat(path).st_size >= THREADED_READ_BYTES
     with pq.ParquetFile(path) as file:
-        return file.read(columns=columns)
+        return file.read(columns=columns, use_threads=threads)
 
 
 def write_parquet(
