@@ -293,6 +293,13 @@ class _Rows:
         elif table.name == "turns":
             self.turns.append(returned.select(["turn_id"]))
 
+    def model_pairs(self) -> set[tuple[str, str]]:
+        """The (agent, model) pairs of the usage rows (with `figures`: else there are none), named models only."""
+        pairs: set[tuple[str, str]] = set()
+        for part in self.usage:
+            pairs.update(zip(part.column("agent").to_pylist(), part.column("model").to_pylist(), strict=True))
+        return {(agent, model) for agent, model in pairs if model is not None}
+
     def modes(self, con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
         return _on(con, self.sessions, lambda name: _modes(con, name), {})
 
@@ -585,7 +592,11 @@ def _finish_apply(
         same_ddl = meta.get(DDL) == _ddl_digest(zone)
         if not same_ddl:
             views.create_views(con, zone)
-        prices_from = prices.install(con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl)
+        # With the figures, the usage rows removed and added are at hand: their models say what the prices change.
+        changed = (gone.model_pairs(), new.model_pairs()) if change.keep_figures else None
+        prices_from = prices.install(
+            con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl, changed=changed
+        )
         if change.keep_figures and old is not None:
             figures_json = json.dumps(_updated(con, old, gone, change.gone_unpriced, new))
         else:

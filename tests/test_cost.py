@@ -352,6 +352,43 @@ def test_an_incremental_load_reads_the_price_database_only_when_the_package_chan
     assert priced == (True,)
 
 
+def test_an_incremental_loads_price_tables_are_a_whole_builds(tmp_path: Path) -> None:
+    # The change knows the models of the usage rows it removes and adds: a model no session uses any more leaves
+    # the price tables, a new one is looked up, one still used elsewhere stays; as a build from nothing has them.
+    data = tmp_path / "data"
+    data.mkdir()
+    _publish(data, [_session(Agent("claude"), "c1", "claude-opus-4-6"), _session(Agent("codex"), "x1", "gpt-5.4")])
+    warehouse.refresh(data, Store(data), "r1", previous_version=0, replaced=None)
+
+    def tables() -> list[list[tuple[Any, ...]]]:
+        con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+        try:
+            return [
+                con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("price_models", "price_lookups")
+            ]
+        finally:
+            con.close()
+
+    steps = [
+        ("r2", 1, _session(Agent("codex"), "x1", "not-a-real-model-7")),  # gpt-5.4 used by no session any more
+        ("r3", 2, _session(Agent("codex"), "x1", "gpt-5.4")),  # back: looked up again
+        ("r4", 3, _session(Agent("claude"), "c1", "claude-opus-4-6")),  # the same model: nothing changes
+    ]
+    seen = []
+    for run_id, previous, session in steps:
+        _publish(data, [session])
+        warehouse.refresh(
+            data, Store(data), run_id, previous_version=previous, replaced={session.agent: {session.session_id}}
+        )
+        changed = tables()
+        warehouse.warehouse_path(data).unlink()  # the same version built from nothing
+        warehouse.refresh(data, Store(data), f"{run_id}-whole", previous_version=previous + 1, replaced=None)
+        assert changed == tables(), run_id
+        seen.append({model for _, model, *_ in changed[1]})
+    assert seen[0] == {"claude-opus-4-6", "not-a-real-model-7"}
+    assert seen[1] == seen[2] == {"claude-opus-4-6", "gpt-5.4"}
+
+
 def test_a_whole_build_reads_the_prices_an_earlier_build_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "cache"
     (folder.parent).mkdir(exist_ok=True)
