@@ -10,7 +10,9 @@ periodic full check does. Losing it costs one slower run, never a wrong one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from sinks.files import write_private_atomic
+from sinks.files import FILE_MODE, private_dir, replace_atomic
 
 LISTING = "cache/listing.json"
 FORMAT = 2  # the record's layout; another one is thrown away
@@ -78,14 +80,48 @@ def _folder(value: Any) -> Folder:
 def save_record(data_dir: Path, record: Record) -> None:
     """Write `record` atomically (temporary file and rename). A failure to write it is logged, not raised: the run
     it follows is committed already, and the next run only lists everything again."""
+    written = write_record(data_dir, record)
+    if written is not None:
+        install_record(data_dir, written)
+
+
+def write_record(data_dir: Path, record: Record) -> Path | None:
+    """`record` written to a private temporary file beside its place, which `install_record` renames into it (or
+    `discard_record` removes): a run writes it beside its warehouse change and puts it in place once that ends
+    well. None when it could not be written (logged, as `save_record` says); a killed run's file is removed here."""
     folders = {path: [*kept[:6], _text(kept[6])] for path, kept in record.folders.items()}
     text = orjson.dumps(
         {"format": FORMAT, "version": record.version, "checked_at_ns": record.checked_at_ns, "folders": folders}
     )
+    path = listing_path(data_dir)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        write_private_atomic(listing_path(data_dir), lambda tmp: tmp.write_bytes(text))
+        private_dir(path.parent)
+        for stale in path.parent.glob(f".{path.name}.tmp-*"):  # a killed run's (one writer at a time: the lock)
+            if stale != tmp:
+                stale.unlink(missing_ok=True)
+        tmp.write_bytes(text)
+        os.chmod(tmp, FILE_MODE)
     except OSError as exc:
         log.warning("event=listing_unwritten error=%r (the next run lists every folder)", str(exc))
+        discard_record(tmp)
+        return None
+    return tmp
+
+
+def install_record(data_dir: Path, written: Path) -> None:
+    """Put the record `write_record` wrote in its place (a rename made durable); a failure is logged, as there."""
+    try:
+        replace_atomic(written, listing_path(data_dir))
+    except OSError as exc:
+        log.warning("event=listing_unwritten error=%r (the next run lists every folder)", str(exc))
+        discard_record(written)
+
+
+def discard_record(written: Path) -> None:
+    """Remove a record `write_record` wrote that is not to be used (the run failed); gone already is fine."""
+    with contextlib.suppress(OSError):
+        written.unlink(missing_ok=True)
 
 
 def _text(entries: Any) -> str:

@@ -230,6 +230,20 @@ def test_a_failed_run_leaves_the_record_as_it_was(tmp_path: Path, monkeypatch: p
     assert listing_path(settings.data_dir).read_bytes() == before
 
 
+def test_a_run_puts_its_record_in_place_and_a_killed_runs_unfinished_record_is_cleared(tmp_path: Path) -> None:
+    home, _, settings = cold_home(tmp_path)
+    record_path = listing_path(settings.data_dir)
+    killed = record_path.with_name(f".{record_path.name}.tmp-999999")  # written beside by a run killed meanwhile
+    killed.write_bytes(b"{")
+    session_in(home, "-home-u-third", "ffffffff-0000-4000-8000-000000000006")
+    report = run(settings)
+    assert report.committed is not None
+    record = load_record(settings.data_dir)
+    assert record is not None and record.version == pipeline.corpus_version(settings)
+    assert any("-home-u-third" in folder for folder in record.folders)
+    assert [p.name for p in record_path.parent.iterdir() if p.name.startswith(f".{record_path.name}")] == []
+
+
 def _append_run_stats(tmp_path: Path, cold: int, monkeypatch: pytest.MonkeyPatch) -> int:
     """os.stat calls of the discovery of an append run over a home with `cold` cold sessions in three projects
     and one hot session that grew."""

@@ -25,7 +25,7 @@ from flows.etl.settings import Settings
 from sinks.commit import commit_run, record_failed_run
 from sinks.files import private_dir
 from sinks.ledger import COUNT_FIELDS
-from sinks.listing import Record, load_record, merged, save_record
+from sinks.listing import Record, discard_record, install_record, load_record, merged, write_record
 from sinks.manifest import Plan, make_plan
 from sinks.results import BatchResult, SourceResult, agent_of
 from sinks.secrets_key import load_or_create_key
@@ -208,10 +208,30 @@ def save_listing(settings: Settings, found: Discovery) -> None:
     record says already; a discovery of explicit paths (a backfill) has nothing to keep. A record saved by a
     run that read an older version than another run left meanwhile names that older version: it is not used, and
     the next run makes a full check (slower, never wrong)."""
+    written = write_listing(settings, found)
+    if written is not None:
+        install_record(settings.data_dir, written)
+
+
+def write_listing(settings: Settings, found: Discovery) -> Path | None:
+    """`save_listing` up to its last step: the record written beside its place, for `install_listing` to put there
+    once the run has ended well (or `discard_listing` to remove). None: nothing to save."""
     if found.listing is None or not found.listing_changed:
-        return
+        return None
     found.listing.version = corpus_version(settings)
-    save_record(settings.data_dir, found.listing)
+    return write_record(settings.data_dir, found.listing)
+
+
+def install_listing(settings: Settings, written: Path | None) -> None:
+    """Put the record `write_listing` wrote in its place."""
+    if written is not None:
+        install_record(settings.data_dir, written)
+
+
+def discard_listing(written: Path | None) -> None:
+    """Remove the record `write_listing` wrote, when it was not put in place (the run failed or was stopped)."""
+    if written is not None:
+        discard_record(written)
 
 
 def _file_key(path: str) -> tuple[int, int] | None:
