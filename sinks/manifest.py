@@ -216,7 +216,7 @@ def make_plan(
     plan: Plan[S] = Plan(manifest=manifest)
     paths = table.column("source_path")
     listed = pa.array([source.path for source in discovered], pa.string())
-    where = pc.index_in(listed, value_set=paths).to_pylist()  # each discovered source's row, or None
+    where = _rows_of(listed, paths)  # each discovered source's row, or None
     found = [i for i in where if i is not None]
     rows = table.take(pa.array(found, pa.int64())).select(list(_COMPARED)) if found else None
     sha, parser, outcome, size, mtime, present = (
@@ -253,7 +253,7 @@ def make_plan(
         folders = pc.list_element(pc.split_pattern(paths, "/", max_splits=1, reverse=True), 0)
         in_quiet = pc.and_(missing, pc.is_in(folders, value_set=pa.array(sorted(quiet), pa.string())))
         missing = pc.and_(missing, pc.invert(in_quiet))
-        _quiet_rows(plan, table.filter(in_quiet), parser_versions, from_row)
+        _quiet_rows(plan, table, in_quiet, parser_versions, from_row)
     gone = pc.indices_nonzero(pc.fill_null(missing, False)).to_pylist()
     plan.deleted.extend(sorted(manifest.rows(gone), key=lambda row: row["source_path"]))
     if full:
@@ -261,15 +261,36 @@ def make_plan(
     return plan
 
 
+def _rows_of(listed: pa.Array, paths: pa.ChunkedArray) -> list[int | None]:
+    """The row of each of `listed` in `paths` (its first), or None. A run that lists a few sources (the others in
+    quiet folders) finds them by a hash of those few, probed with every path (0.6 ms at 5 GB), rather than by a hash
+    of every path probed with the few (`pc.index_in`: 6 ms)."""
+    if len(listed) * 8 >= len(paths):
+        return pc.index_in(listed, value_set=paths).to_pylist()  # type: ignore[no-any-return]
+    found = pc.indices_nonzero(pc.is_in(paths, value_set=listed)).to_pylist()
+    first: dict[str, int] = {}
+    for row, path in zip(found, paths.take(pa.array(found, pa.int64())).to_pylist(), strict=True):
+        first.setdefault(path, row)
+    return [first.get(path) for path in listed.to_pylist()]
+
+
+# The columns `_quiet_rows` reads of every row of a quiet folder (the rows to read again are then taken whole).
+_QUIET_COLUMNS = ["agent", "parser_version", "outcome"]
+
+
 def _quiet_rows(
     plan: Plan[S],
-    rows: pa.Table,
+    table: pa.Table,
+    in_quiet: pa.ChunkedArray | pa.Array,
     parser_versions: Mapping[str, str],
     from_row: Callable[[Mapping[str, Any]], S] | None,
 ) -> None:
-    """The manifest rows of quiet folders (`rows`) become unchanged, counted by agent, or changed (see `make_plan`)."""
-    if not rows.num_rows:
+    """The manifest rows of quiet folders (`in_quiet` of `table`) become unchanged, counted by agent, or changed (see
+    `make_plan`). Only the columns that decide are filtered (the whole rows: ~7 ms at 5 GB, 57,565 rows)."""
+    positions = pc.indices_nonzero(pc.fill_null(in_quiet, False))
+    if not len(positions):
         return
+    rows = table.select(_QUIET_COLUMNS).take(positions)
     agents = sorted(parser_versions)
     expected = pc.take(
         pa.array([parser_versions[a] for a in agents], pa.string()),
@@ -284,7 +305,7 @@ def _quiet_rows(
         plan.quiet[str(entry["values"])] = plan.quiet.get(str(entry["values"]), 0) + int(entry["counts"])
     if from_row is None:
         return
-    for row in rows.filter(pc.invert(settled)).to_pylist():
+    for row in table.take(positions.filter(pc.invert(settled))).to_pylist():
         plan.previous[row["source_path"]] = Previous(row["content_sha256"], row["parser_version"], row["outcome"])
         plan.changed.append(from_row(row))
 

@@ -1,0 +1,28 @@
+"""`sinks.manifest._rows_of`: each discovered path's manifest row, found from a hash of the few listed sources (a run
+whose other sources are in quiet folders) or of every path, is the row `pc.index_in` finds: the first with that
+path, or None."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from sinks.manifest import _rows_of
+
+
+@pytest.mark.parametrize("listed_count", [0, 1, 5, 200, 900])
+def test_each_listed_path_gets_its_first_row_or_none(listed_count: int) -> None:
+    rng = random.Random(listed_count)
+    rows = [f"/home/u/.claude/projects/p{i % 40}/{i:05d}.jsonl" for i in range(1000)]
+    twice = rng.sample(rows, 30)  # paths twice (never in a manifest the store writes, but defined all the same)
+    rows += twice
+    paths = pa.chunked_array([rows[:700], rows[700:]], pa.string())
+    known = twice[: (listed_count + 1) // 2] + rng.sample(rows, max(0, listed_count // 2 - 30))
+    listed = known + [f"/new/{i}.jsonl" for i in range(listed_count - len(known))]
+    rng.shuffle(listed)
+    wanted = pc.index_in(pa.array(listed, pa.string()), value_set=paths).to_pylist()
+    assert _rows_of(pa.array(listed, pa.string()), paths) == wanted
+    assert all(w is None or rows[w] == path for w, path in zip(wanted, listed, strict=True))
