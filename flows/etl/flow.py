@@ -329,7 +329,7 @@ def load(
             if sweeper is not None:
                 sweeper.join()
             if listing is not None:
-                pipeline.discard_listing(listing.value())  # a failed run leaves the record as it was
+                pipeline.discard_listing(listing.value())  # a stop signal's way out (a no-op once it is in place)
             _clean_up(store, run_id)
     failpoints.reach("recorded")
     return pipeline.RunReport(

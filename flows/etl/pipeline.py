@@ -208,9 +208,7 @@ def save_listing(settings: Settings, found: Discovery) -> None:
     record says already; a discovery of explicit paths (a backfill) has nothing to keep. A record saved by a
     run that read an older version than another run left meanwhile names that older version: it is not used, and
     the next run makes a full check (slower, never wrong)."""
-    written = write_listing(settings, found)
-    if written is not None:
-        install_record(settings.data_dir, written)
+    install_listing(settings, write_listing(settings, found))
 
 
 def write_listing(settings: Settings, found: Discovery) -> Path | None:
