@@ -10,11 +10,10 @@ discovery walks the roots (the home by default; `[roots] aider = [...]`, `TRANSC
 The lines are read through `extractors.bounded.text_lines` a chunk at a time (limits, UTF-8 checked; a file whose
 last line is still being written is deferred; the chunks' lines not counted: each run's walk counts its own, and
 `max_records` bounds a run, the unit held in memory, not the file) and taken as the chunk's bytes, never split into
-lines: the runs are cut
-at their headers (`bytes.find`); what each line is: `tables`; one run -> a Session: `parse`, which stops only at the
-lines that matter (`tables.LINE_GROUP`: the usual exchange, from the person's `####` lines through the reply and its
-usage report, in one match; else aider's `####` and `>` lines, a group at a time, markers, reasoning tags, blank lines
-of spaces) and takes the lines between as slices (a reply: one slice, decoded once).
+lines: the runs are cut at their headers (`bytes.find`); what each line is: `tables`; one run -> a Session: `parse`,
+which stops only at the lines that matter (`tables.LINE_GROUP`: the usual exchange, from the person's `####` lines
+through the reply and its usage report, in one match; else aider's `####` and `>` lines, a group at a time, markers,
+reasoning tags, blank lines of spaces) and takes the lines between as slices (a reply: one slice, decoded once).
 """
 
 from __future__ import annotations
