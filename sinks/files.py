@@ -131,7 +131,8 @@ def _clonefile(src: Path, dst: Path) -> bool:
 # starts with the first read that asks for it, and in a fresh process (every run) that read took 0.06-0.13 s where
 # the same file took 0.02 s in one thread (the 5 GB corpus's 4.4 MB bucket file, or its 8 manifest files: 0.022 s
 # against 0.06-0.08 s); the project's files are buckets of a few MB (one row group each), which one thread decodes
-# as fast as the pool once it runs. One session appended at 5 GB: ~25 ms less (docs/benchmarks.md "Fifth round").
+# as fast as the pool once it runs. One session appended at 5 GB: ~25 ms less, in
+# docs/benchmarks.md "Fifth round, 2026-12-05 (commits a8e373a..5f8ebc9)".
 THREADED_READ_BYTES = 64 * 1024 * 1024
 
 
