@@ -265,3 +265,21 @@ def test_a_read_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
     assert not list(data.glob("warehouse.duckdb.tmp-*"))
     monkeypatch.undo()
     rerun_equals_a_clean_run(tmp_path, home, data)
+
+
+def test_registering_an_arrow_table_in_a_change_imports_nothing_the_warehouse_did_not() -> None:
+    """DuckDB imports pyarrow.dataset at the first Arrow table registered on a connection, which a run's change does
+    in its first statements; `sinks.warehouse` imports it with itself, so that a run does not pay it mid-change.
+    In a fresh interpreter: whatever registering imports beyond what importing the warehouse did is named here."""
+    probe = (
+        "import sys\n"
+        "import sinks.warehouse\n"
+        "import duckdb, pyarrow as pa\n"
+        "before = set(sys.modules)\n"
+        "con = duckdb.connect()\n"
+        "con.register('replaced_ids', pa.table({'session_id': ['a']}))\n"
+        "con.execute('SELECT count(*) FROM replaced_ids').fetchall()\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
