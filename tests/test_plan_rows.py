@@ -26,3 +26,24 @@ def test_each_listed_path_gets_its_first_row_or_none(listed_count: int) -> None:
     wanted = pc.index_in(pa.array(listed, pa.string()), value_set=paths).to_pylist()
     assert _rows_of(pa.array(listed, pa.string()), paths) == wanted
     assert all(w is None or rows[w] == path for w, path in zip(wanted, listed, strict=True))
+
+
+def test_the_bucket_layout_counts_a_source_read_again_at_its_new_size_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Plan.bucket_layout`: each partition sized by its sources' bytes, the manifest's rows less those this run
+    reads again, plus what this run reads (a changed source at its new size, not its old size too); never fewer
+    buckets than the partition has."""
+    from extractors.model import Agent, Source
+    from sinks.manifest import Manifest, Plan, source_row, source_table
+
+    monkeypatch.setattr("sinks.store.BUCKET_BYTES", 1000)
+    old = [
+        Source(Agent("claude"), "/c/one.jsonl", 2000, 1),
+        Source(Agent("claude"), "/c/two.jsonl", 1000, 1),
+        Source(Agent("codex"), "/x/one.jsonl", 500, 1),
+    ]
+    rows = [source_row(s, content_sha256=None, parser_version="1", loaded=1, rejected=0, deferred=False) for s in old]
+    plan: Plan[Source] = Plan(manifest=Manifest(source_table(rows)))
+    plan.changed.append(Source(Agent("claude"), "/c/one.jsonl", 2500, 2))  # 2,500 + 1,000 bytes: 4 buckets
+    plan.new.append(Source(Agent("codex"), "/x/two.jsonl", 700, 2))  # 1,200 bytes: 2, fewer than it has
+    assert plan.bucket_layout({"claude": 1, "codex": 4}) == {"claude": 4, "codex": 4}
+    assert plan.bucket_layout({}) == {"claude": 4, "codex": 2}
