@@ -19,7 +19,7 @@ from sinks import readonly, search, warehouse
 from tests.corpus import S1, claude_exchange, small_home, write_session
 from tests.lock_support import holder
 from tests.test_crash import leftovers
-from tests.test_pipeline import run, settings_for, snapshot
+from tests.test_pipeline import parquet_rows, run, settings_for, snapshot, table_rows
 
 
 @pytest.fixture
@@ -111,6 +111,41 @@ def test_a_failure_while_changing_in_place_rolls_the_warehouse_back_and_the_next
     clean = tmp_path / "clean"
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
+    runs = table_rows(data, "runs")
+    assert runs == parquet_rows(data, "runs"), "the failed run's row, which replaced its own, is in the warehouse too"
+    assert sorted(str(row[5]) for row in runs) == ["failed", "ok", "ok"]
+
+
+def test_a_change_in_place_rewrites_the_rows_of_runs_that_changed_and_leaves_the_others_where_they_are(
+    tmp_path: Path, in_place: None
+) -> None:
+    # Every run's row deleted and inserted again at each change wrote them all to DuckDB's log: with a row per run
+    # and a run per change, the log grew with the runs, and every open replayed it.
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    for n in (2, 3):
+        write_session(home, S1, claude_exchange(S1, n, start_minute=30 * n), append=True)
+        run(settings_for(home, data))
+    path = data / "warehouse.duckdb"
+
+    def placed() -> dict[str, int]:
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            return {
+                str(run_id): int(rowid) for rowid, run_id in con.execute("SELECT rowid, run_id FROM runs").fetchall()
+            }
+        finally:
+            con.close()
+
+    before = placed()
+    write_session(home, S1, claude_exchange(S1, 4, start_minute=120), append=True)
+    report = run(settings_for(home, data))
+    after = placed()
+    assert Path(f"{path}.wal").exists(), "changed in place, the log not folded: row ids are as the changes left them"
+    assert set(after) == set(before) | {report.run_id}
+    assert {run_id: after[run_id] for run_id in before} == before, "the earlier runs' rows were not rewritten"
+    assert table_rows(data, "runs") == parquet_rows(data, "runs")
 
 
 def test_a_big_warehouse_this_duckdb_cannot_open_is_rebuilt(tmp_path: Path, in_place: None) -> None:
