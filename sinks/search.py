@@ -104,19 +104,6 @@ class OnCursor:
             self.wait()
 
 
-class Preload(OnCursor):
-    """LOAD fts on a cursor of `con` in a thread, while the caller goes on with other statements.
-
-    DuckDB verifies the extension's signature when it loads it (a hash of its ~12 MB: 40-70 ms, most of what loading
-    costs); a load that re-indexes a few sessions overlaps that with its deletes and inserts. An extension is loaded
-    for the whole database, so `con` has it after `wait()` (and a second LOAD of it is instant); `wait()` raises
-    SearchUnavailable when the extension is missing.
-    """
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        super().__init__(con, load_extension, name="fts-load")
-
-
 def has_index(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = 'docs'", [INDEX_SCHEMA]

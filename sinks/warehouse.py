@@ -384,9 +384,18 @@ MEMORY_LIMIT = "160MB"
 ROW_GROUP_ROWS = 16384
 
 
+# The connection a run changes the warehouse through runs the tool's own statements only, and its one LOAD is of the
+# fts extension by the path `search.extension_path` finds in the installed duckdb-extension-fts wheel. DuckDB would
+# verify that file's signature first: a hash of its ~12 MB, 40-70 ms of CPU at every run that touches the index (most
+# of a one-session change's spare CPU on 2 cores), and no protection here, since whoever can replace that file can
+# replace the `duckdb` package that checks it. Connections that run a user's SQL (`transcripts sql`, `search`,
+# the report) keep DuckDB's check.
+RUN_CONFIG: dict[str, str | bool | int | float | list[str]] = {"allow_unsigned_extensions": True}
+
+
 def _connect(path: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
     """A connection that builds or changes the warehouse at `path`."""
-    con = duckdb.connect()
+    con = duckdb.connect(config=RUN_CONFIG)
     try:
         con.execute(f"ATTACH {search.sql_string(str(path))} AS warehouse (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
         con.execute("USE warehouse")
@@ -511,14 +520,12 @@ class _Change:
     old: dict[str, Any] | None
     keep_figures: bool
     indexed: bool
-    loading: search.Preload | None
+    reindex: bool  # the index is there and sessions were replaced: their documents are made again
     gone: _Rows = field(default_factory=_Rows)
     gone_unpriced: dict[str, int] = field(default_factory=dict)
 
     def close(self) -> None:
         """Roll the change back (closing the connection ends its open transaction) and wait for its threads."""
-        if self.loading is not None:
-            self.loading.cancel()
         self.con.close()
         if self.flushing is not None:
             self.flushing.join()
@@ -548,22 +555,16 @@ def _begin_apply(
         and meta.get("prices") == prices.source_version()  # else every usage row may be priced anew
     )
     indexed = search.has_index(con)
-    loading = search.Preload(con) if indexed and ids.num_rows else None  # needed at the end: loaded meanwhile
-    change = _Change(con, in_place, flushing, replaced, sources, meta, old, keep_figures, indexed, loading)
-    try:
-        con.register("replaced_ids", ids)
-        con.execute("BEGIN")
-        change.gone = _delete_sessions(con, figures=keep_figures)
-        change.gone_unpriced = change.gone.unpriced(con) if keep_figures else {}  # by the price tables they had
-        _delete_per_source(con, sources)
-        if indexed:  # their documents too (plain SQL on the index's tables: the extension is not needed yet)
-            con.register("removed_turns", change.gone.removed_turns())
-            search.drop_documents(con, "SELECT turn_id FROM removed_turns")
-            con.unregister("removed_turns")
-    except BaseException:
-        if loading is not None:
-            loading.cancel()
-        raise
+    change = _Change(con, in_place, flushing, replaced, sources, meta, old, keep_figures, indexed, bool(ids.num_rows))
+    con.register("replaced_ids", ids)
+    con.execute("BEGIN")
+    change.gone = _delete_sessions(con, figures=keep_figures)
+    change.gone_unpriced = change.gone.unpriced(con) if keep_figures else {}  # by the price tables they had
+    _delete_per_source(con, sources)
+    if indexed:  # their documents too (plain SQL on the index's tables: the extension is not needed yet)
+        con.register("removed_turns", change.gone.removed_turns())
+        search.drop_documents(con, "SELECT turn_id FROM removed_turns")
+        con.unregister("removed_turns")
     return change
 
 
@@ -580,40 +581,35 @@ def _finish_apply(
     the prices and the figures, and commit it; returns the meta it wrote. The figures are updated from the
     replaced sessions' rows when the file holds figures that still apply (same redaction rules and prices), else
     computed whole (once, for a warehouse from before they were kept)."""
-    con, meta, old, loading, gone = change.con, change.meta, change.old, change.loading, change.gone
+    con, meta, old, gone = change.con, change.meta, change.old, change.gone
     indexed = change.indexed
-    try:
-        new = _insert_sessions(con, version, store.layout(version), change.replaced, figures=change.keep_figures)
-        _insert_per_source(con, store, version, change.sources)
-        if not indexed:
-            search.create_index(con)  # a warehouse from before search: built once, whole
-        # Kept by the run that made the index (a lookup is 15-50 ms); looked up for a warehouse from before it was.
-        tokenizer = (indexed and meta.get(TOKENIZER)) or search.tokenizer_of(con)
-        if indexed and loading is not None:
-            loading.wait()
-            # The documents of the deleted turns were dropped as the change began: no document is compared with
-            # `turns`, and those of the new rows' turn ids (if any were indexed) go here.
-            search.update_index(con, REPLACED, removed=search.NOTHING_REMOVED, tokenizer=tokenizer)
-        # New views reach old warehouses, a changed zone is applied; the same DDL as the file's is not run again.
-        same_ddl = meta.get(DDL) == _ddl_digest(zone)
-        if not same_ddl:
-            views.create_views(con, zone)
-        # With the figures, the usage rows removed and added are at hand: their models say what the prices change.
-        changed = (gone.model_pairs(), new.model_pairs()) if change.keep_figures else None
-        prices_from = prices.install(
-            con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl, changed=changed
-        )
-        if change.keep_figures and old is not None:
-            figures_json = json.dumps(_updated(con, old, gone, change.gone_unpriced, new))
-        else:
-            figures_json = json.dumps(figures(con))
-        written = _set_meta(con, version_number, zone, prices_from, figures_json, tokenizer)
-        if before_commit is not None:
-            before_commit()
-        con.execute("COMMIT")
-    finally:
-        if loading is not None:
-            loading.wait()  # never left running (after the index was updated, this returns at once)
+    new = _insert_sessions(con, version, store.layout(version), change.replaced, figures=change.keep_figures)
+    _insert_per_source(con, store, version, change.sources)
+    if not indexed:
+        search.create_index(con)  # a warehouse from before search: built once, whole
+    # Kept by the run that made the index (a lookup is 15-50 ms); looked up for a warehouse from before it was.
+    tokenizer = (indexed and meta.get(TOKENIZER)) or search.tokenizer_of(con)
+    if indexed and change.reindex:
+        # The documents of the deleted turns were dropped as the change began: no document is compared with
+        # `turns`, and those of the new rows' turn ids (if any were indexed) go here.
+        search.update_index(con, REPLACED, removed=search.NOTHING_REMOVED, tokenizer=tokenizer)
+    # New views reach old warehouses, a changed zone is applied; the same DDL as the file's is not run again.
+    same_ddl = meta.get(DDL) == _ddl_digest(zone)
+    if not same_ddl:
+        views.create_views(con, zone)
+    # With the figures, the usage rows removed and added are at hand: their models say what the prices change.
+    changed = (gone.model_pairs(), new.model_pairs()) if change.keep_figures else None
+    prices_from = prices.install(
+        con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl, changed=changed
+    )
+    if change.keep_figures and old is not None:
+        figures_json = json.dumps(_updated(con, old, gone, change.gone_unpriced, new))
+    else:
+        figures_json = json.dumps(figures(con))
+    written = _set_meta(con, version_number, zone, prices_from, figures_json, tokenizer)
+    if before_commit is not None:
+        before_commit()
+    con.execute("COMMIT")
     con.unregister("replaced_ids")
     return written
 

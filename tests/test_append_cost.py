@@ -392,36 +392,6 @@ def test_on_macos_a_clone_is_tried_first_and_a_copy_made_without_one(
     assert (tmp_path / "m").read_bytes() == src.read_bytes()
 
 
-# --- the fts extension, loaded while the change is applied --------------------------------------------------------
-
-
-def test_the_extension_loaded_in_the_background_serves_the_connection() -> None:
-    con = duckdb.connect()
-    try:
-        loading = search.Preload(con)
-        con.execute("SELECT 42").fetchall()  # the caller goes on meanwhile
-        loading.wait()
-        loading.wait()  # once is enough; again is harmless
-        assert con.execute("SELECT stem('running', 'porter')").fetchone() == ("run",)
-    finally:
-        con.close()
-
-
-def test_a_missing_extension_is_reported_by_the_waiting_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing() -> Path:
-        raise search.SearchUnavailable("the DuckDB fts extension is not installed")
-
-    monkeypatch.setattr(search, "extension_path", missing)
-    con = duckdb.connect()
-    try:
-        loading = search.Preload(con)
-        with pytest.raises(search.SearchUnavailable, match="not installed"):
-            loading.wait()
-        loading.wait()  # reported once
-    finally:
-        con.close()
-
-
 def test_the_replaced_file_is_freed_after_the_swap_and_readers_keep_theirs(tmp_path: Path) -> None:
     old, new = tmp_path / "warehouse.duckdb", tmp_path / "next"
     old.write_bytes(b"old" * 1000)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from flows.cli.app import app
-from sinks import search
+from sinks import readonly, search, warehouse
 from tests.corpus import S1, S2, claude_exchange, small_home, write_session
 from tests.test_pipeline import run, settings_for
 from tests.test_warehouse_views import PARENT, load_sample
@@ -447,5 +447,32 @@ def test_a_stop_signal_while_the_index_build_waits_for_its_tokenizers_is_raised_
                 ahead.wait()
         finally:
             timer.cancel()
+    finally:
+        con.close()
+
+
+def test_a_run_loads_the_extension_it_found_unhashed_and_a_users_connection_still_refuses_an_unsigned_one(
+    tmp_path: Path,
+) -> None:
+    # A copy of the extension whose signature no longer matches: what DuckDB's check is there to refuse.
+    tampered = tmp_path / "fts.duckdb_extension"
+    data = bytearray(search.extension_path().read_bytes())
+    data[-10] ^= 0xFF
+    tampered.write_bytes(bytes(data))
+    home = small_home(tmp_path / "home")
+    out = tmp_path / "data"
+    run(settings_for(home, out))
+    path = out / "warehouse.duckdb"
+    for user in (readonly.connect(path), duckdb.connect(str(path), read_only=True)):  # `sql`, `search`, the report
+        try:
+            with pytest.raises(duckdb.IOException, match="signature is either missing or invalid"):
+                user.execute(f"LOAD '{tampered}'")
+        finally:
+            user.close()
+    # The run's own connection (its one LOAD is of the installed wheel's file) skips the 40-70 ms hash.
+    con = warehouse._connect(tmp_path / "scratch.duckdb", out)
+    try:
+        con.execute(f"LOAD '{tampered}'")
+        assert con.execute("SELECT stem('running', 'porter')").fetchone() == ("run",)
     finally:
         con.close()
