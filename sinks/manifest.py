@@ -276,10 +276,6 @@ def _rows_of(listed: pa.Array, paths: pa.ChunkedArray) -> list[int | None]:
     return [first.get(path) for path in listed.to_pylist()]
 
 
-# The columns `_quiet_rows` reads of every row of a quiet folder (the rows to read again are then taken whole).
-_QUIET_COLUMNS = ["agent", "parser_version", "outcome"]
-
-
 def _quiet_rows(
     plan: Plan[S],
     table: pa.Table,
@@ -288,26 +284,30 @@ def _quiet_rows(
     from_row: Callable[[Mapping[str, Any]], S] | None,
 ) -> None:
     """The manifest rows of quiet folders (`in_quiet` of `table`) become unchanged, counted by agent, or changed (see
-    `make_plan`). Only the columns that decide are filtered (the whole rows: ~7 ms at 5 GB, 57,565 rows)."""
-    positions = pc.indices_nonzero(pc.fill_null(in_quiet, False))
-    if not len(positions):
+    `make_plan`). Decided with masks over the whole columns: taking the quiet rows' values first (nearly every row,
+    three string columns) cost 2-33 ms at 5 GB (57,565 rows), most of it fresh memory; only the rows to read again
+    are taken, whole."""
+    quiet = pc.fill_null(in_quiet, False)
+    if not pc.any(quiet).as_py():
         return
-    rows = table.select(_QUIET_COLUMNS).take(positions)
-    agents = sorted(parser_versions)
-    expected = pc.take(
-        pa.array([parser_versions[a] for a in agents], pa.string()),
-        pc.index_in(rows.column("agent"), value_set=pa.array(agents, pa.string())),
-    )
-    current = pc.equal(rows.column("parser_version"), expected)
-    settled = pc.and_(pc.fill_null(current, False), pc.not_equal(rows.column("outcome"), "deferred"))
-    settled = pc.fill_null(settled, False)
+    agent = table.column("agent")
     if from_row is None:
-        settled = pa.array([True] * rows.num_rows)
-    for entry in pc.value_counts(rows.filter(settled).column("agent")).to_pylist():
-        plan.quiet[str(entry["values"])] = plan.quiet.get(str(entry["values"]), 0) + int(entry["counts"])
+        settled = quiet
+    else:
+        current = pc.fill_null(pa.nulls(table.num_rows, pa.bool_()), False)  # the row's parser version is current
+        for name, version in parser_versions.items():
+            mine = pc.and_(pc.equal(agent, name), pc.equal(table.column("parser_version"), version))
+            current = pc.or_(current, pc.fill_null(mine, False))
+        done = pc.fill_null(pc.not_equal(table.column("outcome"), "deferred"), False)
+        settled = pc.and_(quiet, pc.and_(current, done))
+    for name in pc.unique(agent).to_pylist():
+        count = int(pc.sum(pc.and_(settled, pc.equal(agent, name))).as_py() or 0)
+        if count:
+            plan.quiet[str(name)] = plan.quiet.get(str(name), 0) + count
     if from_row is None:
         return
-    for row in table.take(positions.filter(pc.invert(settled))).to_pylist():
+    again = pc.indices_nonzero(pc.and_(quiet, pc.invert(settled)))
+    for row in table.take(again).to_pylist():
         plan.previous[row["source_path"]] = Previous(row["content_sha256"], row["parser_version"], row["outcome"])
         plan.changed.append(from_row(row))
 

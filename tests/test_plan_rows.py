@@ -47,3 +47,37 @@ def test_the_bucket_layout_counts_a_source_read_again_at_its_new_size_once(monke
     plan.new.append(Source(Agent("codex"), "/x/two.jsonl", 700, 2))  # 1,200 bytes: 2, fewer than it has
     assert plan.bucket_layout({"claude": 1, "codex": 4}) == {"claude": 4, "codex": 4}
     assert plan.bucket_layout({}) == {"claude": 4, "codex": 2}
+
+
+def test_a_quiet_folders_rows_are_unchanged_unless_deferred_of_an_old_parser_or_of_an_agent_not_run() -> None:
+    """`_quiet_rows`: the present rows of a quiet folder are counted unchanged by agent, except those a run must
+    read again (from the row, as discovery would have made the source): deferred, or read by a parser version that
+    is not the agent's current one, or of an agent with no current version; rows outside the quiet mask are not
+    looked at."""
+    from extractors.model import Agent, Source
+    from sinks.manifest import Plan, _quiet_rows, source_row, source_table
+
+    def row(agent: str, name: str, version: str = "2", deferred: bool = False) -> dict[str, object]:
+        source = Source(Agent(agent), f"/q/{agent}/{name}", 10, 1)
+        return source_row(source, content_sha256=None, parser_version=version, loaded=1, rejected=0, deferred=deferred)
+
+    rows = [
+        row("claude", "a"),
+        row("claude", "b"),
+        row("claude", "deferred", deferred=True),
+        row("claude", "old", version="1"),
+        row("codex", "a", version="7"),
+        row("gemini", "a"),  # no current version given: read again
+        row("claude", "listed", version="1"),  # not in the quiet mask
+    ]
+    table = source_table(rows)
+    in_quiet = pa.array([True] * 6 + [False])
+    plan: Plan[str] = Plan()
+    _quiet_rows(plan, table, in_quiet, {"claude": "2", "codex": "7"}, lambda r: str(r["source_path"]))
+    assert plan.quiet == {"claude": 2, "codex": 1}
+    assert sorted(plan.changed) == ["/q/claude/deferred", "/q/claude/old", "/q/gemini/a"]
+    assert plan.previous["/q/claude/old"].parser_version == "1"
+    assert plan.previous["/q/claude/deferred"].outcome == "deferred"
+    counted: Plan[str] = Plan()
+    _quiet_rows(counted, table, in_quiet, {"claude": "2"}, None)  # no way to read again: every quiet row counts
+    assert counted.quiet == {"claude": 4, "codex": 1, "gemini": 1} and counted.changed == []
