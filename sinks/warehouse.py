@@ -661,14 +661,12 @@ def _replace_changed_runs(con: duckdb.DuckDBPyConnection, files: list[str]) -> N
         con.execute("DELETE FROM runs")
         return
     columns = ", ".join(RUNS.column_names)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE version_runs AS SELECT {columns} FROM read_parquet(?)", [files])
-    try:
-        differ = f"SELECT {columns} FROM runs EXCEPT SELECT {columns} FROM version_runs"
-        con.execute(f"DELETE FROM runs WHERE run_id IN (SELECT run_id FROM ({differ}))")
-        missing = f"SELECT {columns} FROM version_runs EXCEPT SELECT {columns} FROM runs"
-        con.execute(f"INSERT INTO runs ({columns}) {missing}")
-    finally:
-        con.execute("DROP TABLE IF EXISTS version_runs")
+    # read_parquet twice, not a temp table: creating one in the change's transaction cost ~9 ms, the reads ~1 ms.
+    version = f"SELECT {columns} FROM read_parquet(?)"
+    con.execute(
+        f"DELETE FROM runs WHERE run_id IN (SELECT run_id FROM (SELECT {columns} FROM runs EXCEPT {version}))", [files]
+    )
+    con.execute(f"INSERT INTO runs ({columns}) {version} EXCEPT SELECT {columns} FROM runs", [files])
 
 
 def _source_files(store: Store, version: Path, paths: set[str]) -> list[str]:
