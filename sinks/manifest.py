@@ -244,11 +244,13 @@ def make_plan(
             changed.append(source)
         k += 1
     # Rows not listed, present, under a root scanned now: deleted, or (in a quiet folder) unchanged.
-    keys = [f"{agent}\x00{root}" for agent, agent_roots in scanned.items() for root in agent_roots]
-    scope = pc.is_in(
-        pc.binary_join_element_wise(table.column("agent"), table.column("root"), "\x00"),
-        value_set=pa.array(keys, pa.string()),
-    )
+    # Masks per agent, not each row's agent and root joined into one string and looked up (57,565 new strings).
+    scope = pc.fill_null(pa.nulls(table.num_rows, pa.bool_()), False)
+    for agent, agent_roots in scanned.items():
+        roots = pa.array(list(agent_roots), pa.string())
+        if len(roots):
+            mine = pc.and_(pc.equal(table.column("agent"), agent), pc.is_in(table.column("root"), value_set=roots))
+            scope = pc.or_(scope, pc.fill_null(mine, False))
     missing = pc.and_(pc.invert(pc.is_in(paths, value_set=listed)), pc.and_(table.column("present"), scope))
     if quiet:
         # Each path's folder: everything before its last "/" (a split from the right: ~5x faster than a regex).

@@ -157,6 +157,28 @@ def test_deleted_source_keeps_its_rows_marked_not_present(tmp_path: Path) -> Non
     assert gone == [(f"claude-{S2}",)]
 
 
+def test_a_run_of_some_agents_marks_deleted_only_their_sources_under_the_roots_it_walked(tmp_path: Path) -> None:
+    from tests.corpus import mixed_home
+
+    home = mixed_home(tmp_path / "home")
+    data = tmp_path / "data"
+    every = load_settings(
+        home=home, data_dir=data, sources=["claude", "codex", "grok"], env={"HOME": str(home)}, lock_wait=5
+    )
+    run(every)
+    (home / ".claude" / "projects" / "-home-u-proj" / f"{S2}.jsonl").unlink()
+    codex = next((home / ".codex").rglob("rollout-*.jsonl"))
+    codex.unlink()
+    report = run(settings_for(home, data))  # claude alone: the codex file gone is not its business
+    assert report.plan_counts["claude"]["deleted"] == 1 and "codex" not in report.plan_counts
+    gone = {str(r[0]) for r in table_rows(data, "sources") if r[12] is False}
+    assert gone == {str(home / ".claude" / "projects" / "-home-u-proj" / f"{S2}.jsonl")}
+    report = run(every)
+    assert report.plan_counts["codex"]["deleted"] == 1 and report.plan_counts["claude"]["deleted"] == 0
+    gone = {str(r[0]) for r in table_rows(data, "sources") if r[12] is False}
+    assert str(codex) in gone and len(gone) == 2
+
+
 def test_full_rebuild_equals_the_incremental_history(tmp_path: Path) -> None:
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
