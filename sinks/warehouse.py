@@ -520,7 +520,7 @@ class _Change:
     old: dict[str, Any] | None
     keep_figures: bool
     indexed: bool
-    reindex: bool  # the index is there and sessions were replaced: their documents are made again
+    reindex: bool  # sessions were replaced: their documents are made again (where there is an index)
     gone: _Rows = field(default_factory=_Rows)
     gone_unpriced: dict[str, int] = field(default_factory=dict)
 
