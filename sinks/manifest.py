@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 
-from sinks.files import read_parquet
+from sinks.files import FILE_MODE, private_dir, read_parquet
 from sinks.results import Previous, SourceRef, agent_of
 from sinks.store import Store, buckets_for, conform
 from transforms.normalize import rows_table
 from transforms.schema import SOURCES
 
 S = TypeVar("S", bound=SourceRef)
+log = logging.getLogger("transcripts.manifest")
 
 
 @dataclass(slots=True)
@@ -78,8 +84,14 @@ class Manifest(Mapping[str, dict[str, Any]]):
     sources does no work per source in Python.
     """
 
-    def __init__(self, table: pa.Table, spans: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        table: pa.Table,
+        spans: Mapping[tuple[str, int], tuple[int, int]] | None = None,
+        folders: pa.ChunkedArray | None = None,
+    ) -> None:
         self.table = table
+        self._folders = folders
         # (agent, bucket) -> (first row, rows) of each file the table was read from, in file order (`load_manifest`);
         # None: not known (then an agent's rows are found by filtering).
         self.spans = dict(spans) if spans is not None else None
@@ -87,6 +99,13 @@ class Manifest(Mapping[str, dict[str, Any]]):
         self._where: dict[str, int] | None = None
         self._columns: dict[str, list[Any]] = {}
         self._lookups = 0
+
+    @property
+    def folders(self) -> pa.ChunkedArray | pa.Array:
+        """Each row's folder (its path up to the last "/"), as the manifest cache keeps it, or made now."""
+        if self._folders is None:
+            self._folders = folders_of(self.table.column("source_path"))
+        return self._folders
 
     @property
     def paths(self) -> list[str]:
@@ -167,22 +186,86 @@ def _without(table: pa.Table, paths: Iterable[str]) -> pa.Table:
     return table.filter(pc.invert(pc.is_in(table.column("source_path"), value_set=drop)))
 
 
-def load_manifest(store: Store) -> Manifest:
-    """Every manifest row of the current version, by source path, with the rows of each of its files."""
+def load_manifest(store: Store, *, keep: bool = False) -> Manifest:
+    """Every manifest row of the current version, by source path, with the rows of each of its files, and their
+    folders; read from the cache where it has them (MANIFEST_CACHE), which `keep` (a run, under the writer lock)
+    brings up to date."""
     parts: list[pa.Table] = []
+    folders: list[pa.Array] = []
     spans: dict[tuple[str, int], tuple[int, int]] | None = {}
     start = 0
+    cache = store.data_dir / MANIFEST_CACHE
+    kept: set[str] = set()
     for path in store.files(SOURCES.name):
-        part = conform(SOURCES, read_parquet(path), path)
+        part, folder, name = _decoded(path, cache, keep)
+        kept.add(name)
         match = _PART_FILE.fullmatch(path.name)
         if match is None or not path.parent.name.startswith("agent=") or spans is None:
             spans = None  # a file not of the layout: rows found by filtering
         else:
             spans[(path.parent.name.removeprefix("agent="), int(match.group(1)))] = (start, part.num_rows)
         parts.append(part)
+        folders.extend(folder.chunks)
         start += part.num_rows
-    table = pa.concat_tables(parts) if parts else SOURCES.arrow_schema.empty_table()
-    return Manifest(table, spans)
+    if keep:
+        _sweep_cache(cache, kept)
+    if not parts:
+        return Manifest(SOURCES.arrow_schema.empty_table())
+    return Manifest(pa.concat_tables(parts), spans, pa.chunked_array(folders, pa.string()))
+
+
+def folders_of(paths: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Each path's folder: everything before its last "/" (a split from the right: ~5x faster than a regex)."""
+    return pc.list_element(pc.split_pattern(paths, "/", max_splits=1, reverse=True), 0)
+
+
+# The manifest's files decoded, with each row's folder, as Arrow IPC files in the data dir's cache folder, one per
+# manifest file, named by that file's identity (device, inode, size, mtime). A run finds them memory-mapped instead of
+# decoding the Parquet files and splitting every path (5 GB, 57,565 rows: 20-35 ms of decoding and 6-90 ms of
+# splitting before, in a fresh process); a version's unchanged files are hard links of the previous version's, so
+# after a one-session change one file is decoded. Not durable and never trusted beyond its shape: a missing, torn
+# or foreign file is decoded from Parquet again and rewritten; files of no current manifest file are removed.
+MANIFEST_CACHE = "cache/manifest"
+_FOLDER = "folder"
+
+
+def _decoded(path: Path, cache: Path, keep: bool) -> tuple[pa.Table, pa.ChunkedArray, str]:
+    """The manifest file `path` as a table of SOURCES and its rows' folders, from the cache when it has them (else
+    decoded, and with `keep` put in the cache), and the cache file's name."""
+    st = path.stat()
+    name = f"{st.st_dev}-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}.arrow"
+    try:
+        found = ipc.open_file(pa.memory_map(str(cache / name))).read_all()
+        if found.schema.names[-1] == _FOLDER and found.schema.remove(found.num_columns - 1) == SOURCES.arrow_schema:
+            return found.drop_columns([_FOLDER]), found.column(_FOLDER), name
+    except (OSError, pa.ArrowInvalid):  # none yet, torn or foreign: decoded again
+        pass
+    part = conform(SOURCES, read_parquet(path), path)
+    folder = folders_of(part.column("source_path"))
+    if not keep:
+        return part, folder, name
+    try:
+        private_dir(cache)
+        tmp = cache / f".{name}.tmp-{os.getpid()}"
+        with ipc.new_file(str(tmp), part.schema.append(pa.field(_FOLDER, pa.string()))) as out:
+            out.write_table(part.append_column(_FOLDER, folder))
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, cache / name)
+    except OSError as exc:  # a cache: the run goes on without it
+        log.info("event=manifest_cache_unwritten path=%s error=%r", cache / name, str(exc))
+    return part, folder, name
+
+
+def _sweep_cache(cache: Path, kept: set[str]) -> None:
+    """Remove the cache's files of manifest files that are no longer current (and leftovers of a killed write)."""
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return
+    for name in names:
+        if name not in kept:
+            with contextlib.suppress(OSError):
+                os.unlink(cache / name)
 
 
 _PART_FILE = re.compile(r"part-(\d+)\.parquet")
@@ -200,6 +283,7 @@ def make_plan(
     full: bool = False,
     quiet: Collection[str] = (),
     from_row: Callable[[Mapping[str, Any]], S] | None = None,
+    keep_cache: bool = False,
 ) -> Plan[S]:
     """Sort discovered sources into new / changed / unchanged and find the ones deleted upstream.
 
@@ -213,7 +297,7 @@ def make_plan(
 
     The manifest side is compared in Arrow: Python looks only at the discovered sources and the rows that differ.
     """
-    manifest = load_manifest(store)
+    manifest = load_manifest(store, keep=keep_cache)
     table = manifest.table
     plan: Plan[S] = Plan(manifest=manifest)
     paths = table.column("source_path")
@@ -253,9 +337,7 @@ def make_plan(
             scope = pc.or_(scope, pc.fill_null(mine, False))
     missing = pc.and_(pc.invert(pc.is_in(paths, value_set=listed)), pc.and_(table.column("present"), scope))
     if quiet:
-        # Each path's folder: everything before its last "/" (a split from the right: ~5x faster than a regex).
-        folders = pc.list_element(pc.split_pattern(paths, "/", max_splits=1, reverse=True), 0)
-        in_quiet = pc.and_(missing, pc.is_in(folders, value_set=pa.array(sorted(quiet), pa.string())))
+        in_quiet = pc.and_(missing, pc.is_in(manifest.folders, value_set=pa.array(sorted(quiet), pa.string())))
         missing = pc.and_(missing, pc.invert(in_quiet))
         _quiet_rows(plan, table, in_quiet, parser_versions, from_row)
     gone = pc.indices_nonzero(pc.fill_null(missing, False)).to_pylist()

@@ -227,7 +227,9 @@ def load(
         try:
             _progress("planning", (0, 0), (0, 0))
             given = explicit if explicit is not None else discovered
-            found, plan = pipeline.plan_run(settings, store, full=full, explicit=given, check_all=check_all)
+            found, plan = pipeline.plan_run(
+                settings, store, full=full, explicit=given, check_all=check_all, locked=True
+            )
             log.info(
                 "event=plan run=%s new=%d changed=%d unchanged=%d deleted=%d bytes=%d",
                 run_id,

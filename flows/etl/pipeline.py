@@ -416,14 +416,23 @@ def record_failure(store: Store, run_id: str, row: dict[str, Any], error: Except
 
 
 def plan_run(
-    settings: Settings, store: Store, *, full: bool, explicit: Discovery | None = None, check_all: bool = False
+    settings: Settings,
+    store: Store,
+    *,
+    full: bool,
+    explicit: Discovery | None = None,
+    check_all: bool = False,
+    locked: bool = False,
 ) -> tuple[Discovery, Plan[Source]]:
     """Discover (unless `explicit` sources are given) and sort the sources against the manifest. `full` (read
-    everything again) and `check_all` make the discovery a full check."""
+    everything again) and `check_all` make the discovery a full check. `locked`: the run holds the writer lock, and
+    brings the manifest's cache up to date (sinks.manifest.MANIFEST_CACHE); a plan made without it writes nothing."""
     found = discover(settings, check_all=full or check_all) if explicit is None else explicit
     scanned: dict[str, list[str]] = {str(agent): roots for agent, roots in found.scanned.items()}
     versions = _by_value(parser_versions(settings.redact))
-    plan = make_plan(store, found.sources, scanned, versions, full=full, quiet=found.quiet, from_row=_source_of)
+    plan = make_plan(
+        store, found.sources, scanned, versions, full=full, quiet=found.quiet, from_row=_source_of, keep_cache=locked
+    )
     return found, plan
 
 
