@@ -73,16 +73,27 @@ def watch_runs(data: Path) -> list[dict[str, Any]]:
     return [r for r in ledger.runs(data) if r.get("flow") == "watch"]
 
 
+CHECKED = "event=watch_checked "  # logged once a check ends (the first at start: the catch-up), whatever it loaded
+
+
+def watch_log(state: Path) -> str:
+    path = state / "watch.log"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
 @dataclass
 class Watching:
     proc: subprocess.Popen[str]
     home: Path
     data: Path
     state: Path
+    checks_before: int = 0  # checks an earlier watch with the same state dir logged
+
+    def checks(self) -> int:
+        return self.log().count(CHECKED)
 
     def log(self) -> str:
-        path = self.state / "watch.log"
-        return path.read_text(encoding="utf-8") if path.exists() else ""
+        return watch_log(self.state)
 
     def stop(self, signum: int = signal.SIGTERM, *, release: Path | None = None) -> tuple[int, str, str]:
         """Signal the watch and wait for it to end. `release`: the flag of a pause point (sinks/failpoints.py), made
@@ -102,7 +113,13 @@ class Watching:
         return self.proc.returncode, out, err
 
     def loaded_once(self) -> None:
-        until(lambda: any(r["outcome"] == "ok" for r in watch_runs(self.data)), "the catch-up load at start")
+        """This watch made its catch-up check (so it is serving, its signal handlers in place), and a watch's load
+        is in the corpus. An earlier watch's `ok` load alone said nothing of this one: a SIGTERM sent then could find
+        it still starting, and end it as the signal's default does (-15, seen once in CI on 3.13)."""
+        until(
+            lambda: self.checks() > self.checks_before and any(r["outcome"] == "ok" for r in watch_runs(self.data)),
+            "the catch-up load at start",
+        )
 
 
 @contextlib.contextmanager
@@ -116,11 +133,12 @@ def watching(tmp_path: Path, home: Path, *args: str, stdout: int = subprocess.PI
         **extra,
     }
     command = [str(TRANSCRIPTS), "watch", "--home", str(home), "--data-dir", str(data), "--source", "claude,codex"]
+    before = watch_log(state).count(CHECKED)
     proc = subprocess.Popen(
         [*command, *args], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE, text=True
     )
     try:
-        yield Watching(proc, home, data, state)
+        yield Watching(proc, home, data, state, checks_before=before)
     finally:
         if proc.poll() is None:
             proc.terminate()
