@@ -152,18 +152,46 @@ def update_index(
     """
     load_extension(con)
     tokenizer = tokenizer_of(con) if tokenizer is None else tokenizer
+    gone = "name NOT IN (SELECT turn_id FROM turns)" if removed is None else f"name IN ({removed})"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE fts_changed AS
+            SELECT turn_id FROM turns WHERE session_id IN (SELECT DISTINCT s FROM ({sessions}) t(s))"""
+    )
+    _drop_gone(con, f"name IN (SELECT turn_id FROM fts_changed) OR {gone}")
+    _index_sessions(con, sessions, texts, tokenizer, chunk_bytes)
+    for temp in ("fts_changed", "fts_gone"):
+        con.execute(f"DROP TABLE IF EXISTS {temp}")
+
+
+def add_documents(
+    con: duckdb.DuckDBPyConnection,
+    sessions: str,
+    texts: str,
+    *,
+    tokenizer: str,
+    chunk_bytes: int = CHUNK_TEXT_BYTES,
+) -> None:
+    """Index the turns of the sessions `sessions` as `texts` holds them (a table, or a parenthesised query with an
+    alias, with `session_id`, `turn_id` and `text`), and bring the index's statistics up to date: the second half
+    of `update_index`, for a change that dropped the documents of every turn it deleted (`drop_documents`) and
+    knows where its sessions' new rows are. None of these turns has a document then (a turn id is its session's),
+    so nothing is compared with the index, and `texts` can be the rows just loaded (a few Parquet files) instead of
+    `turns` (three scans of a table that grows with the corpus: ~20 ms of a one-session change at 5 GB)."""
+    load_extension(con)
+    _index_sessions(con, sessions, texts, tokenizer, chunk_bytes)
+
+
+def _index_sessions(
+    con: duckdb.DuckDBPyConnection, sessions: str, texts: str, tokenizer: str, chunk_bytes: int
+) -> None:
+    """Tokenize and add the turns of `sessions` in `texts` (none of them indexed now) in chunks of about
+    `chunk_bytes` of text, then the index's statistics."""
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE fts_sessions AS
             SELECT session_id, hash(session_id) AS h FROM (SELECT DISTINCT s AS session_id FROM ({sessions}) t(s))"""
     )
-    gone = "name NOT IN (SELECT turn_id FROM turns)" if removed is None else f"name IN ({removed})"
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE fts_changed AS
-            SELECT turn_id FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)"""
-    )
-    _drop_gone(con, f"name IN (SELECT turn_id FROM fts_changed) OR {gone}")
     row = con.execute(
-        "SELECT coalesce(sum(strlen(text)), 0) FROM turns WHERE session_id IN (SELECT session_id FROM fts_sessions)"
+        f"SELECT coalesce(sum(strlen(text)), 0) FROM {texts} WHERE session_id IN (SELECT session_id FROM fts_sessions)"
     ).fetchone()
     chunks = max(1, -(-int(row[0] if row else 0) // max(1, chunk_bytes)))
     for chunk in range(chunks):
@@ -171,19 +199,15 @@ def update_index(
         _tokenize(con, f"SELECT turn_id, text FROM {texts} WHERE session_id IN ({part})", _TEMP, tokenizer)
         _add_words(con, _TEMP)
     _finish(con)
-    for temp in ("fts_sessions", "fts_changed", "fts_gone", *_TEMP):
+    for temp in ("fts_sessions", *_TEMP):
         con.execute(f"DROP TABLE IF EXISTS {temp}")
-
-
-# `removed` for a caller that dropped the documents of every turn it deleted already (`drop_documents`).
-NOTHING_REMOVED = "SELECT NULL::VARCHAR WHERE false"
 
 
 def drop_documents(con: duckdb.DuckDBPyConnection, turns: str) -> None:
     """Remove the documents of the turns `turns` (SQL yielding turn_id) from the index, with their terms and their
     share of each term's document frequency: the first half of `update_index`, for a change that knows the turns it
     deleted before it inserts their sessions' new rows (`sinks.warehouse.Begun` does it beside the commit). The
-    index is then brought up to date by `update_index(..., removed=NOTHING_REMOVED)` once the rows are in."""
+    index is then brought up to date by `add_documents` once the rows are in."""
     _drop_gone(con, f"name IN ({turns})")
     con.execute("DROP TABLE IF EXISTS fts_gone")
 

@@ -522,7 +522,6 @@ class _Change:
     indexed: bool
     reindex: bool  # sessions were replaced: their documents are made again (where there is an index)
     gone: _Rows = field(default_factory=_Rows)
-    gone_unpriced: dict[str, int] = field(default_factory=dict)
 
     def close(self) -> None:
         """Roll the change back (closing the connection ends its open transaction) and wait for its threads."""
@@ -559,7 +558,6 @@ def _begin_apply(
     con.register("replaced_ids", ids)
     con.execute("BEGIN")
     change.gone = _delete_sessions(con, figures=keep_figures)
-    change.gone_unpriced = change.gone.unpriced(con) if keep_figures else {}  # by the price tables they had
     _delete_per_source(con, sources)
     if indexed:  # their documents too (plain SQL on the index's tables: the extension is not needed yet)
         con.register("removed_turns", change.gone.removed_turns())
@@ -583,27 +581,31 @@ def _finish_apply(
     computed whole (once, for a warehouse from before they were kept)."""
     con, meta, old, gone = change.con, change.meta, change.old, change.gone
     indexed = change.indexed
-    new = _insert_sessions(con, version, store.layout(version), change.replaced, figures=change.keep_figures)
+    layout = store.layout(version)
+    new = _insert_sessions(con, version, layout, change.replaced, figures=change.keep_figures)
     _insert_per_source(con, store, version, change.sources)
     if not indexed:
         search.create_index(con)  # a warehouse from before search: built once, whole
     # Kept by the run that made the index (a lookup is 15-50 ms); looked up for a warehouse from before it was.
     tokenizer = (indexed and meta.get(TOKENIZER)) or search.tokenizer_of(con)
     if indexed and change.reindex:
-        # The documents of the deleted turns were dropped as the change began: no document is compared with
-        # `turns`, and those of the new rows' turn ids (if any were indexed) go here.
-        search.update_index(con, REPLACED, removed=search.NOTHING_REMOVED, tokenizer=tokenizer)
+        # The documents of the deleted turns were dropped as the change began; the new rows are indexed from the
+        # files they were loaded from, which hold only their buckets' sessions.
+        texts = _session_files(version, layout, change.replaced, TURNS)
+        search.add_documents(con, REPLACED, _loaded_rows(texts, REPLACED), tokenizer=tokenizer)
     # New views reach old warehouses, a changed zone is applied; the same DDL as the file's is not run again.
     same_ddl = meta.get(DDL) == _ddl_digest(zone)
     if not same_ddl:
         views.create_views(con, zone)
     # With the figures, the usage rows removed and added are at hand: their models say what the prices change.
     changed = (gone.model_pairs(), new.model_pairs()) if change.keep_figures else None
+    # The removed usage rows priced by the price tables they had, before `install` changes them.
+    gone_unpriced = gone.unpriced(con) if change.keep_figures else {}
     prices_from = prices.install(
         con, meta.get("prices"), store.data_dir / PRICE_CACHE, views=not same_ddl, changed=changed
     )
     if change.keep_figures and old is not None:
-        figures_json = json.dumps(_updated(con, old, gone, change.gone_unpriced, new))
+        figures_json = json.dumps(_updated(con, old, gone, gone_unpriced, new))
     else:
         figures_json = json.dumps(figures(con))
     written = _set_meta(con, version_number, zone, prices_from, figures_json, tokenizer)
@@ -720,14 +722,7 @@ def _insert_sessions(
     new = _Rows()
     for table in SESSION_TABLES:
         clause = _Rows.returning(table, figures)
-        files = sorted(
-            {
-                str(version / FileKey(table.name, agent, bucket).relpath())
-                for agent, sids in replaced.items()
-                for bucket in {bucket_of(s, layout[agent]) for s in sids}
-            }
-        )
-        files = [f for f in files if os.path.exists(f)]
+        files = _session_files(version, layout, replaced, table)
         if files:
             result = con.execute(
                 f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?) "
@@ -737,6 +732,27 @@ def _insert_sessions(
             if clause:
                 new.add(table, result.to_arrow_table())
     return new
+
+
+def _session_files(
+    version: Path, layout: Mapping[str, int], replaced: Mapping[str, set[str]], table: Table
+) -> list[str]:
+    """The files of `table` in `version` that hold the `replaced` sessions (agent -> ids): their buckets'."""
+    files = {
+        str(version / FileKey(table.name, agent, bucket).relpath())
+        for agent, sids in replaced.items()
+        for bucket in {bucket_of(s, layout[agent]) for s in sids}
+    }
+    return [f for f in sorted(files) if os.path.exists(f)]
+
+
+def _loaded_rows(files: list[str], sessions: str) -> str:
+    """A relation of the rows of the sessions `sessions` (SQL yielding session_id) in Parquet `files`, for a
+    statement that takes no parameters (an empty one when there are no files: the sessions are gone)."""
+    if not files:
+        return "(SELECT NULL::VARCHAR AS session_id, NULL::VARCHAR AS turn_id, NULL::VARCHAR AS text WHERE false) t"
+    listed = ", ".join(search.sql_string(f) for f in files)
+    return f"(SELECT * FROM read_parquet([{listed}]) WHERE session_id IN ({sessions})) t"
 
 
 def is_current(data_dir: Path, version_number: int, timezone: str | None) -> bool:
@@ -877,14 +893,25 @@ class Begun:
             con, in_place, flushing = _open_incremental(target, self._tmp, data_dir, previous_version)
             if con is None:
                 return
-            self._given.wait()
-            replaced = self._replaced
-            if replaced is None:  # taken or abandoned before any change was given: nothing to begin
+
+            def release() -> None:
                 con.close()
                 if flushing is not None:
                     flushing.join()
                 if not in_place:
                     _remove_tmp(self._tmp)
+
+            try:
+                # The index's update at the end of the change LOADs the extension: done here, its 5-25 ms (mapping
+                # a 12 MB library) overlap the read or the commit instead of following them.
+                search.load_extension(con)
+            except BaseException:
+                release()
+                raise
+            self._given.wait()
+            replaced = self._replaced
+            if replaced is None:  # taken or abandoned before any change was given: nothing to begin
+                release()
                 return
             self._change = _begun(con, in_place, flushing, replaced, self._sources)
         except Exception as exc:  # refresh makes the change itself, and says what fails then

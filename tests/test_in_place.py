@@ -96,7 +96,7 @@ def test_a_failure_while_changing_in_place_rolls_the_warehouse_back_and_the_next
     def full(*_args: object, **_kwargs: object) -> None:  # after the sessions' rows were deleted and inserted
         raise duckdb.IOException("IO Error: Could not write file: No space left on device")
 
-    monkeypatch.setattr(search, "update_index", full)
+    monkeypatch.setattr(search, "add_documents", full)
     with pytest.raises(duckdb.IOException, match="No space left"):
         run(settings_for(home, data))
     monkeypatch.undo()

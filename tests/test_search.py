@@ -313,7 +313,7 @@ def test_documents_dropped_before_the_new_rows_then_an_update_equal_the_extensio
     new = [(f"s1-{i}", "s1", text) for i, text in enumerate(_texts(rng, 11))]
     new += [(f"s9-{i}", "s9", text) for i, text in enumerate(_texts(rng, 3))]
     ours.executemany("INSERT INTO turns VALUES (?, ?, ?)", new)
-    search.update_index(ours, "SELECT unnest(['s1', 's2', 's9'])", removed=search.NOTHING_REMOVED)
+    search.add_documents(ours, "SELECT unnest(['s1', 's2', 's9'])", "turns", tokenizer=search.tokenizer_of(ours))
     rows = [r for r in rows if r[1] not in {"s1", "s2"}] + new
     theirs = _rebuilt(rows)
     assert _index_contents(ours) == _index_contents(theirs)
