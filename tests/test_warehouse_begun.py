@@ -240,6 +240,110 @@ def test_a_small_run_opens_the_warehouse_while_it_reads_its_sources(
     assert leftovers(data) == []
 
 
+def _opening_noted(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set once a run has opened the warehouse to change it (`warehouse._open_to_change`, still made)."""
+    opened = threading.Event()
+    real_open = warehouse._open_to_change
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        found = real_open(*args, **kwargs)
+        opened.set()
+        return found
+
+    monkeypatch.setattr(warehouse, "_open_to_change", noted)
+    return opened
+
+
+@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
+def test_a_run_whose_listing_moved_opens_the_warehouse_while_it_sorts_its_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+) -> None:
+    """Once discovery has found the listing moved (a session grew), the warehouse is opened while the sources are
+    sorted against the manifest (`flow._open_when_discovered`): the sorting waits here until it is, which, opened
+    after the plan as before, it never would be."""
+    from flows.etl import pipeline
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
+    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)  # as on ext4
+    opened = _opening_noted(monkeypatch)
+    real_plan = pipeline.make_plan
+    seen: list[bool] = []
+
+    def plan_once_opened(*args: Any, **kwargs: Any) -> Any:
+        seen.append(opened.wait(10))
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "make_plan", plan_once_opened)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    run(settings_for(home, data))
+    assert seen == [True], "the warehouse was opened while the plan was made"
+    clean = tmp_path / "clean"
+    run(settings_for(home, clean))
+    assert snapshot(data) == snapshot(clean)
+    assert leftovers(data) == []
+
+
+@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
+def test_a_listing_that_moved_with_nothing_to_load_lets_go_of_the_warehouse_opened_for_it_and_is_a_noop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+) -> None:
+    from sinks import ledger
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
+    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)
+    opened = _opening_noted(monkeypatch)
+    before = snapshot(data)
+    target = data / "warehouse.duckdb"
+    as_it_was = (target.stat().st_ino, target.stat().st_mtime_ns, target.read_bytes())
+    # A file that is no session: its folder's listing moves, and there is nothing to load.
+    (home / ".claude" / "projects" / "notes.txt").write_text("not a session\n", encoding="utf-8")
+    report = run(settings_for(home, data))
+    assert opened.is_set(), "the listing moved: the warehouse was opened as the plan was made"
+    assert report.committed is None, "nothing to do: nothing committed"
+    assert next(r["outcome"] for r in ledger.runs(data)) == "noop"
+    assert not _held(target), "the warehouse opened for the run was let go"
+    assert snapshot(data) == before
+    assert (target.stat().st_ino, target.stat().st_mtime_ns, target.read_bytes()) == as_it_was, "not written"
+    assert not Path(f"{target}.wal").exists(), "nor a log left beside it"
+    assert not list(data.glob("warehouse.duckdb.tmp-*"))
+    assert leftovers(data) == []
+
+
+@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
+def test_a_plan_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+) -> None:
+    from flows.etl import pipeline
+
+    home = small_home(tmp_path / "home")
+    data = tmp_path / "data"
+    run(settings_for(home, data))
+    before = {t: table_rows(data, t) for t in ("sessions", "turns", "sources")}
+    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
+    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)
+    opened = _opening_noted(monkeypatch)
+
+    def manifest_unreadable(*_args: Any, **_kwargs: Any) -> Any:
+        assert opened.wait(10), "the warehouse is being opened as the plan is made"
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(pipeline, "make_plan", manifest_unreadable)
+    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
+    with pytest.raises(OSError, match="Input/output error"):
+        run(settings_for(home, data))
+    assert not _held(data / "warehouse.duckdb"), "the warehouse opened for the run was let go"
+    assert {t: table_rows(data, t) for t in before} == before
+    assert not list(data.glob("warehouse.duckdb.tmp-*"))
+    monkeypatch.undo()
+    rerun_equals_a_clean_run(tmp_path, home, data)
+
+
 @pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
 def test_a_read_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int

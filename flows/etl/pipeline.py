@@ -423,11 +423,15 @@ def plan_run(
     explicit: Discovery | None = None,
     check_all: bool = False,
     locked: bool = False,
+    discovered: Callable[[Discovery], None] | None = None,
 ) -> tuple[Discovery, Plan[Source]]:
     """Discover (unless `explicit` sources are given) and sort the sources against the manifest. `full` (read
     everything again) and `check_all` make the discovery a full check. `locked`: the run holds the writer lock, and
-    brings the manifest's cache up to date (sinks.manifest.MANIFEST_CACHE); a plan made without it writes nothing."""
+    brings the manifest's cache up to date (sinks.manifest.MANIFEST_CACHE); a plan made without it writes nothing.
+    `discovered` is called with the discovery before the sources are sorted (a run starts what can overlap that)."""
     found = discover(settings, check_all=full or check_all) if explicit is None else explicit
+    if discovered is not None:
+        discovered(found)
     scanned: dict[str, list[str]] = {str(agent): roots for agent, roots in found.scanned.items()}
     versions = _by_value(parser_versions(settings.redact))
     plan = make_plan(
