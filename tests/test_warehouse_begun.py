@@ -201,45 +201,6 @@ def test_a_change_of_many_sessions_is_begun_after_the_commit(tmp_path: Path, mon
     assert snapshot(data) == snapshot(clean)
 
 
-@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
-def test_a_small_run_opens_the_warehouse_while_it_reads_its_sources(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
-) -> None:
-    """The open (and its log's replay) overlaps the read (`flow.OPEN_BEFORE_READ_BYTES`): the read waits here until
-    the warehouse is opened, which, opened after the read as before, it never would be."""
-    from flows.etl import flow
-
-    home = small_home(tmp_path / "home")
-    data = tmp_path / "data"
-    run(settings_for(home, data))
-    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
-    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)  # as on ext4
-    opened = threading.Event()
-    real_open = warehouse._open_to_change
-
-    def noted(*args: Any, **kwargs: Any) -> Any:
-        found = real_open(*args, **kwargs)
-        opened.set()
-        return found
-
-    real_read = flow.read_batch
-    seen: list[bool] = []
-
-    def read_once_opened(*args: Any, **kwargs: Any) -> Any:
-        seen.append(opened.wait(30))
-        return real_read(*args, **kwargs)
-
-    monkeypatch.setattr(warehouse, "_open_to_change", noted)
-    monkeypatch.setattr(flow, "read_batch", read_once_opened)
-    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
-    run(settings_for(home, data))
-    assert seen == [True], "the warehouse was opened while the sources were read"
-    clean = tmp_path / "clean"
-    run(settings_for(home, clean))
-    assert snapshot(data) == snapshot(clean)
-    assert leftovers(data) == []
-
-
 def _opening_noted(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """An event set once a run has opened the warehouse to change it (`warehouse._open_to_change`, still made)."""
     opened = threading.Event()
@@ -254,32 +215,42 @@ def _opening_noted(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     return opened
 
 
+def _waiting_for(monkeypatch: pytest.MonkeyPatch, opened: threading.Event, owner: Any, name: str) -> list[bool]:
+    """`owner.<name>` made to wait (up to 30 s) until the warehouse is opened; whether it was, per call."""
+    real = getattr(owner, name)
+    seen: list[bool] = []
+
+    def waits(*args: Any, **kwargs: Any) -> Any:
+        seen.append(opened.wait(30))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, waits)
+    return seen
+
+
+STEPS = {"the plan": ("flows.etl.pipeline", "make_plan"), "the read": ("flows.etl.flow", "read_batch")}
+
+
 @pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
-def test_a_run_whose_listing_moved_opens_the_warehouse_while_it_sorts_its_sources(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+@pytest.mark.parametrize("step", STEPS.values(), ids=STEPS.keys())
+def test_a_small_run_opens_the_warehouse_while_it_plans_and_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int, step: tuple[str, str]
 ) -> None:
-    """Once discovery has found the listing moved (a session grew), the warehouse is opened while the sources are
-    sorted against the manifest (`flow._open_when_discovered`): the sorting waits here until it is, which, opened
-    after the plan as before, it never would be."""
-    from flows.etl import pipeline
+    """Once discovery has found the listing moved (a session grew), the warehouse is opened (its log replayed) while
+    the sources are sorted against the manifest (`flow._open_when_discovered`) and read (`OPEN_BEFORE_READ_BYTES`):
+    the step waits here until it is opened, which, opened after the plan, or after the read, it never would be."""
+    import importlib
 
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
     run(settings_for(home, data))
     monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
     monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)  # as on ext4
-    opened = _opening_noted(monkeypatch)
-    real_plan = pipeline.make_plan
-    seen: list[bool] = []
-
-    def plan_once_opened(*args: Any, **kwargs: Any) -> Any:
-        seen.append(opened.wait(10))
-        return real_plan(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "make_plan", plan_once_opened)
+    owner, name = step
+    seen = _waiting_for(monkeypatch, _opening_noted(monkeypatch), importlib.import_module(owner), name)
     write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
     run(settings_for(home, data))
-    assert seen == [True], "the warehouse was opened while the plan was made"
+    assert seen == [True], f"the warehouse was opened while {name} ran"
     clean = tmp_path / "clean"
     run(settings_for(home, clean))
     assert snapshot(data) == snapshot(clean)
@@ -316,10 +287,11 @@ def test_a_listing_that_moved_with_nothing_to_load_lets_go_of_the_warehouse_open
 
 
 @pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
-def test_a_plan_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
+@pytest.mark.parametrize("step", STEPS.values(), ids=STEPS.keys())
+def test_a_plan_or_read_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int, step: tuple[str, str]
 ) -> None:
-    from flows.etl import pipeline
+    import importlib
 
     home = small_home(tmp_path / "home")
     data = tmp_path / "data"
@@ -329,38 +301,12 @@ def test_a_plan_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
     monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)
     opened = _opening_noted(monkeypatch)
 
-    def manifest_unreadable(*_args: Any, **_kwargs: Any) -> Any:
-        assert opened.wait(10), "the warehouse is being opened as the plan is made"
-        raise OSError(5, "Input/output error")
-
-    monkeypatch.setattr(pipeline, "make_plan", manifest_unreadable)
-    write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
-    with pytest.raises(OSError, match="Input/output error"):
-        run(settings_for(home, data))
-    assert not _held(data / "warehouse.duckdb"), "the warehouse opened for the run was let go"
-    assert {t: table_rows(data, t) for t in before} == before
-    assert not list(data.glob("warehouse.duckdb.tmp-*"))
-    monkeypatch.undo()
-    rerun_equals_a_clean_run(tmp_path, home, data)
-
-
-@pytest.mark.parametrize("in_place_bytes", PATHS.values(), ids=PATHS.keys())
-def test_a_read_that_fails_lets_go_of_the_warehouse_opened_for_it_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_place_bytes: int
-) -> None:
-    from flows.etl import flow
-
-    home = small_home(tmp_path / "home")
-    data = tmp_path / "data"
-    run(settings_for(home, data))
-    before = {t: table_rows(data, t) for t in ("sessions", "turns", "sources")}
-    monkeypatch.setattr(warehouse, "IN_PLACE_BYTES", in_place_bytes)
-    monkeypatch.setattr(warehouse, "clone", lambda src, dst: False)
-
     def disk_gone(*_args: Any, **_kwargs: Any) -> Any:
+        assert opened.wait(30), "the warehouse is opened before this step"
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(flow, "read_batch", disk_gone)
+    owner, name = step
+    monkeypatch.setattr(importlib.import_module(owner), name, disk_gone)
     write_session(home, S1, claude_exchange(S1, 2, start_minute=30), append=True)
     with pytest.raises(OSError, match="Input/output error"):
         run(settings_for(home, data))
