@@ -159,6 +159,13 @@ def _open_when_discovered(
     return discovered
 
 
+def _let_go(*changes: warehouse.Begun | None) -> None:
+    """Abandon each warehouse change begun or opened early (a no-op for one the warehouse step took or let go)."""
+    for change in changes:
+        if change is not None:
+            change.abandon()
+
+
 def _begin_warehouse_change(
     run: Run,
     plan: Plan[Source],
@@ -265,14 +272,11 @@ def load(
                 len(plan.deleted),
                 sum(s.size for s in plan.to_read),
             )
-            if not full and pipeline.nothing_to_do(plan) and begun is not None:
+            nothing = not full and pipeline.nothing_to_do(plan)
+            if nothing and begun is not None:
                 begun.abandon()  # opened for nothing: let go before the warehouse is looked at
                 begun = None
-            if (
-                not full
-                and pipeline.nothing_to_do(plan)
-                and warehouse.is_current(settings.data_dir, previous_version, settings.timezone)
-            ):
+            if nothing and warehouse.is_current(settings.data_dir, previous_version, settings.timezone):
                 # Nothing new, changed or deleted and the warehouse whole: the ledger line is the run's only write
                 # (a no-op night must not copy the warehouse, nor write a Parquet version).
                 record.outcome = "noop"
@@ -345,8 +349,7 @@ def load(
                 time.monotonic() - start,
             )
         except Exception as exc:
-            for each in [*opened, *([begun] if begun is not None else [])]:
-                each.abandon()  # rolled back (a no-op once the warehouse step took it)
+            _let_go(*opened, begun)  # rolled back (a no-op once the warehouse step took it)
             if sweeper is not None:
                 sweeper.join()  # it removes every version but the current two: not while the failure writes one
             if listing is not None:
@@ -355,8 +358,7 @@ def load(
                 pipeline.record_failure(store, run_id, row, exc)
             raise
         finally:
-            for each in [*opened, *([begun] if begun is not None else [])]:
-                each.abandon()  # a stop signal's way out, too
+            _let_go(*opened, begun)  # a stop signal's way out, too
             if sweeper is not None:
                 sweeper.join()
             if listing is not None:
