@@ -54,3 +54,36 @@ def test_a_run_that_exits_with_its_pools_semaphores_registered_prints_nothing_fr
     # The tracker writes after the run is gone, on the stderr it inherited: read to its end, which waits for it too.
     assert done.returncode == 0
     assert done.stderr == ""
+
+
+def _write_half_a_result() -> None:
+    """In a pool worker: begin a result message on the pool's results pipe and never finish it, as a worker killed
+    while it sends a batch's result leaves it (the header promises 1 MiB, 16 bytes follow)."""
+    import gc
+    import multiprocessing.queues
+    import struct
+    import time
+
+    queue = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.queues.SimpleQueue))
+    with queue._wlock:
+        queue._writer._send(struct.pack("!i", 1 << 20) + b"x" * 16)
+        time.sleep(600)  # killed here by the abandon
+
+
+def test_an_abandoned_pool_whose_worker_died_mid_result_fails_its_futures_instead_of_waiting_forever() -> None:
+    """Abandoned (`_abandon`: a run stopped between two batches), the pool kills its workers; one killed while it
+    wrote a batch's result left the pool's reading thread waiting for the rest of it, and every future with it: the
+    task waiting on the batch never ended, nor the stopped run (the runner's Ctrl-C test hung in CI). The worker's
+    torn message is written here on purpose; the batch's future must fail, promptly, as the pool is broken."""
+    import time
+    from concurrent.futures.process import BrokenProcessPool
+
+    from flows.etl.workers import _abandon
+
+    with extraction_pool(1, apart=True) as pool:
+        assert pool is not None
+        assert pool.submit(time.time).result(timeout=120)  # the worker is up
+        torn = pool.submit(_write_half_a_result)
+        time.sleep(2)  # the header and 16 bytes are in the pipe; the pool's thread reads, and waits for the rest
+        _abandon(pool)
+        assert isinstance(torn.exception(timeout=30), BrokenProcessPool)

@@ -87,11 +87,20 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
     """The run failed or was interrupted: its batches are not wanted. Cancel those not started and kill the workers
     reading the others, rather than wait for them (a stopped watch would wait for every batch of its load)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
-    call_queue = getattr(pool, "_call_queue", None)  # and this
+    call_queue = getattr(pool, "_call_queue", None)  # and these
+    result_queue = getattr(pool, "_result_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             process.kill()
+    if processes and result_queue is not None:
+        # A worker killed while it wrote its batch's result leaves part of it in the results pipe, and the pool's
+        # thread reading that pipe waits for the rest for good, every batch's future with it: a task waiting on one
+        # never ends, nor the stopped run that waits for its tasks (CI: the runner's Ctrl-C test hung, 3.11 and
+        # 3.13). The workers' ends of the pipe close as they die; this process's end, which it never writes to,
+        # is the last: closed, the read ends, the pool is broken and its futures fail (`extract_batch`: Cancelled).
+        with contextlib.suppress(OSError, AttributeError):
+            result_queue._writer.close()
     if processes and call_queue is not None and not _CLOSES_ITS_QUEUE:
         # Python before the fix of gh-94777 (Debian 12's 3.11.2): a batch being written to the workers' queue as they
         # are killed blocks the pool's writing thread for good, and the process's exit with it. Close the queue's
