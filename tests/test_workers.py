@@ -56,9 +56,9 @@ def test_a_run_that_exits_with_its_pools_semaphores_registered_prints_nothing_fr
     assert done.stderr == ""
 
 
-def _write_half_a_result() -> None:
+def _write_half_a_result(written: str) -> None:
     """In a pool worker: begin a result message on the pool's results pipe and never finish it, as a worker killed
-    while it sends a batch's result leaves it (the header promises 1 MiB, 16 bytes follow)."""
+    while it sends a batch's result leaves it (the header promises 1 MiB, 16 bytes follow); then say so (`written`)."""
     import gc
     import multiprocessing.queues
     import struct
@@ -67,10 +67,13 @@ def _write_half_a_result() -> None:
     queue = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.queues.SimpleQueue))
     with queue._wlock:
         queue._writer._send(struct.pack("!i", 1 << 20) + b"x" * 16)
+        Path(written).touch()
         time.sleep(600)  # killed here by the abandon
 
 
-def test_an_abandoned_pool_whose_worker_died_mid_result_fails_its_futures_instead_of_waiting_forever() -> None:
+def test_an_abandoned_pool_whose_worker_died_mid_result_fails_its_futures_instead_of_waiting_forever(
+    tmp_path: Path,
+) -> None:
     """Abandoned (`_abandon`: a run stopped between two batches), the pool kills its workers; one killed while it
     wrote a batch's result left the pool's reading thread waiting for the rest of it, and every future with it: the
     task waiting on the batch never ended, nor the stopped run (the runner's Ctrl-C test hung in CI). The worker's
@@ -83,7 +86,12 @@ def test_an_abandoned_pool_whose_worker_died_mid_result_fails_its_futures_instea
     with extraction_pool(1, apart=True) as pool:
         assert pool is not None
         assert pool.submit(time.time).result(timeout=120)  # the worker is up
-        torn = pool.submit(_write_half_a_result)
-        time.sleep(2)  # the header and 16 bytes are in the pipe; the pool's thread reads, and waits for the rest
+        written = tmp_path / "written"
+        torn = pool.submit(_write_half_a_result, str(written))
+        deadline = time.monotonic() + 120
+        while not written.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert written.exists(), "the worker wrote half a result"
+        time.sleep(0.5)  # the pool's thread reads the header and waits for the rest
         _abandon(pool)
         assert isinstance(torn.exception(timeout=30), BrokenProcessPool)
